@@ -1,0 +1,475 @@
+//! The daemon's route table and the OpenAPI document generated from it.
+//!
+//! The table is the single source of truth: coved builds its router from it (one handler per
+//! [`Op`], matched exhaustively), its auth test walks it, and `/v1/openapi.json` is rendered
+//! from it, so a route cannot exist in one place and not the others.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::error::ErrorEnvelope;
+use crate::files::{
+    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse,
+    ReadRequest, ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse,
+    WriteResponse,
+};
+use crate::info::{HealthResponse, InfoResponse};
+use crate::shell::{
+    DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
+    OutputResponse, SessionList, SignalRequest, SignalResponse,
+};
+
+/// The API version served under `/v1`.
+pub const API_VERSION: &str = "v1";
+
+/// Every operation the daemon serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Health,
+    Info,
+    OpenApi,
+    ShellExec,
+    ShellSessions,
+    ShellOutput,
+    ShellInput,
+    ShellSignal,
+    ShellDeleteSession,
+    FilesList,
+    FilesRead,
+    FilesCreate,
+    FilesRewrite,
+    FilesStrReplace,
+    FilesDelete,
+    FilesDownload,
+    FilesUpload,
+}
+
+/// The HTTP methods the API uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+impl Method {
+    /// Upper-case method name, as on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// Produces a schema for one type, registering what it refers to in the generator.
+pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// What a request carries in its body.
+#[derive(Debug, Clone, Copy)]
+pub enum RequestBody {
+    None,
+    Json(SchemaFn),
+    /// Raw bytes, streamed.
+    Bytes,
+}
+
+/// What a successful answer carries.
+#[derive(Debug, Clone, Copy)]
+pub enum ResponseBody {
+    Json(SchemaFn),
+    /// Raw bytes of the given media type, streamed.
+    Bytes(&'static str),
+}
+
+/// One route of the daemon.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint {
+    pub op: Op,
+    pub method: Method,
+    /// Path with `{param}` placeholders, in axum's and OpenAPI's shared syntax.
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Requires `Authorization: Bearer <token>`.
+    pub auth: bool,
+    /// Schema of the query string (an object whose properties are the parameters).
+    pub query: Option<SchemaFn>,
+    pub request: RequestBody,
+    pub response: ResponseBody,
+}
+
+fn reference<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+fn inline<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    T::json_schema(generator)
+}
+
+/// The whole API of coved v1.
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint {
+        op: Op::Health,
+        method: Method::Get,
+        path: "/health",
+        summary: "Liveness; the only route that needs no token",
+        auth: false,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<HealthResponse>),
+    },
+    Endpoint {
+        op: Op::Info,
+        method: Method::Get,
+        path: "/v1/info",
+        summary: "Version, API version and capabilities",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<InfoResponse>),
+    },
+    Endpoint {
+        op: Op::OpenApi,
+        method: Method::Get,
+        path: "/v1/openapi.json",
+        summary: "This OpenAPI document",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Bytes("application/json"),
+    },
+    Endpoint {
+        op: Op::ShellExec,
+        method: Method::Post,
+        path: "/v1/shell/exec",
+        summary: "Run a command in a named persistent shell session",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<ExecRequest>),
+        response: ResponseBody::Json(reference::<ExecResponse>),
+    },
+    Endpoint {
+        op: Op::ShellSessions,
+        method: Method::Get,
+        path: "/v1/shell/sessions",
+        summary: "List shell sessions",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<SessionList>),
+    },
+    Endpoint {
+        op: Op::ShellOutput,
+        method: Method::Get,
+        path: "/v1/shell/sessions/{name}/output",
+        summary: "Read a session's output from an offset",
+        auth: true,
+        query: Some(inline::<OutputQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<OutputResponse>),
+    },
+    Endpoint {
+        op: Op::ShellInput,
+        method: Method::Post,
+        path: "/v1/shell/sessions/{name}/input",
+        summary: "Type text into the running command's terminal",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<InputRequest>),
+        response: ResponseBody::Json(reference::<InputResponse>),
+    },
+    Endpoint {
+        op: Op::ShellSignal,
+        method: Method::Post,
+        path: "/v1/shell/sessions/{name}/signal",
+        summary: "Signal the running command (the terminal's foreground job)",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<SignalRequest>),
+        response: ResponseBody::Json(reference::<SignalResponse>),
+    },
+    Endpoint {
+        op: Op::ShellDeleteSession,
+        method: Method::Delete,
+        path: "/v1/shell/sessions/{name}",
+        summary: "Kill a session's whole process tree and forget it",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<DeleteSessionResponse>),
+    },
+    Endpoint {
+        op: Op::FilesList,
+        method: Method::Get,
+        path: "/v1/files/list",
+        summary: "List a directory, optionally several levels deep",
+        auth: true,
+        query: Some(inline::<ListQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<ListResponse>),
+    },
+    Endpoint {
+        op: Op::FilesRead,
+        method: Method::Post,
+        path: "/v1/files/read",
+        summary: "Read a text file, optionally a range of lines",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<ReadRequest>),
+        response: ResponseBody::Json(reference::<ReadResponse>),
+    },
+    Endpoint {
+        op: Op::FilesCreate,
+        method: Method::Post,
+        path: "/v1/files/create",
+        summary: "Create a new file (and its parents); fails if it exists",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<CreateRequest>),
+        response: ResponseBody::Json(reference::<WriteResponse>),
+    },
+    Endpoint {
+        op: Op::FilesRewrite,
+        method: Method::Post,
+        path: "/v1/files/rewrite",
+        summary: "Replace an existing file's content atomically",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<RewriteRequest>),
+        response: ResponseBody::Json(reference::<WriteResponse>),
+    },
+    Endpoint {
+        op: Op::FilesStrReplace,
+        method: Method::Post,
+        path: "/v1/files/str_replace",
+        summary: "Replace the single occurrence of a string in a file",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<StrReplaceRequest>),
+        response: ResponseBody::Json(reference::<StrReplaceResponse>),
+    },
+    Endpoint {
+        op: Op::FilesDelete,
+        method: Method::Delete,
+        path: "/v1/files",
+        summary: "Delete a file, or a directory with recursive=true",
+        auth: true,
+        query: Some(inline::<DeleteQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<DeleteResponse>),
+    },
+    Endpoint {
+        op: Op::FilesDownload,
+        method: Method::Get,
+        path: "/v1/files/content",
+        summary: "Download a file's raw bytes",
+        auth: true,
+        query: Some(inline::<ContentQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Bytes("application/octet-stream"),
+    },
+    Endpoint {
+        op: Op::FilesUpload,
+        method: Method::Put,
+        path: "/v1/files/content",
+        summary: "Upload raw bytes to a file (created or replaced atomically; size-capped)",
+        auth: true,
+        query: Some(inline::<ContentQuery>),
+        request: RequestBody::Bytes,
+        response: ResponseBody::Json(reference::<WriteResponse>),
+    },
+];
+
+/// The endpoint serving `op` (every `Op` has one; a unit test holds the table to that).
+pub fn endpoint(op: Op) -> Option<&'static Endpoint> {
+    ENDPOINTS.iter().find(|e| e.op == op)
+}
+
+/// Names of the `{param}` placeholders in a route path.
+pub fn path_params(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .collect()
+}
+
+fn op_id(op: Op) -> String {
+    let name = format!("{op:?}");
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+fn tag(path: &str) -> &str {
+    path.trim_start_matches("/v1/")
+        .split('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("meta")
+}
+
+fn query_parameters(schema: &Schema) -> Vec<Value> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, prop)| {
+            let mut param = json!({
+                "name": name,
+                "in": "query",
+                "required": required.contains(&name.as_str()),
+                "schema": prop,
+            });
+            if let Some(desc) = prop.get("description") {
+                param["description"] = desc.clone();
+            }
+            param
+        })
+        .collect()
+}
+
+/// The OpenAPI 3.1 document describing [`ENDPOINTS`], for a daemon of the given version.
+pub fn openapi_document(daemon_version: &str) -> Value {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .into_generator();
+    let error_ref = generator.subschema_for::<ErrorEnvelope>();
+    let mut paths = Map::new();
+    for ep in ENDPOINTS {
+        let mut parameters: Vec<Value> = path_params(ep.path)
+            .into_iter()
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        if let Some(query) = ep.query {
+            parameters.extend(query_parameters(&query(&mut generator)));
+        }
+        let mut op = json!({
+            "operationId": op_id(ep.op),
+            "summary": ep.summary,
+            "tags": [tag(ep.path)],
+            "parameters": parameters,
+            "security": if ep.auth { json!([{"bearer": []}]) } else { json!([]) },
+        });
+        match ep.request {
+            RequestBody::None => {}
+            RequestBody::Json(schema) => {
+                op["requestBody"] = json!({
+                    "required": true,
+                    "content": {"application/json": {"schema": schema(&mut generator)}},
+                });
+            }
+            RequestBody::Bytes => {
+                op["requestBody"] = json!({
+                    "required": true,
+                    "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}},
+                });
+            }
+        }
+        let ok = match ep.response {
+            ResponseBody::Json(schema) => json!({
+                "description": "Success",
+                "content": {"application/json": {"schema": schema(&mut generator)}},
+            }),
+            ResponseBody::Bytes(mime) => json!({
+                "description": "Success",
+                "content": {mime: {"schema": {"type": "string", "contentMediaType": mime}}},
+            }),
+        };
+        op["responses"] = json!({
+            "200": ok,
+            "default": {
+                "description": "Error envelope with a stable code",
+                "content": {"application/json": {"schema": error_ref.clone()}},
+            },
+        });
+        let entry = paths
+            .entry(ep.path.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        entry[ep.method.as_str().to_ascii_lowercase()] = op;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "coved",
+            "version": daemon_version,
+            "description": "The Cove sandbox daemon: shell sessions, files, browser and vision over authenticated HTTP.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": generator.take_definitions(true),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn every_op_has_exactly_one_route_and_routes_are_unique() {
+        let mut ops = HashSet::new();
+        let mut routes = HashSet::new();
+        for ep in ENDPOINTS {
+            assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
+            assert!(routes.insert((ep.method, ep.path)), "{} {}", ep.method.as_str(), ep.path);
+            assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
+        }
+        assert_eq!(ops.len(), 17, "a new Op needs a row in ENDPOINTS");
+    }
+
+    #[test]
+    fn only_health_is_public() {
+        let public: Vec<_> = ENDPOINTS.iter().filter(|e| !e.auth).map(|e| e.path).collect();
+        assert_eq!(public, ["/health"]);
+    }
+
+    #[test]
+    fn openapi_lists_every_route_and_resolves_every_reference() {
+        let doc = openapi_document("0.0.0");
+        for ep in ENDPOINTS {
+            let op = &doc["paths"][ep.path][ep.method.as_str().to_ascii_lowercase()];
+            assert!(op.is_object(), "{} {} missing", ep.method.as_str(), ep.path);
+        }
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+            let name = piece.split('"').next().unwrap();
+            assert!(schemas.contains_key(name), "dangling $ref to {name}");
+        }
+        assert!(schemas.contains_key("ExecRequest"));
+        assert!(schemas.contains_key("ErrorEnvelope"));
+        let list_params = doc["paths"]["/v1/files/list"]["get"]["parameters"]
+            .as_array()
+            .unwrap();
+        let names: Vec<_> = list_params.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["depth", "path"]);
+        let output_params = doc["paths"]["/v1/shell/sessions/{name}/output"]["get"]["parameters"]
+            .as_array()
+            .unwrap();
+        assert_eq!(output_params[0]["in"], "path");
+        assert_eq!(output_params[1]["name"], "since");
+    }
+
+    #[test]
+    fn op_ids_are_snake_case() {
+        assert_eq!(op_id(Op::FilesStrReplace), "files_str_replace");
+        assert_eq!(op_id(Op::Health), "health");
+    }
+}

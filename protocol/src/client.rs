@@ -1,0 +1,362 @@
+//! The typed async HTTP client for coved.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{ErrorCode, ErrorEnvelope};
+use crate::files::{
+    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse,
+    ReadRequest, ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse,
+    WriteResponse,
+};
+use crate::info::{HealthResponse, InfoResponse};
+use crate::shell::{
+    DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
+    OutputResponse, SessionList, Signal, SignalRequest, SignalResponse,
+};
+
+/// How long a call that is not a blocking `exec` or a transfer may take.
+const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Slack on top of a blocking `exec`'s own timeout, so the daemon answers first.
+const EXEC_SLACK: Duration = Duration::from_secs(30);
+
+/// What went wrong talking to coved, sorted by what the caller does next.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The daemon answered with an error envelope: act on `code`.
+    #[error("coved refused the request ({code}, HTTP {status}): {message}")]
+    Api {
+        status: u16,
+        code: ErrorCode,
+        message: String,
+    },
+    /// The daemon could not be reached or the connection broke: retry or check the URL.
+    #[error("could not talk to coved at {url}: {source}")]
+    Transport {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The daemon answered with something that is not the expected JSON: a version mismatch.
+    #[error("coved answered HTTP {status} with an unexpected body: {detail}")]
+    Decode { status: u16, detail: String },
+    /// The base URL or a path argument cannot form a request.
+    #[error("invalid coved client input: {0}")]
+    InvalidInput(String),
+}
+
+impl ClientError {
+    /// The daemon's error code, when it answered with one.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        match self {
+            ClientError::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// A client for one coved daemon.
+#[derive(Debug, Clone)]
+pub struct CovedClient {
+    http: reqwest::Client,
+    base: Url,
+    token: String,
+}
+
+impl CovedClient {
+    /// A client for the daemon at `base_url` (e.g. `http://127.0.0.1:8080`) using `token`.
+    pub fn new(base_url: &str, token: impl Into<String>) -> Result<Self, ClientError> {
+        let base = Url::parse(base_url)
+            .map_err(|e| ClientError::InvalidInput(format!("base URL {base_url:?}: {e}")))?;
+        if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
+            return Err(ClientError::InvalidInput(format!(
+                "base URL {base_url:?} must be http:// or https://"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|source| ClientError::Transport {
+                url: base_url.to_string(),
+                source,
+            })?;
+        Ok(CovedClient {
+            http,
+            base,
+            token: token.into(),
+        })
+    }
+
+    /// The daemon's base URL.
+    pub fn base_url(&self) -> &Url {
+        &self.base
+    }
+
+    /// The bearer token this client sends.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The URL of an API path made of literal segments (each one percent-encoded).
+    pub fn url(&self, segments: &[&str]) -> Result<Url, ClientError> {
+        let mut url = self.base.clone();
+        {
+            let mut path = url.path_segments_mut().map_err(|()| {
+                ClientError::InvalidInput(format!("base URL {} cannot take a path", self.base))
+            })?;
+            path.pop_if_empty();
+            path.extend(segments);
+        }
+        Ok(url)
+    }
+
+    /// An authenticated request builder, for calls the typed methods do not cover.
+    pub fn request(&self, method: Method, url: Url) -> RequestBuilder {
+        self.http.request(method, url).bearer_auth(&self.token)
+    }
+
+    async fn send(&self, builder: RequestBuilder, url: &Url) -> Result<Response, ClientError> {
+        let response = builder.send().await.map_err(|source| ClientError::Transport {
+            url: url.to_string(),
+            source,
+        })?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        Err(error_from(response, url).await)
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        configure: impl FnOnce(RequestBuilder) -> RequestBuilder,
+    ) -> Result<T, ClientError> {
+        let url = self.url(segments)?;
+        let builder = configure(
+            self.request(method, url.clone())
+                .timeout(DEFAULT_CALL_TIMEOUT),
+        );
+        let response = self.send(builder, &url).await?;
+        decode(response, &url).await
+    }
+
+    async fn post<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        body: &B,
+    ) -> Result<T, ClientError> {
+        self.call(Method::POST, segments, |b| b.json(body)).await
+    }
+
+    /// `GET /health` (sent without the token).
+    pub async fn health(&self) -> Result<HealthResponse, ClientError> {
+        let url = self.url(&["health"])?;
+        let builder = self.http.get(url.clone()).timeout(DEFAULT_CALL_TIMEOUT);
+        let response = self.send(builder, &url).await?;
+        decode(response, &url).await
+    }
+
+    /// `GET /v1/info`.
+    pub async fn info(&self) -> Result<InfoResponse, ClientError> {
+        self.call(Method::GET, &["v1", "info"], |b| b).await
+    }
+
+    /// `GET /v1/openapi.json`.
+    pub async fn openapi(&self) -> Result<serde_json::Value, ClientError> {
+        self.call(Method::GET, &["v1", "openapi.json"], |b| b).await
+    }
+
+    /// `POST /v1/shell/exec`; waits as long as the request's own timeout, plus slack.
+    pub async fn exec(&self, request: &ExecRequest) -> Result<ExecResponse, ClientError> {
+        let wait = if request.blocking {
+            Duration::from_secs(request.timeout_secs) + EXEC_SLACK
+        } else {
+            DEFAULT_CALL_TIMEOUT
+        };
+        self.call(Method::POST, &["v1", "shell", "exec"], |b| {
+            b.json(request).timeout(wait)
+        })
+        .await
+    }
+
+    /// `GET /v1/shell/sessions`.
+    pub async fn sessions(&self) -> Result<SessionList, ClientError> {
+        self.call(Method::GET, &["v1", "shell", "sessions"], |b| b).await
+    }
+
+    /// `GET /v1/shell/sessions/{name}/output?since=`.
+    pub async fn output(&self, session: &str, since: u64) -> Result<OutputResponse, ClientError> {
+        let query = OutputQuery { since: Some(since) };
+        self.call(
+            Method::GET,
+            &["v1", "shell", "sessions", session, "output"],
+            |b| b.query(&query),
+        )
+        .await
+    }
+
+    /// `POST /v1/shell/sessions/{name}/input`.
+    pub async fn input(
+        &self,
+        session: &str,
+        request: &InputRequest,
+    ) -> Result<InputResponse, ClientError> {
+        self.post(&["v1", "shell", "sessions", session, "input"], request)
+            .await
+    }
+
+    /// `POST /v1/shell/sessions/{name}/signal`.
+    pub async fn signal(&self, session: &str, signal: Signal) -> Result<SignalResponse, ClientError> {
+        self.post(
+            &["v1", "shell", "sessions", session, "signal"],
+            &SignalRequest { signal },
+        )
+        .await
+    }
+
+    /// `DELETE /v1/shell/sessions/{name}`.
+    pub async fn delete_session(&self, session: &str) -> Result<DeleteSessionResponse, ClientError> {
+        self.call(Method::DELETE, &["v1", "shell", "sessions", session], |b| b)
+            .await
+    }
+
+    /// `GET /v1/files/list`.
+    pub async fn list(&self, query: &ListQuery) -> Result<ListResponse, ClientError> {
+        self.call(Method::GET, &["v1", "files", "list"], |b| b.query(query))
+            .await
+    }
+
+    /// `POST /v1/files/read`.
+    pub async fn read(&self, request: &ReadRequest) -> Result<ReadResponse, ClientError> {
+        self.post(&["v1", "files", "read"], request).await
+    }
+
+    /// `POST /v1/files/create`.
+    pub async fn create(&self, request: &CreateRequest) -> Result<WriteResponse, ClientError> {
+        self.post(&["v1", "files", "create"], request).await
+    }
+
+    /// `POST /v1/files/rewrite`.
+    pub async fn rewrite(&self, request: &RewriteRequest) -> Result<WriteResponse, ClientError> {
+        self.post(&["v1", "files", "rewrite"], request).await
+    }
+
+    /// `POST /v1/files/str_replace`.
+    pub async fn str_replace(
+        &self,
+        request: &StrReplaceRequest,
+    ) -> Result<StrReplaceResponse, ClientError> {
+        self.post(&["v1", "files", "str_replace"], request).await
+    }
+
+    /// `DELETE /v1/files`.
+    pub async fn delete(&self, query: &DeleteQuery) -> Result<DeleteResponse, ClientError> {
+        self.call(Method::DELETE, &["v1", "files"], |b| b.query(query))
+            .await
+    }
+
+    /// `GET /v1/files/content`: the whole file in memory. Use [`Self::download_response`] to stream.
+    pub async fn download(&self, path: &str) -> Result<Bytes, ClientError> {
+        let url = self.url(&["v1", "files", "content"])?;
+        let response = self.download_response(path).await?;
+        response
+            .bytes()
+            .await
+            .map_err(|source| ClientError::Transport {
+                url: url.to_string(),
+                source,
+            })
+    }
+
+    /// `GET /v1/files/content` as a streaming response.
+    pub async fn download_response(&self, path: &str) -> Result<Response, ClientError> {
+        let url = self.url(&["v1", "files", "content"])?;
+        let query = ContentQuery {
+            path: path.to_string(),
+        };
+        let builder = self.request(Method::GET, url.clone()).query(&query);
+        self.send(builder, &url).await
+    }
+
+    /// `PUT /v1/files/content`: streams `body` into the file.
+    pub async fn upload(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Result<WriteResponse, ClientError> {
+        let url = self.url(&["v1", "files", "content"])?;
+        let query = ContentQuery {
+            path: path.to_string(),
+        };
+        let builder = self
+            .request(Method::PUT, url.clone())
+            .query(&query)
+            .body(body);
+        let response = self.send(builder, &url).await?;
+        decode(response, &url).await
+    }
+}
+
+async fn decode<T: DeserializeOwned>(response: Response, url: &Url) -> Result<T, ClientError> {
+    let status = response.status().as_u16();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|source| ClientError::Transport {
+            url: url.to_string(),
+            source,
+        })?;
+    serde_json::from_slice(&body).map_err(|e| ClientError::Decode {
+        status,
+        detail: format!("{e}: {}", preview(&body)),
+    })
+}
+
+async fn error_from(response: Response, url: &Url) -> ClientError {
+    let status = response.status();
+    let body = match response.bytes().await {
+        Ok(body) => body,
+        Err(source) => {
+            return ClientError::Transport {
+                url: url.to_string(),
+                source,
+            };
+        }
+    };
+    match serde_json::from_slice::<ErrorEnvelope>(&body) {
+        Ok(envelope) => ClientError::Api {
+            status: status.as_u16(),
+            code: envelope.error.code,
+            message: envelope.error.message,
+        },
+        Err(_) => ClientError::Api {
+            status: status.as_u16(),
+            code: fallback_code(status),
+            message: preview(&body),
+        },
+    }
+}
+
+fn fallback_code(status: StatusCode) -> ErrorCode {
+    match status {
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        StatusCode::NOT_FOUND => ErrorCode::UnknownRoute,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        s if s.is_client_error() => ErrorCode::InvalidRequest,
+        _ => ErrorCode::Internal,
+    }
+}
+
+fn preview(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut cut = text.len().min(300);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text[..cut].to_string()
+}

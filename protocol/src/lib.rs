@@ -1,0 +1,15 @@
+//! Cove's wire protocol: every type that crosses the HTTP boundary between the controller
+//! (`cove`) and the sandbox daemon (`coved`), the route table with its OpenAPI document, and,
+//! with the `client` feature, the typed async client for coved.
+
+pub mod api;
+pub mod error;
+pub mod files;
+pub mod info;
+pub mod shell;
+
+#[cfg(feature = "client")]
+pub mod client;
+
+pub use api::API_VERSION;
+pub use error::{ErrorBody, ErrorCode, ErrorEnvelope};

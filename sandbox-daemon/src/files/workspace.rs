@@ -1,0 +1,665 @@
+//! The workspace root as a capability: every file operation resolves its path beneath the root
+//! directory handle at open time (cap-std, which uses `openat2(RESOLVE_BENEATH)` where the
+//! kernel has it and a component-by-component walk elsewhere). String checks only give early,
+//! precise errors; the kernel-side resolution is what keeps a symlink from escaping.
+
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, MetadataExt as _, OpenOptions, OpenOptionsExt as _};
+use rustix::io::Errno;
+
+use cove_protocol::files::{
+    FileEntry, ListResponse, MAX_LIST_DEPTH, ReadResponse, StrReplaceResponse, WriteResponse,
+};
+
+use crate::util::{random_hex, rfc3339};
+
+/// Lines of context shown on each side of a `str_replace` edit.
+const SNIPPET_CONTEXT: u64 = 4;
+/// Most entries a listing returns.
+pub const MAX_LIST_ENTRIES: usize = 10_000;
+/// Mode of files created without one.
+const DEFAULT_FILE_MODE: u32 = 0o644;
+
+/// What went wrong with a file request, by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// Use a path inside the workspace.
+    #[error("{path:?}: {reason}")]
+    OutsideWorkspace { path: String, reason: &'static str },
+    /// Use another path.
+    #[error("{path:?}: {reason}")]
+    InvalidPath { path: String, reason: String },
+    /// Check the path (list the directory).
+    #[error("{0:?}: no such file or directory")]
+    NotFound(String),
+    /// Change the file with rewrite or str_replace instead.
+    #[error("{0:?} already exists; change it with rewrite or str_replace")]
+    AlreadyExists(String),
+    #[error("{0:?} is a directory")]
+    IsDirectory(String),
+    #[error("{0:?} is not a directory (or a parent of it is a file)")]
+    NotDirectory(String),
+    /// Pass `recursive=true`.
+    #[error("{0:?} is a directory that is not empty; pass recursive=true to delete it and its contents")]
+    DirectoryNotEmpty(String),
+    #[error("{0:?}: permission denied")]
+    PermissionDenied(String),
+    /// Download the file raw instead.
+    #[error("{path:?} is not UTF-8 text ({reason}); download it raw instead")]
+    NotText { path: String, reason: String },
+    /// Read a line range of a smaller file, or download it.
+    #[error("{path:?} is {size} bytes, over the {limit}-byte limit for text reads; download it instead")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    /// Send less.
+    #[error("the upload is over the {limit}-byte limit")]
+    PayloadTooLarge { limit: u64 },
+    /// Fix the request.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// Read the file and pick text that is there.
+    #[error("old_str was not found in {0:?}; read the file to see its current text")]
+    NoMatch(String),
+    /// Include more surrounding text.
+    #[error(
+        "old_str occurs {count} times in {path:?}, at lines {lines}; include more surrounding text so it matches exactly once"
+    )]
+    MultipleMatches {
+        path: String,
+        count: usize,
+        lines: String,
+    },
+    /// The filesystem failed; retrying may help.
+    #[error("{path:?}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A checked relative path: no NUL, not absolute, no `..`; `"."` is the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelPath(String);
+
+impl RelPath {
+    /// Checks `raw` and normalises away `.` components and repeated slashes.
+    pub fn parse(raw: &str) -> Result<RelPath, FileError> {
+        let outside = |reason| FileError::OutsideWorkspace {
+            path: raw.to_string(),
+            reason,
+        };
+        if raw.contains('\0') {
+            return Err(outside("paths cannot contain NUL bytes"));
+        }
+        if raw.starts_with('/') {
+            return Err(outside(
+                "absolute paths are refused; give the path relative to the workspace root",
+            ));
+        }
+        let mut parts = Vec::new();
+        for part in raw.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => return Err(outside("`..` is refused; paths stay inside the workspace")),
+                part => parts.push(part),
+            }
+        }
+        if parts.is_empty() {
+            return Ok(RelPath(".".to_string()));
+        }
+        Ok(RelPath(parts.join("/")))
+    }
+
+    /// The normalised path.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The workspace root itself.
+    pub fn is_root(&self) -> bool {
+        self.0 == "."
+    }
+
+    /// Parent directory (`"."` at the top) and final component, or an error for the root.
+    fn split(&self) -> Result<(&str, &str), FileError> {
+        if self.is_root() {
+            return Err(FileError::InvalidPath {
+                path: self.0.clone(),
+                reason: "names the workspace root itself".into(),
+            });
+        }
+        Ok(match self.0.rsplit_once('/') {
+            Some((parent, name)) => (parent, name),
+            None => (".", self.0.as_str()),
+        })
+    }
+
+    fn join(&self, name: &str) -> String {
+        if self.is_root() {
+            name.to_string()
+        } else {
+            format!("{}/{name}", self.0)
+        }
+    }
+}
+
+/// Maps an OS error on `path` to what it means for the caller.
+pub fn map_io(path: &str, error: io::Error) -> FileError {
+    // cap-std reports an escape (a symlink leading out, say) as PermissionDenied with no errno.
+    if error.kind() == io::ErrorKind::PermissionDenied && error.raw_os_error().is_none() {
+        return FileError::OutsideWorkspace {
+            path: path.to_string(),
+            reason: "resolves outside the workspace (through a symbolic link)",
+        };
+    }
+    let path = path.to_string();
+    match Errno::from_io_error(&error) {
+        Some(Errno::XDEV) => FileError::OutsideWorkspace {
+            path,
+            reason: "resolves outside the workspace (through a symbolic link)",
+        },
+        Some(Errno::LOOP) => FileError::InvalidPath {
+            path,
+            reason: "too many levels of symbolic links".into(),
+        },
+        Some(Errno::NAMETOOLONG) => FileError::InvalidPath {
+            path,
+            reason: "name too long".into(),
+        },
+        Some(Errno::NOTDIR) => FileError::NotDirectory(path),
+        Some(Errno::ISDIR) => FileError::IsDirectory(path),
+        Some(Errno::NOTEMPTY) => FileError::DirectoryNotEmpty(path),
+        Some(Errno::ACCESS | Errno::PERM | Errno::ROFS) => FileError::PermissionDenied(path),
+        _ => match error.kind() {
+            io::ErrorKind::NotFound => FileError::NotFound(path),
+            io::ErrorKind::AlreadyExists => FileError::AlreadyExists(path),
+            _ => FileError::Io {
+                path,
+                source: error,
+            },
+        },
+    }
+}
+
+/// What a write finds at its path.
+enum Target {
+    /// Nothing there yet.
+    Absent { parent: Dir, name: String },
+    /// A regular file (possibly reached through symbolic links that stay inside), with its mode.
+    File { parent: Dir, name: String, mode: u32 },
+}
+
+/// The workspace root and the limits file operations obey.
+#[derive(Debug)]
+pub struct Workspace {
+    root: Dir,
+    root_path: PathBuf,
+    max_read_bytes: u64,
+}
+
+impl Workspace {
+    /// Opens the root directory, which must exist.
+    pub fn open(root: &Path, max_read_bytes: u64) -> io::Result<Workspace> {
+        let dir = Dir::open_ambient_dir(root, ambient_authority())?;
+        Ok(Workspace {
+            root: dir,
+            root_path: root.to_path_buf(),
+            max_read_bytes,
+        })
+    }
+
+    /// The root's path on the host.
+    pub fn root_path(&self) -> &Path {
+        &self.root_path
+    }
+
+    fn open_dir(&self, rel: &str) -> Result<Dir, FileError> {
+        if rel == "." {
+            return self.root.try_clone().map_err(|e| map_io(rel, e));
+        }
+        self.root.open_dir(rel).map_err(|e| map_io(rel, e))
+    }
+
+    /// Lists `path`, descending `depth - 1` levels below it. Symlinks are listed, not followed.
+    pub fn list(&self, path: &str, depth: u32) -> Result<ListResponse, FileError> {
+        let rel = RelPath::parse(path)?;
+        if depth == 0 || depth > MAX_LIST_DEPTH {
+            return Err(FileError::InvalidRequest(format!(
+                "depth must be between 1 and {MAX_LIST_DEPTH}"
+            )));
+        }
+        let dir = self.open_dir(rel.as_str())?;
+        let mut entries = Vec::new();
+        let truncated = walk(&dir, &rel, depth, &mut entries)?;
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(ListResponse { entries, truncated })
+    }
+
+    fn load_text(&self, rel: &RelPath) -> Result<String, FileError> {
+        let path = rel.as_str();
+        let mut file = self.root.open(path).map_err(|e| map_io(path, e))?;
+        let meta = file.metadata().map_err(|e| map_io(path, e))?;
+        if meta.is_dir() {
+            return Err(FileError::IsDirectory(path.to_string()));
+        }
+        if meta.len() > self.max_read_bytes {
+            return Err(FileError::TooLarge {
+                path: path.to_string(),
+                size: meta.len(),
+                limit: self.max_read_bytes,
+            });
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes).map_err(|e| map_io(path, e))?;
+        if let Some(at) = bytes.iter().position(|b| *b == 0) {
+            return Err(FileError::NotText {
+                path: path.to_string(),
+                reason: format!("NUL byte at offset {at}"),
+            });
+        }
+        String::from_utf8(bytes).map_err(|e| FileError::NotText {
+            path: path.to_string(),
+            reason: format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
+        })
+    }
+
+    /// Reads a text file, or lines `start_line..=end_line` of it.
+    pub fn read(
+        &self,
+        path: &str,
+        start_line: Option<u64>,
+        end_line: Option<u64>,
+    ) -> Result<ReadResponse, FileError> {
+        let rel = RelPath::parse(path)?;
+        let text = self.load_text(&rel)?;
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let total = lines.len() as u64;
+        let start = start_line.unwrap_or(1);
+        let end = end_line.unwrap_or(total).min(total);
+        if start == 0 || end_line == Some(0) {
+            return Err(FileError::InvalidRequest("line numbers start at 1".into()));
+        }
+        if start_line.is_some() && start > total.max(1) {
+            return Err(FileError::InvalidRequest(format!(
+                "start_line {start} is past the end of {}: it has {total} lines",
+                rel.as_str()
+            )));
+        }
+        if end_line.is_some_and(|e| e < start) {
+            return Err(FileError::InvalidRequest(format!(
+                "end_line {} is before start_line {start}",
+                end_line.unwrap_or_default()
+            )));
+        }
+        let content: String = lines
+            .iter()
+            .skip((start - 1) as usize)
+            .take(end.saturating_sub(start - 1) as usize)
+            .copied()
+            .collect();
+        Ok(ReadResponse {
+            path: rel.as_str().to_string(),
+            content,
+            total_lines: total,
+        })
+    }
+
+    /// What is at `rel` now. A symbolic link is resolved beneath the root, so one that leads
+    /// outside is refused and one that stays inside names its target file.
+    fn target(&self, rel: &RelPath, create_parents: bool) -> Result<Target, FileError> {
+        let path = rel.as_str();
+        let (parent, name) = self.parent_of(rel, create_parents)?;
+        let meta = match parent.symlink_metadata(&name) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Target::Absent { parent, name });
+            }
+            Err(e) => return Err(map_io(path, e)),
+        };
+        if meta.is_dir() {
+            return Err(FileError::IsDirectory(path.to_string()));
+        }
+        if !meta.is_symlink() {
+            return Ok(Target::File {
+                parent,
+                name,
+                mode: meta.mode() & 0o7777,
+            });
+        }
+        let resolved = match self.root.canonicalize(path) {
+            Ok(resolved) => resolved,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(FileError::InvalidPath {
+                    path: path.to_string(),
+                    reason: "is a dangling symbolic link".into(),
+                });
+            }
+            Err(e) => return Err(map_io(path, e)),
+        };
+        let resolved = RelPath::parse(&resolved.to_string_lossy())?;
+        let (parent, name) = self.parent_of(&resolved, false)?;
+        let meta = parent
+            .symlink_metadata(&name)
+            .map_err(|e| map_io(path, e))?;
+        if meta.is_dir() {
+            return Err(FileError::IsDirectory(path.to_string()));
+        }
+        Ok(Target::File {
+            parent,
+            name,
+            mode: meta.mode() & 0o7777,
+        })
+    }
+
+    fn parent_of(&self, rel: &RelPath, create: bool) -> Result<(Dir, String), FileError> {
+        let (parent, name) = rel.split()?;
+        if create && parent != "." {
+            self.root
+                .create_dir_all(parent)
+                .map_err(|e| map_io(parent, e))?;
+        }
+        Ok((self.open_dir(parent)?, name.to_string()))
+    }
+
+    /// Creates a new file with `content`; fails if anything is already at `path`.
+    pub fn create(
+        &self,
+        path: &str,
+        content: &[u8],
+        mode: Option<u32>,
+    ) -> Result<WriteResponse, FileError> {
+        let rel = RelPath::parse(path)?;
+        let (parent, name) = match self.target(&rel, true)? {
+            Target::Absent { parent, name } => (parent, name),
+            Target::File { .. } => return Err(FileError::AlreadyExists(rel.as_str().to_string())),
+        };
+        let mode = mode.unwrap_or(DEFAULT_FILE_MODE);
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true).mode(mode);
+        let file = parent
+            .open_with(&name, &options)
+            .map_err(|e| map_io(rel.as_str(), e))?;
+        let written = write_all_and_set_mode(file.into_std(), content, mode);
+        if let Err(e) = written {
+            // Leave nothing half-written behind.
+            let _ = parent.remove_file(&name);
+            return Err(map_io(rel.as_str(), e));
+        }
+        Ok(WriteResponse {
+            path: rel.as_str().to_string(),
+            bytes: content.len() as u64,
+        })
+    }
+
+    /// Replaces an existing file's content atomically (a temporary file renamed over it),
+    /// keeping its mode. Through a symbolic link that stays inside, the link's target is
+    /// replaced and the link kept.
+    pub fn rewrite(&self, path: &str, content: &[u8]) -> Result<WriteResponse, FileError> {
+        let rel = RelPath::parse(path)?;
+        match self.target(&rel, false)? {
+            Target::Absent { .. } => Err(FileError::NotFound(rel.as_str().to_string())),
+            Target::File { parent, name, mode } => {
+                replace_atomically(&parent, &name, content, mode)
+                    .map_err(|e| map_io(rel.as_str(), e))?;
+                Ok(WriteResponse {
+                    path: rel.as_str().to_string(),
+                    bytes: content.len() as u64,
+                })
+            }
+        }
+    }
+
+    /// Replaces the single occurrence of `old` with `new`.
+    pub fn str_replace(
+        &self,
+        path: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<StrReplaceResponse, FileError> {
+        if old.is_empty() {
+            return Err(FileError::InvalidRequest("old_str is empty".into()));
+        }
+        let rel = RelPath::parse(path)?;
+        let text = self.load_text(&rel)?;
+        let positions: Vec<usize> = text.match_indices(old).map(|(i, _)| i).take(50).collect();
+        let line_of = |at: usize| text[..at].matches('\n').count() as u64 + 1;
+        let at = match positions.as_slice() {
+            [] => return Err(FileError::NoMatch(rel.as_str().to_string())),
+            [at] => *at,
+            many => {
+                let count = text.matches(old).count();
+                let lines: Vec<String> = many.iter().map(|p| line_of(*p).to_string()).collect();
+                return Err(FileError::MultipleMatches {
+                    path: rel.as_str().to_string(),
+                    count,
+                    lines: lines.join(", "),
+                });
+            }
+        };
+        let mut updated = String::with_capacity(text.len() + new.len());
+        updated.push_str(&text[..at]);
+        updated.push_str(new);
+        updated.push_str(&text[at + old.len()..]);
+        self.rewrite(rel.as_str(), updated.as_bytes())?;
+
+        let first = line_of(at);
+        let last = first + new.matches('\n').count() as u64;
+        let snippet_start = first.saturating_sub(SNIPPET_CONTEXT).max(1);
+        let snippet: String = updated
+            .split_inclusive('\n')
+            .skip((snippet_start - 1) as usize)
+            .take((last + SNIPPET_CONTEXT + 1 - snippet_start) as usize)
+            .collect();
+        Ok(StrReplaceResponse {
+            path: rel.as_str().to_string(),
+            snippet,
+            snippet_start_line: snippet_start,
+            replaced_at_line: first,
+        })
+    }
+
+    /// Deletes a file or symbolic link (never what it points to), or a directory.
+    pub fn delete(&self, path: &str, recursive: bool) -> Result<(), FileError> {
+        let rel = RelPath::parse(path)?;
+        let (parent, name) = self.parent_of(&rel, false)?;
+        let p = rel.as_str();
+        let meta = parent.symlink_metadata(&name).map_err(|e| map_io(p, e))?;
+        let result = if meta.is_dir() {
+            if recursive {
+                parent.remove_dir_all(&name)
+            } else {
+                parent.remove_dir(&name)
+            }
+        } else {
+            parent.remove_file(&name)
+        };
+        result.map_err(|e| map_io(p, e))
+    }
+
+    /// Opens a regular file for download. Returns the file and its length.
+    pub fn open_for_download(&self, path: &str) -> Result<(std::fs::File, u64), FileError> {
+        let rel = RelPath::parse(path)?;
+        let p = rel.as_str();
+        let file = self.root.open(p).map_err(|e| map_io(p, e))?;
+        let meta = file.metadata().map_err(|e| map_io(p, e))?;
+        if meta.is_dir() {
+            return Err(FileError::IsDirectory(p.to_string()));
+        }
+        Ok((file.into_std(), meta.len()))
+    }
+
+    /// Prepares an upload to `path`: a temporary file beside its destination, renamed over
+    /// it on commit, so a failed upload leaves the old content untouched.
+    pub fn begin_upload(&self, path: &str) -> Result<Upload, FileError> {
+        let rel = RelPath::parse(path)?;
+        let p = rel.as_str().to_string();
+        let (parent, name, mode) = match self.target(&rel, true)? {
+            Target::Absent { parent, name } => (parent, name, DEFAULT_FILE_MODE),
+            Target::File { parent, name, mode } => (parent, name, mode),
+        };
+        let (temp_name, file) = create_temp(&parent).map_err(|e| map_io(&p, e))?;
+        Ok(Upload {
+            path: p,
+            file: Some(file),
+            pending: Some(PendingRename {
+                parent,
+                temp_name,
+                name,
+                mode,
+            }),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct PendingRename {
+    parent: Dir,
+    temp_name: String,
+    name: String,
+    mode: u32,
+}
+
+/// An upload in progress. Dropping it without [`Upload::commit`] removes the temporary file.
+#[derive(Debug)]
+pub struct Upload {
+    path: String,
+    file: Option<std::fs::File>,
+    pending: Option<PendingRename>,
+}
+
+impl Upload {
+    /// The destination, relative to the root.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The file to write the bytes into.
+    pub fn take_file(&mut self) -> Option<std::fs::File> {
+        self.file.take()
+    }
+
+    /// Moves the finished upload into place.
+    pub fn commit(mut self) -> Result<(), FileError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let PendingRename {
+            parent,
+            temp_name,
+            name,
+            mode,
+        } = pending;
+        let result = parent
+            .open(&temp_name)
+            .and_then(|f| {
+                f.into_std()
+                    .set_permissions(std::fs::Permissions::from_mode(mode))
+            })
+            .and_then(|()| parent.rename(&temp_name, &parent, &name));
+        if let Err(e) = result {
+            let _ = parent.remove_file(&temp_name);
+            return Err(map_io(&self.path, e));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if let Some(pending) = &self.pending {
+            let _ = pending.parent.remove_file(&pending.temp_name);
+        }
+    }
+}
+
+fn write_all_and_set_mode(mut file: std::fs::File, content: &[u8], mode: u32) -> io::Result<()> {
+    file.write_all(content)?;
+    // The umask may have cleared bits the caller asked for.
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    file.sync_all()
+}
+
+fn create_temp(parent: &Dir) -> io::Result<(String, std::fs::File)> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true).mode(0o600);
+    let mut last_error = None;
+    for _ in 0..8 {
+        let name = format!(".coved-{}.tmp", random_hex(8));
+        match parent.open_with(&name, &options) {
+            Ok(file) => return Ok((name, file.into_std())),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::other("no free temporary name")))
+}
+
+fn replace_atomically(parent: &Dir, name: &str, content: &[u8], mode: u32) -> io::Result<()> {
+    let (temp_name, file) = create_temp(parent)?;
+    let result = write_all_and_set_mode(file, content, mode)
+        .and_then(|()| parent.rename(&temp_name, parent, name));
+    if result.is_err() {
+        let _ = parent.remove_file(&temp_name);
+    }
+    result
+}
+
+/// Appends the entries under `dir` (which is `rel`) to `out`; true if the cap was reached.
+fn walk(dir: &Dir, rel: &RelPath, depth: u32, out: &mut Vec<FileEntry>) -> Result<bool, FileError> {
+    let entries = dir.entries().map_err(|e| map_io(rel.as_str(), e))?;
+    for entry in entries {
+        if out.len() >= MAX_LIST_ENTRIES {
+            return Ok(true);
+        }
+        let entry = entry.map_err(|e| map_io(rel.as_str(), e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = rel.join(&name);
+        // Entries can vanish between readdir and stat; skip those.
+        let Ok(file_type) = entry.file_type() else { continue };
+        let Ok(meta) = entry.metadata() else { continue };
+        out.push(FileEntry {
+            path: path.clone(),
+            is_dir: file_type.is_dir(),
+            is_symlink: file_type.is_symlink(),
+            size: meta.len(),
+            modified: meta
+                .modified()
+                .ok()
+                .map(|t| rfc3339(t.into_std())),
+        });
+        if file_type.is_dir() && depth > 1 {
+            let sub = entry.open_dir().map_err(|e| map_io(&path, e))?;
+            if walk(&sub, &RelPath(path), depth - 1, out)? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_normalised() {
+        assert_eq!(RelPath::parse("a/./b//c/").unwrap().as_str(), "a/b/c");
+        assert_eq!(RelPath::parse("").unwrap().as_str(), ".");
+        assert_eq!(RelPath::parse("./").unwrap().as_str(), ".");
+        assert!(RelPath::parse(".").unwrap().is_root());
+    }
+
+    #[test]
+    fn escapes_are_refused_before_touching_the_disk() {
+        for bad in ["/etc/passwd", "..", "../x", "a/../../x", "a/..", "a\0b"] {
+            assert!(
+                matches!(RelPath::parse(bad), Err(FileError::OutsideWorkspace { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+}

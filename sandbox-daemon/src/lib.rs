@@ -1,0 +1,249 @@
+//! coved, the Cove sandbox daemon: shell sessions, files (and later browser, vision and
+//! takeover) over authenticated HTTP. [`Daemon`] builds the [`axum::Router`] so tests can serve
+//! it in-process; the `coved` binary wraps it with a CLI.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod files;
+pub mod meta;
+pub mod procs;
+pub mod routes;
+pub mod shell;
+pub mod util;
+
+use std::future::Future;
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use bytes::Bytes;
+use cove_protocol::api::{API_VERSION, openapi_document};
+use cove_protocol::info::InfoResponse;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+use auth::AuthToken;
+use files::Workspace;
+use procs::ChildRegistry;
+use shell::session::SessionSettings;
+use shell::{ShellConfig, ShellManager};
+
+/// The daemon's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// How long in-flight requests may take to finish once shutdown starts.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything a daemon needs to start.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// Root of every file path; the shell's starting directory.
+    pub workspace: PathBuf,
+    pub token: AuthToken,
+    /// The shell sessions run (bash).
+    pub shell: PathBuf,
+    pub max_sessions: usize,
+    /// Most output bytes one answer carries (head and tail kept beyond it).
+    pub output_cap: usize,
+    /// Output bytes each session keeps for later reads.
+    pub session_log_bytes: usize,
+    /// Largest JSON request body.
+    pub max_request_bytes: usize,
+    /// Largest upload.
+    pub max_upload_bytes: u64,
+    /// Largest file read as text.
+    pub max_read_bytes: u64,
+}
+
+impl DaemonConfig {
+    /// Defaults for everything but the workspace and token.
+    pub fn new(workspace: PathBuf, token: AuthToken) -> Self {
+        DaemonConfig {
+            workspace,
+            token,
+            shell: PathBuf::from("/bin/bash"),
+            max_sessions: 64,
+            output_cap: 1024 * 1024,
+            session_log_bytes: 4 * 1024 * 1024,
+            max_request_bytes: 64 * 1024 * 1024,
+            max_upload_bytes: 1024 * 1024 * 1024,
+            max_read_bytes: 32 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the workspace {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create the daemon's private runtime directory: {0}")]
+    RuntimeDir(std::io::Error),
+}
+
+/// Request-size limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_request_bytes: usize,
+    pub max_upload_bytes: u64,
+}
+
+/// State shared by every handler.
+pub struct App {
+    pub token: AuthToken,
+    pub shell: ShellManager,
+    pub workspace: Arc<Workspace>,
+    pub limits: Limits,
+    pub info: InfoResponse,
+    pub openapi: Bytes,
+    pub registry: Arc<ChildRegistry>,
+}
+
+/// Cheap handle on the [`App`].
+#[derive(Clone)]
+pub struct AppState(Arc<App>);
+
+impl Deref for AppState {
+    type Target = App;
+
+    fn deref(&self) -> &App {
+        &self.0
+    }
+}
+
+/// A configured daemon, ready to serve.
+pub struct Daemon {
+    state: AppState,
+    // Session FIFOs and command files live here; removed when the daemon is dropped.
+    _runtime_dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Opens the workspace (creating it if missing) and prepares every endpoint family.
+    pub fn new(config: DaemonConfig) -> Result<Daemon, StartError> {
+        let workspace_error = |source| StartError::Workspace {
+            path: config.workspace.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&config.workspace).map_err(workspace_error)?;
+        let root = std::fs::canonicalize(&config.workspace).map_err(workspace_error)?;
+        let workspace = Workspace::open(&root, config.max_read_bytes).map_err(workspace_error)?;
+        let runtime_dir = tempfile::Builder::new()
+            .prefix("coved-")
+            .tempdir()
+            .map_err(StartError::RuntimeDir)?;
+        let registry = Arc::new(ChildRegistry::default());
+        let shell = ShellManager::new(
+            ShellConfig {
+                settings: SessionSettings {
+                    shell: config.shell.clone(),
+                    workspace: root.clone(),
+                    log_capacity: config.session_log_bytes.max(config.output_cap),
+                    output_cap: config.output_cap,
+                    cols: 200,
+                    rows: 50,
+                },
+                runtime_dir: runtime_dir.path().to_path_buf(),
+                max_sessions: config.max_sessions,
+            },
+            registry.clone(),
+        );
+        let openapi = serde_json::to_vec_pretty(&openapi_document(VERSION))
+            .map(Bytes::from)
+            .unwrap_or_default();
+        let app = App {
+            token: config.token,
+            shell,
+            workspace: Arc::new(workspace),
+            limits: Limits {
+                max_request_bytes: config.max_request_bytes,
+                max_upload_bytes: config.max_upload_bytes,
+            },
+            info: InfoResponse {
+                name: "coved".to_string(),
+                version: VERSION.to_string(),
+                api_version: API_VERSION.to_string(),
+                capabilities: vec!["shell".to_string(), "files".to_string()],
+                workspace: root.to_string_lossy().into_owned(),
+            },
+            openapi,
+            registry,
+        };
+        Ok(Daemon {
+            state: AppState(Arc::new(app)),
+            _runtime_dir: runtime_dir,
+        })
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// The router over this daemon's state.
+    pub fn router(&self) -> Router {
+        routes::router(self.state.clone())
+    }
+
+    /// Serves until `shutdown` resolves, then kills every session and reaps what is left.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        if let Err(e) = procs::become_subreaper() {
+            tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
+        }
+        let state = self.state.clone();
+        let reaper = tokio::spawn(reap_orphans_forever(state.registry.clone()));
+        let stopping = Arc::new(tokio::sync::Notify::new());
+        let graceful = {
+            let state = state.clone();
+            let stopping = stopping.clone();
+            async move {
+                shutdown.await;
+                tracing::info!("shutting down: killing shell sessions");
+                state.shell.shutdown().await;
+                stopping.notify_one();
+            }
+        };
+        let server = axum::serve(listener, self.router()).with_graceful_shutdown(graceful);
+        let drained = tokio::select! {
+            result = server => result,
+            () = async {
+                stopping.notified().await;
+                tokio::time::sleep(DRAIN_TIMEOUT).await;
+            } => {
+                tracing::warn!("requests still open after {DRAIN_TIMEOUT:?}; closing them");
+                Ok(())
+            }
+        };
+        reaper.abort();
+        state.shell.shutdown().await;
+        state.registry.reap_orphans();
+        drained
+    }
+}
+
+async fn reap_orphans_forever(registry: Arc<ChildRegistry>) {
+    let mut sigchld = signal(SignalKind::child()).ok();
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = async {
+                match sigchld.as_mut() {
+                    Some(s) => { s.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+            _ = tick.tick() => {}
+        }
+        let registry = registry.clone();
+        let _ = tokio::task::spawn_blocking(move || registry.reap_orphans()).await;
+    }
+}

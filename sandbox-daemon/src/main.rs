@@ -1,0 +1,134 @@
+//! `coved`: the Cove sandbox daemon.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use coved::auth::{TokenSource, resolve_token};
+use coved::{Daemon, DaemonConfig};
+use tokio::signal::unix::{SignalKind, signal};
+use tracing_subscriber::EnvFilter;
+
+/// The Cove sandbox daemon: shell sessions and files over authenticated HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "coved", version)]
+struct Cli {
+    /// Address to listen on. Port 0 picks a free port; the address is printed on stdout.
+    #[arg(long, env = "COVED_LISTEN", default_value = "127.0.0.1:7700")]
+    listen: SocketAddr,
+
+    /// Workspace root: every file path is relative to it, shells start in it. Created if missing.
+    #[arg(long, env = "COVED_WORKSPACE", default_value = "/workspace")]
+    workspace: PathBuf,
+
+    /// Bearer token clients must send. Takes precedence over --token-file.
+    #[arg(long, env = "COVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+
+    /// File holding the token; if it does not exist, a token is generated into it (mode 0600).
+    #[arg(long, env = "COVE_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+
+    /// Directory for the daemon's state; the generated token is stored here by default.
+    #[arg(long, env = "COVED_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+
+    /// Shell for sessions (bash).
+    #[arg(long, default_value = "/bin/bash")]
+    shell: PathBuf,
+
+    /// Most shell sessions alive at once.
+    #[arg(long, default_value_t = 64)]
+    max_sessions: usize,
+
+    /// Most output bytes one shell answer carries; beyond it head and tail are kept.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    max_output_bytes: usize,
+
+    /// Largest upload, in bytes.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    max_upload_bytes: u64,
+
+    /// Largest JSON request body, in bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    max_request_bytes: usize,
+
+    /// Largest file read as text, in bytes.
+    #[arg(long, default_value_t = 32 * 1024 * 1024)]
+    max_read_bytes: u64,
+}
+
+fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("coved");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(home).join(".local/state/coved");
+    }
+    PathBuf::from("/var/lib/coved")
+}
+
+async fn shutdown_signal() {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM/SIGINT; stop coved with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("COVED_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+
+    let token_file = cli
+        .token_file
+        .clone()
+        .unwrap_or_else(|| cli.state_dir.clone().unwrap_or_else(default_state_dir).join("token"));
+    let (token, source) = resolve_token(cli.token.clone(), &token_file)?;
+    match &source {
+        TokenSource::Given => tracing::info!("using the token given by --token / COVE_TOKEN"),
+        TokenSource::File(path) => tracing::info!(file = %path.display(), "using the token in"),
+        TokenSource::Generated(path) => tracing::info!(
+            file = %path.display(),
+            "no token given: generated one and stored it (mode 0600) in"
+        ),
+    }
+
+    let mut config = DaemonConfig::new(cli.workspace.clone(), token);
+    config.shell = cli.shell;
+    config.max_sessions = cli.max_sessions;
+    config.output_cap = cli.max_output_bytes.max(1024);
+    config.max_upload_bytes = cli.max_upload_bytes;
+    config.max_request_bytes = cli.max_request_bytes;
+    config.max_read_bytes = cli.max_read_bytes;
+    let daemon = Daemon::new(config)?;
+
+    let listener = tokio::net::TcpListener::bind(cli.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cli.listen))?;
+    let addr = listener.local_addr()?;
+    // Spawners (the controller, tests) read this line to learn the chosen port.
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "coved listening on http://{addr}")?;
+    stdout.flush()?;
+    drop(stdout);
+    tracing::info!(%addr, workspace = %daemon.state().info.workspace, "coved {} ready", coved::VERSION);
+
+    daemon.serve(listener, shutdown_signal()).await?;
+    tracing::info!("coved stopped");
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! The router, built from the protocol's endpoint table.
+//!
+//! Every row of [`cove_protocol::api::ENDPOINTS`] is routed through [`handler`], an exhaustive
+//! match, and every row but `/health` sits behind the token middleware, which also guards the
+//! fallback: an unknown path answers 401 to a caller without the token, not 404.
+
+use std::any::Any;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter, on};
+use cove_protocol::ErrorCode;
+use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::error::ApiError;
+use crate::{AppState, auth, files, meta, shell};
+
+fn filter(method: Method) -> MethodFilter {
+    match method {
+        Method::Get => MethodFilter::GET,
+        Method::Post => MethodFilter::POST,
+        Method::Put => MethodFilter::PUT,
+        Method::Delete => MethodFilter::DELETE,
+    }
+}
+
+/// The handler serving one endpoint.
+fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
+    let m = filter(endpoint.method);
+    match endpoint.op {
+        Op::Health => on(m, meta::health),
+        Op::Info => on(m, meta::info),
+        Op::OpenApi => on(m, meta::openapi),
+        Op::ShellExec => on(m, shell::http::exec),
+        Op::ShellSessions => on(m, shell::http::sessions),
+        Op::ShellOutput => on(m, shell::http::output),
+        Op::ShellInput => on(m, shell::http::input),
+        Op::ShellSignal => on(m, shell::http::signal),
+        Op::ShellDeleteSession => on(m, shell::http::delete),
+        Op::FilesList => on(m, files::http::list),
+        Op::FilesRead => on(m, files::http::read),
+        Op::FilesCreate => on(m, files::http::create),
+        Op::FilesRewrite => on(m, files::http::rewrite),
+        Op::FilesStrReplace => on(m, files::http::str_replace),
+        Op::FilesDelete => on(m, files::http::delete),
+        Op::FilesDownload => on(m, files::http::download),
+        // Uploads stream to disk under their own cap, not the JSON body limit.
+        Op::FilesUpload => on(m, files::http::upload).layer(DefaultBodyLimit::disable()),
+    }
+}
+
+async fn unknown_route() -> ApiError {
+    ApiError::new(ErrorCode::UnknownRoute, "no such route; see /v1/openapi.json")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        "this route does not take that method; see /v1/openapi.json",
+    )
+}
+
+fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::internal("the daemon hit an internal error").into_response()
+}
+
+/// The whole API, ready to serve.
+pub fn router(state: AppState) -> Router {
+    let mut public = Router::new();
+    let mut protected = Router::new();
+    for endpoint in ENDPOINTS {
+        if endpoint.auth {
+            protected = protected.route(endpoint.path, handler(endpoint));
+        } else {
+            public = public.route(endpoint.path, handler(endpoint));
+        }
+    }
+    let protected = protected
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), auth::require_token));
+    public
+        .merge(protected)
+        .layer(DefaultBodyLimit::max(state.limits.max_request_bytes))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .with_state(state)
+}

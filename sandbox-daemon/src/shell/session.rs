@@ -1,0 +1,689 @@
+//! One named shell session: an interactive bash in a PTY, the threads that read its output
+//! and wait for it, and the bookkeeping that turns side-channel reports into finished
+//! commands.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use rustix::process::{Pid, Signal, WaitOptions, kill_process_group, waitpid};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::ShellError;
+use super::output::{OutputLog, Rendered};
+use super::scanner::Scanner;
+use crate::procs::{self, ChildRegistry, SESSION_TAG_VAR};
+use crate::util::{random_hex, rfc3339, shell_quote};
+
+const INIT_TEMPLATE: &str = include_str!("session_init.bash");
+/// How long a fresh shell may take to show its first prompt.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long to wait for the end-of-output marker once the exit status is in. The marker only
+/// goes missing if the command broke the terminal; the status alone then ends the command.
+const MARKER_GRACE: Duration = Duration::from_millis(500);
+/// How long to keep reading output after the shell itself exited.
+const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(300);
+/// Finished commands remembered, so a waiter can still find its result after a newer start.
+const HISTORY: usize = 4;
+
+/// Settings shared by every session of a daemon.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    pub shell: PathBuf,
+    pub workspace: PathBuf,
+    /// Output bytes each session keeps for `/output?since=`.
+    pub log_capacity: usize,
+    /// Output bytes a single answer may carry.
+    pub output_cap: usize,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// What a caller sees of one command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandView {
+    pub output: Rendered,
+    pub exit_code: Option<i32>,
+    pub completed: bool,
+    pub end_offset: u64,
+}
+
+/// What a caller sees of the session's output since an offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputView {
+    pub output: Rendered,
+    pub offset: u64,
+    pub running: bool,
+    pub exit_code: Option<i32>,
+}
+
+/// A summary for session listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub running: bool,
+    pub command: Option<String>,
+    pub started_at: Option<String>,
+    pub exited: bool,
+}
+
+#[derive(Debug)]
+struct Running {
+    seq: u64,
+    command: String,
+    started_at: SystemTime,
+    start: u64,
+    head: Vec<u8>,
+    status: Option<(i32, Instant)>,
+    end: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Finished {
+    seq: u64,
+    command: String,
+    started_at: SystemTime,
+    start: u64,
+    end: u64,
+    head: Vec<u8>,
+    exit_code: i32,
+}
+
+#[derive(Debug)]
+struct State {
+    log: OutputLog,
+    head_cap: usize,
+    next_seq: u64,
+    running: Option<Running>,
+    finished: VecDeque<Finished>,
+    shell_exit: Option<(i32, Instant)>,
+    reader_done: bool,
+}
+
+impl State {
+    fn append(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.log.append(bytes);
+        if let Some(r) = &mut self.running {
+            let room = self.head_cap.saturating_sub(r.head.len());
+            r.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
+    }
+
+    fn mark_end(&mut self, seq: u64) {
+        let end = self.log.end();
+        if let Some(r) = &mut self.running
+            && r.seq == seq
+        {
+            r.end = Some(end);
+        }
+    }
+
+    fn record_status(&mut self, seq: u64, status: i32) {
+        if let Some(r) = &mut self.running
+            && r.seq == seq
+        {
+            r.status = Some((status, Instant::now()));
+        }
+    }
+
+    /// Moves the running command to history once everything about its end is known.
+    fn settle(&mut self) {
+        let Some(r) = &self.running else { return };
+        let done = if let Some((code, at)) = self.shell_exit {
+            (self.reader_done || at.elapsed() >= EXIT_DRAIN_GRACE).then(|| (code, self.log.end()))
+        } else {
+            match (r.status, r.end) {
+                (Some((code, _)), Some(end)) => Some((code, end)),
+                (Some((code, at)), None) if at.elapsed() >= MARKER_GRACE => {
+                    Some((code, self.log.end()))
+                }
+                _ => None,
+            }
+        };
+        let Some((exit_code, end)) = done else { return };
+        let Some(r) = self.running.take() else { return };
+        if let Some(previous) = self.finished.back_mut() {
+            // Only the newest result keeps its head; older ones are rarely read again.
+            previous.head = Vec::new();
+        }
+        if self.finished.len() == HISTORY {
+            self.finished.pop_front();
+        }
+        self.finished.push_back(Finished {
+            seq: r.seq,
+            command: r.command,
+            started_at: r.started_at,
+            start: r.start,
+            end,
+            head: r.head,
+            exit_code,
+        });
+    }
+
+    fn last_exit_code(&self) -> Option<i32> {
+        self.finished
+            .back()
+            .map(|f| f.exit_code)
+            .or(self.shell_exit.map(|(code, _)| code))
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: watch::Sender<u64>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn notify(&self) {
+        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+    }
+}
+
+/// A live shell session.
+pub struct Session {
+    name: String,
+    tag: String,
+    shell_pid: i32,
+    dir: PathBuf,
+    settings: Arc<SessionSettings>,
+    shared: Arc<Shared>,
+    writer: Mutex<Box<dyn Write + Send>>,
+    master: Mutex<Box<dyn MasterPty + Send>>,
+    status_task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("name", &self.name)
+            .field("shell_pid", &self.shell_pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Starts a shell in a PTY and waits for its first prompt.
+    pub async fn spawn(
+        name: &str,
+        tag: String,
+        dir: PathBuf,
+        settings: Arc<SessionSettings>,
+        registry: Arc<ChildRegistry>,
+    ) -> Result<Session, ShellError> {
+        let session = {
+            let settings = settings.clone();
+            let name = name.to_string();
+            tokio::task::spawn_blocking(move || start_shell(name, tag, dir, settings, registry))
+                .await
+                .map_err(|e| ShellError::Unavailable(format!("shell start task failed: {e}")))??
+        };
+        if !session.wait_for(0, Instant::now() + STARTUP_TIMEOUT).await {
+            let output = session.read_output(0).output.text;
+            let session = Arc::new(session);
+            session.kill().await;
+            return Err(ShellError::Unavailable(format!(
+                "{} showed no prompt within {} s; it printed: {output:?}",
+                settings.shell.display(),
+                STARTUP_TIMEOUT.as_secs()
+            )));
+        }
+        session.shared.lock().finished.clear();
+        Ok(session)
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The shell has exited; the session can only be read or deleted.
+    pub fn has_exited(&self) -> bool {
+        let mut st = self.shared.lock();
+        st.settle();
+        st.shell_exit.is_some()
+    }
+
+    /// Types a command into the shell. Returns its sequence number.
+    pub fn start(&self, command: &str, cwd: Option<&str>) -> Result<u64, ShellError> {
+        let seq = {
+            let mut st = self.shared.lock();
+            st.settle();
+            if st.shell_exit.is_some() {
+                return Err(ShellError::Exited(self.name.clone()));
+            }
+            if let Some(r) = &st.running {
+                return Err(ShellError::Busy {
+                    name: self.name.clone(),
+                    command: r.command.clone(),
+                    started_at: rfc3339(r.started_at),
+                });
+            }
+            let seq = st.next_seq;
+            st.next_seq += 1;
+            std::fs::write(self.dir.join("cmd"), command)?;
+            let start = st.log.end();
+            st.running = Some(Running {
+                seq,
+                command: command.to_string(),
+                started_at: SystemTime::now(),
+                start,
+                head: Vec::new(),
+                status: None,
+                end: None,
+            });
+            seq
+        };
+        let read_and_eval = format!(
+            "IFS= read -r -d '' __cove_cmd <{}; eval \"$__cove_cmd\"",
+            shell_quote(&self.dir.join("cmd").to_string_lossy())
+        );
+        let line = match cwd {
+            Some(cwd) => {
+                let dir = self.settings.workspace.join(cwd);
+                format!(
+                    "__cove_seq={seq}; cd -- {} && {{ {read_and_eval}; }}\n",
+                    shell_quote(&dir.to_string_lossy())
+                )
+            }
+            None => format!("__cove_seq={seq}; {read_and_eval}\n"),
+        };
+        if let Err(e) = self.write_tty(line.as_bytes()) {
+            let mut st = self.shared.lock();
+            st.running = None;
+            return Err(e);
+        }
+        Ok(seq)
+    }
+
+    fn write_tty(&self, bytes: &[u8]) -> Result<(), ShellError> {
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        writer.write_all(bytes)?;
+        writer.flush()?;
+        Ok(())
+    }
+
+    /// Waits until command `seq` has finished or `deadline` passes. True if it finished.
+    pub async fn wait_for(&self, seq: u64, deadline: Instant) -> bool {
+        let mut changes = self.shared.changed.subscribe();
+        loop {
+            if self.is_finished(seq) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            // Events wake the waiter at once; the short tick only serves the grace periods.
+            let tick = (deadline - now).min(Duration::from_millis(50));
+            match tokio::time::timeout(tick, changes.changed()).await {
+                Ok(Err(_)) => tokio::time::sleep(tick).await,
+                Ok(Ok(())) | Err(_) => {}
+            }
+        }
+    }
+
+    fn is_finished(&self, seq: u64) -> bool {
+        let mut st = self.shared.lock();
+        st.settle();
+        !st.running.as_ref().is_some_and(|r| r.seq == seq)
+    }
+
+    /// The output and status of command `seq`.
+    pub fn command_view(&self, seq: u64) -> CommandView {
+        let cap = self.settings.output_cap;
+        let mut st = self.shared.lock();
+        st.settle();
+        if let Some(r) = st.running.as_ref().filter(|r| r.seq == seq) {
+            let end = st.log.stable_end().max(r.start);
+            return CommandView {
+                output: st.log.render(r.start, end, &r.head, cap),
+                exit_code: None,
+                completed: false,
+                end_offset: end,
+            };
+        }
+        match st.finished.iter().find(|f| f.seq == seq) {
+            Some(f) => CommandView {
+                output: st.log.render(f.start, f.end, &f.head, cap),
+                exit_code: Some(f.exit_code),
+                completed: true,
+                end_offset: f.end,
+            },
+            None => CommandView {
+                output: Rendered {
+                    text: String::new(),
+                    truncated: false,
+                },
+                exit_code: st.last_exit_code(),
+                completed: true,
+                end_offset: st.log.end(),
+            },
+        }
+    }
+
+    /// Output from `since` to now.
+    pub fn read_output(&self, since: u64) -> OutputView {
+        let mut st = self.shared.lock();
+        st.settle();
+        let end = if st.reader_done {
+            st.log.end()
+        } else {
+            st.log.stable_end()
+        };
+        OutputView {
+            output: st.log.render(since.min(end), end, &[], self.settings.output_cap),
+            offset: end,
+            running: st.running.is_some(),
+            exit_code: st.last_exit_code(),
+        }
+    }
+
+    /// A summary for listings.
+    pub fn summary(&self) -> SessionSummary {
+        let mut st = self.shared.lock();
+        st.settle();
+        let exited = st.shell_exit.is_some();
+        match (&st.running, st.finished.back()) {
+            (Some(r), _) => SessionSummary {
+                running: true,
+                command: Some(r.command.clone()),
+                started_at: Some(rfc3339(r.started_at)),
+                exited,
+            },
+            (None, Some(f)) => SessionSummary {
+                running: false,
+                command: Some(f.command.clone()),
+                started_at: Some(rfc3339(f.started_at)),
+                exited,
+            },
+            (None, None) => SessionSummary {
+                running: false,
+                command: None,
+                started_at: None,
+                exited,
+            },
+        }
+    }
+
+    fn require_running(&self) -> Result<(), ShellError> {
+        let mut st = self.shared.lock();
+        st.settle();
+        if st.running.is_none() {
+            return Err(ShellError::NoRunningCommand(self.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// Types `text` (and Enter) into the running command's terminal. Returns bytes written.
+    pub fn send_input(&self, text: &str, enter: bool) -> Result<u64, ShellError> {
+        self.require_running()?;
+        let mut bytes = text.as_bytes().to_vec();
+        if enter {
+            // A real Enter key sends CR; the terminal turns it into LF for line readers.
+            bytes.push(b'\r');
+        }
+        self.write_tty(&bytes)?;
+        Ok(bytes.len() as u64)
+    }
+
+    /// Sends `signal` to the terminal's foreground job. Returns the process group signalled.
+    pub fn signal(&self, signal: Signal) -> Result<i32, ShellError> {
+        self.require_running()?;
+        let leader = self
+            .master
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .process_group_leader()
+            .filter(|pgid| *pgid > 0)
+            .unwrap_or(self.shell_pid);
+        let pgid = Pid::from_raw(leader)
+            .ok_or_else(|| ShellError::NoRunningCommand(self.name.clone()))?;
+        kill_process_group(pgid, signal).map_err(std::io::Error::from)?;
+        Ok(leader)
+    }
+
+    /// Kills every process of the session and removes its private files. Returns how many
+    /// processes were killed.
+    pub async fn kill(self: &Arc<Self>) -> u64 {
+        let this = self.clone();
+        let killed = tokio::task::spawn_blocking(move || {
+            let killed = procs::kill_session(this.shell_pid, &this.tag);
+            // Orphans that were reparented to coved are zombies now.
+            killed
+        })
+        .await
+        .unwrap_or(0);
+        self.status_task.abort();
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            tracing::debug!(dir = %self.dir.display(), error = %e, "session dir not removed");
+        }
+        killed
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.status_task.abort();
+    }
+}
+
+fn start_shell(
+    name: String,
+    tag: String,
+    dir: PathBuf,
+    settings: Arc<SessionSettings>,
+    registry: Arc<ChildRegistry>,
+) -> Result<Session, ShellError> {
+    std::fs::create_dir_all(&dir)?;
+    let fifo = dir.join("status.fifo");
+    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
+        .map_err(std::io::Error::from)?;
+    let secret = random_hex(16);
+    let init = INIT_TEMPLATE
+        .replace("@MARK@", &secret)
+        .replace("@FIFO@", &fifo.to_string_lossy().replace('\'', "'\\''"));
+    let init_path = dir.join("init.bash");
+    std::fs::write(&init_path, init)?;
+
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            log: OutputLog::new(settings.log_capacity),
+            head_cap: settings.output_cap / 2,
+            next_seq: 1,
+            running: Some(Running {
+                seq: 0,
+                command: "(shell startup)".to_string(),
+                started_at: SystemTime::now(),
+                start: 0,
+                head: Vec::new(),
+                status: None,
+                end: None,
+            }),
+            finished: VecDeque::new(),
+            shell_exit: None,
+            reader_done: false,
+        }),
+        changed: watch::channel(0).0,
+    });
+
+    // The status FIFO is opened read-write so it never reports EOF between writers.
+    let status_rx = tokio::net::unix::pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(&fifo)?;
+    let status_task = tokio::spawn(read_statuses(shared.clone(), status_rx));
+
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: settings.rows,
+            cols: settings.cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(|e| ShellError::Unavailable(format!("cannot open a PTY: {e}")))?;
+    let mut cmd = CommandBuilder::new(&settings.shell);
+    cmd.args(["--noprofile", "--noediting", "--rcfile"]);
+    cmd.arg(&init_path);
+    cmd.arg("-i");
+    cmd.cwd(&settings.workspace);
+    for secret_var in ["COVE_TOKEN", "COVE_TOKEN_FILE"] {
+        cmd.env_remove(secret_var);
+    }
+    for (key, value) in agent_environment() {
+        cmd.env(key, value);
+    }
+    cmd.env(SESSION_TAG_VAR, &tag);
+    let child = pty.slave.spawn_command(cmd).map_err(|e| {
+        status_task.abort();
+        ShellError::Unavailable(format!("cannot start {}: {e}", settings.shell.display()))
+    })?;
+    let shell_pid = child
+        .process_id()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| ShellError::Unavailable("the shell has no process id".into()))?;
+    registry.register(shell_pid);
+    // Dropping our copy of the slave lets the reader see EOF once the shell's side closes.
+    drop(pty.slave);
+    // coved waits for the shell itself (for exact signal numbers); the handle is not needed.
+    drop(child);
+
+    let reader = pty
+        .master
+        .try_clone_reader()
+        .map_err(|e| ShellError::Unavailable(format!("cannot read the PTY: {e}")))?;
+    let writer = pty
+        .master
+        .take_writer()
+        .map_err(|e| ShellError::Unavailable(format!("cannot write the PTY: {e}")))?;
+
+    {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("pty-read-{name}"))
+            .spawn(move || read_terminal(shared, reader, &secret))?;
+    }
+    {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("pty-wait-{name}"))
+            .spawn(move || wait_for_shell(shared, shell_pid, &registry))?;
+    }
+
+    Ok(Session {
+        name,
+        tag,
+        shell_pid,
+        dir,
+        settings,
+        shared,
+        writer: Mutex::new(writer),
+        master: Mutex::new(pty.master),
+        status_task,
+    })
+}
+
+/// Environment that suits an agent: no pagers, no prompts, no colour, UTF-8.
+fn agent_environment() -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("TERM", "dumb".to_string()),
+        ("PAGER", "cat".to_string()),
+        ("GIT_PAGER", "cat".to_string()),
+        ("MANPAGER", "cat".to_string()),
+        ("SYSTEMD_PAGER", String::new()),
+        ("DEBIAN_FRONTEND", "noninteractive".to_string()),
+        ("GIT_TERMINAL_PROMPT", "0".to_string()),
+        ("PYTHONUNBUFFERED", "1".to_string()),
+        ("NO_COLOR", "1".to_string()),
+    ];
+    if std::env::var_os("LANG").is_none() && std::env::var_os("LC_ALL").is_none() {
+        env.push(("LANG", "C.UTF-8".to_string()));
+    }
+    env
+}
+
+fn read_terminal(shared: Arc<Shared>, mut reader: Box<dyn Read + Send>, secret: &str) {
+    let mut scanner = Scanner::new(secret);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut text = Vec::with_capacity(buf.len());
+    let mut markers = Vec::new();
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // EIO: every process holding the terminal has closed it.
+            Err(_) => break,
+        };
+        text.clear();
+        markers.clear();
+        scanner.feed(&buf[..n], &mut text, &mut markers);
+        let mut st = shared.lock();
+        let mut from = 0;
+        for &(at, seq) in &markers {
+            st.append(&text[from..at]);
+            st.mark_end(seq);
+            from = at;
+        }
+        st.append(&text[from..]);
+        if !markers.is_empty() {
+            st.settle();
+            drop(st);
+            shared.notify();
+        }
+    }
+    shared.lock().reader_done = true;
+    shared.notify();
+}
+
+async fn read_statuses(shared: Arc<Shared>, pipe: tokio::net::unix::pipe::Receiver) {
+    let mut lines = BufReader::new(pipe).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut parts = line.split_whitespace();
+        let (Some(Ok(seq)), Some(Ok(status))) = (
+            parts.next().map(str::parse::<u64>),
+            parts.next().map(str::parse::<i32>),
+        ) else {
+            tracing::warn!(%line, "unreadable status report from a shell session");
+            continue;
+        };
+        {
+            let mut st = shared.lock();
+            st.record_status(seq, status);
+            st.settle();
+        }
+        shared.notify();
+    }
+}
+
+fn wait_for_shell(shared: Arc<Shared>, shell_pid: i32, registry: &ChildRegistry) {
+    let code = match Pid::from_raw(shell_pid).map(|pid| waitpid(Some(pid), WaitOptions::empty())) {
+        Some(Ok(Some((_, status)))) => status
+            .exit_status()
+            .or(status.terminating_signal().map(|sig| 128 + sig))
+            .unwrap_or(-1),
+        _ => -1,
+    };
+    registry.unregister(shell_pid);
+    {
+        let mut st = shared.lock();
+        st.shell_exit = Some((code, Instant::now()));
+        st.settle();
+    }
+    shared.notify();
+}
+
+/// Where a session keeps its private files.
+pub fn session_dir(runtime_dir: &Path, id: u64) -> PathBuf {
+    runtime_dir.join(format!("session-{id}"))
+}
