@@ -10,9 +10,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ErrorEnvelope;
 use crate::files::{
-    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse,
-    ReadRequest, ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse,
-    WriteResponse,
+    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
+    ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use crate::info::{HealthResponse, InfoResponse};
 use crate::shell::{
@@ -428,7 +427,12 @@ mod tests {
         let mut routes = HashSet::new();
         for ep in ENDPOINTS {
             assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
-            assert!(routes.insert((ep.method, ep.path)), "{} {}", ep.method.as_str(), ep.path);
+            assert!(
+                routes.insert((ep.method, ep.path)),
+                "{} {}",
+                ep.method.as_str(),
+                ep.path
+            );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
         assert_eq!(ops.len(), 17, "a new Op needs a row in ENDPOINTS");
@@ -436,7 +440,11 @@ mod tests {
 
     #[test]
     fn only_health_is_public() {
-        let public: Vec<_> = ENDPOINTS.iter().filter(|e| !e.auth).map(|e| e.path).collect();
+        let public: Vec<_> = ENDPOINTS
+            .iter()
+            .filter(|e| !e.auth)
+            .map(|e| e.path)
+            .collect();
         assert_eq!(public, ["/health"]);
     }
 
@@ -458,7 +466,10 @@ mod tests {
         let list_params = doc["paths"]["/v1/files/list"]["get"]["parameters"]
             .as_array()
             .unwrap();
-        let names: Vec<_> = list_params.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        let names: Vec<_> = list_params
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["depth", "path"]);
         let output_params = doc["paths"]["/v1/shell/sessions/{name}/output"]["get"]["parameters"]
             .as_array()

@@ -9,9 +9,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ErrorCode, ErrorEnvelope};
 use crate::files::{
-    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse,
-    ReadRequest, ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse,
-    WriteResponse,
+    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
+    ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use crate::info::{HealthResponse, InfoResponse};
 use crate::shell::{
@@ -120,10 +119,13 @@ impl CovedClient {
     }
 
     async fn send(&self, builder: RequestBuilder, url: &Url) -> Result<Response, ClientError> {
-        let response = builder.send().await.map_err(|source| ClientError::Transport {
-            url: url.to_string(),
-            source,
-        })?;
+        let response = builder
+            .send()
+            .await
+            .map_err(|source| ClientError::Transport {
+                url: url.to_string(),
+                source,
+            })?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -186,7 +188,8 @@ impl CovedClient {
 
     /// `GET /v1/shell/sessions`.
     pub async fn sessions(&self) -> Result<SessionList, ClientError> {
-        self.call(Method::GET, &["v1", "shell", "sessions"], |b| b).await
+        self.call(Method::GET, &["v1", "shell", "sessions"], |b| b)
+            .await
     }
 
     /// `GET /v1/shell/sessions/{name}/output?since=`.
@@ -211,7 +214,11 @@ impl CovedClient {
     }
 
     /// `POST /v1/shell/sessions/{name}/signal`.
-    pub async fn signal(&self, session: &str, signal: Signal) -> Result<SignalResponse, ClientError> {
+    pub async fn signal(
+        &self,
+        session: &str,
+        signal: Signal,
+    ) -> Result<SignalResponse, ClientError> {
         self.post(
             &["v1", "shell", "sessions", session, "signal"],
             &SignalRequest { signal },
@@ -220,7 +227,10 @@ impl CovedClient {
     }
 
     /// `DELETE /v1/shell/sessions/{name}`.
-    pub async fn delete_session(&self, session: &str) -> Result<DeleteSessionResponse, ClientError> {
+    pub async fn delete_session(
+        &self,
+        session: &str,
+    ) -> Result<DeleteSessionResponse, ClientError> {
         self.call(Method::DELETE, &["v1", "shell", "sessions", session], |b| b)
             .await
     }

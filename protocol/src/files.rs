@@ -242,7 +242,10 @@ mod tests {
         assert_eq!(m, FileMode(0o644));
         let m: FileMode = serde_json::from_str("420").unwrap();
         assert_eq!(m, FileMode(0o644));
-        assert_eq!(serde_json::to_string(&FileMode(0o755)).unwrap(), r#""0755""#);
+        assert_eq!(
+            serde_json::to_string(&FileMode(0o755)).unwrap(),
+            r#""0755""#
+        );
         assert!(serde_json::from_str::<FileMode>(r#""0999""#).is_err());
         assert!(serde_json::from_str::<FileMode>(r#""""#).is_err());
         assert!(serde_json::from_str::<FileMode>("99999").is_err());

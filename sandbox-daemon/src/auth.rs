@@ -177,7 +177,10 @@ mod tests {
         let file = dir.path().join("state/token");
         let (first, source) = resolve_token(None, &file).unwrap();
         assert_eq!(source, TokenSource::Generated(file.clone()));
-        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let (again, source) = resolve_token(None, &file).unwrap();
         assert_eq!(source, TokenSource::File(file.clone()));
         assert_eq!(first.expose(), again.expose());

@@ -94,10 +94,12 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
 
-    let token_file = cli
-        .token_file
-        .clone()
-        .unwrap_or_else(|| cli.state_dir.clone().unwrap_or_else(default_state_dir).join("token"));
+    let token_file = cli.token_file.clone().unwrap_or_else(|| {
+        cli.state_dir
+            .clone()
+            .unwrap_or_else(default_state_dir)
+            .join("token")
+    });
     let (token, source) = resolve_token(cli.token.clone(), &token_file)?;
     match &source {
         TokenSource::Given => tracing::info!("using the token given by --token / COVE_TOKEN"),

@@ -10,7 +10,9 @@ use std::fs;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, set_child_subreaper, waitpid};
+use rustix::process::{
+    Pid, Signal, WaitOptions, getpid, kill_process, set_child_subreaper, waitpid,
+};
 
 /// Environment variable every session's processes inherit; its value names the session.
 pub const SESSION_TAG_VAR: &str = "COVE_SESSION";
@@ -184,7 +186,16 @@ mod tests {
     fn parses_stat_lines_with_awkward_names() {
         let stat = "1234 (a) b (c)) S 1 1234 1234 34816 1234 4194560 100 0 0 0";
         let p = parse_stat(1234, stat).unwrap();
-        assert_eq!(p, ProcessInfo { pid: 1234, ppid: 1, pgrp: 1234, sid: 1234, state: 'S' });
+        assert_eq!(
+            p,
+            ProcessInfo {
+                pid: 1234,
+                ppid: 1,
+                pgrp: 1234,
+                sid: 1234,
+                state: 'S'
+            }
+        );
         assert!(!p.is_zombie());
         assert!(parse_stat(1, "garbage").is_none());
     }

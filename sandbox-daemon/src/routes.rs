@@ -53,7 +53,10 @@ fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
 }
 
 async fn unknown_route() -> ApiError {
-    ApiError::new(ErrorCode::UnknownRoute, "no such route; see /v1/openapi.json")
+    ApiError::new(
+        ErrorCode::UnknownRoute,
+        "no such route; see /v1/openapi.json",
+    )
 }
 
 async fn method_not_allowed() -> ApiError {
@@ -82,7 +85,10 @@ pub fn router(state: AppState) -> Router {
     let protected = protected
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), auth::require_token));
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
     public
         .merge(protected)
         .layer(DefaultBodyLimit::max(state.limits.max_request_bytes))

@@ -1,5 +1,7 @@
 //! Auth on every route, token sources, identity, OpenAPI, and clean shutdown.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
+
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
@@ -48,14 +50,22 @@ async fn every_route_but_health_demands_the_token() {
         let method = reqwest_method(ep.method);
         let attempts = [
             http.request(method.clone(), &url),
-            http.request(method.clone(), &url).bearer_auth("wrong-token"),
+            http.request(method.clone(), &url)
+                .bearer_auth("wrong-token"),
             http.request(method.clone(), &url)
                 .header("Authorization", format!("Basic {}", d.token)),
-            http.request(method.clone(), &url).bearer_auth(format!("{}x", d.token)),
+            http.request(method.clone(), &url)
+                .bearer_auth(format!("{}x", d.token)),
         ];
         for attempt in attempts {
             let (status, env) = envelope(attempt.send().await.unwrap()).await;
-            assert_eq!(status, StatusCode::UNAUTHORIZED, "{} {}", ep.method.as_str(), ep.path);
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{} {}",
+                ep.method.as_str(),
+                ep.path
+            );
             assert_eq!(env.error.code, ErrorCode::Unauthorized);
         }
         // With the token the route exists: whatever it answers, it is not "no such route".
@@ -70,16 +80,28 @@ async fn every_route_but_health_demands_the_token() {
         assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{}", ep.path);
         if !status.is_success() {
             let (_, env) = envelope(response).await;
-            assert_ne!(env.error.code, ErrorCode::UnknownRoute, "{} is not routed", ep.path);
+            assert_ne!(
+                env.error.code,
+                ErrorCode::UnknownRoute,
+                "{} is not routed",
+                ep.path
+            );
         }
     }
     // Paths that are not routes at all are guarded too: no probing without the token.
     for path in ["/v1/nope", "/admin", "/v1/shell/sessions/x/y/z", "/v2/info"] {
         let url = format!("{}{path}", d.url);
         let (status, env) = envelope(http.get(&url).send().await.unwrap()).await;
-        assert_eq!((status, env.error.code), (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized));
-        let (status, env) = envelope(http.get(&url).bearer_auth(&d.token).send().await.unwrap()).await;
-        assert_eq!((status, env.error.code), (StatusCode::NOT_FOUND, ErrorCode::UnknownRoute));
+        assert_eq!(
+            (status, env.error.code),
+            (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized)
+        );
+        let (status, env) =
+            envelope(http.get(&url).bearer_auth(&d.token).send().await.unwrap()).await;
+        assert_eq!(
+            (status, env.error.code),
+            (StatusCode::NOT_FOUND, ErrorCode::UnknownRoute)
+        );
     }
     let (status, env) = envelope(
         http.patch(format!("{}/v1/shell/exec", d.url))
@@ -89,7 +111,10 @@ async fn every_route_but_health_demands_the_token() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, env.error.code), (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed));
+    assert_eq!(
+        (status, env.error.code),
+        (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed)
+    );
     // Health needs nothing.
     let health = http.get(format!("{}/health", d.url)).send().await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);
@@ -113,7 +138,12 @@ async fn info_and_openapi_describe_the_daemon() {
     assert_eq!(doc["openapi"], "3.1.0");
     for ep in ENDPOINTS {
         let op = &doc["paths"][ep.path][ep.method.as_str().to_ascii_lowercase()];
-        assert!(op.is_object(), "{} {} missing from the document", ep.method.as_str(), ep.path);
+        assert!(
+            op.is_object(),
+            "{} {} missing from the document",
+            ep.method.as_str(),
+            ep.path
+        );
         let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
         assert_eq!(secured, ep.auth, "{}", ep.path);
     }
@@ -133,8 +163,15 @@ async fn a_generated_token_is_stored_privately_and_announced() {
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     assert!(d.token.len() >= 32, "a strong token");
-    assert!(d.stderr().contains(&file.display().to_string()), "says where: {}", d.stderr());
-    assert!(!d.stderr().contains(&d.token), "never prints the token itself");
+    assert!(
+        d.stderr().contains(&file.display().to_string()),
+        "says where: {}",
+        d.stderr()
+    );
+    assert!(
+        !d.stderr().contains(&d.token),
+        "never prints the token itself"
+    );
     d.client.info().await.unwrap();
 }
 
@@ -171,11 +208,17 @@ async fn sigterm_stops_the_daemon_and_every_child_it_started() {
     let d = daemon().await;
     let marker = format!("{}", 70_000 + std::process::id() % 10_000);
     d.client
-        .exec(&ExecRequest::new(format!("sleep {marker}1 & setsid sleep {marker}2 &")))
+        .exec(&ExecRequest::new(format!(
+            "sleep {marker}1 & setsid sleep {marker}2 &"
+        )))
         .await
         .unwrap();
     d.client
-        .exec(&ExecRequest::new(format!("sleep {marker}3")).in_session("busy").non_blocking())
+        .exec(
+            &ExecRequest::new(format!("sleep {marker}3"))
+                .in_session("busy")
+                .non_blocking(),
+        )
         .await
         .unwrap();
     let mut before = Vec::new();
@@ -195,5 +238,8 @@ async fn sigterm_stops_the_daemon_and_every_child_it_started() {
         .filter(|p| !p.is_zombie())
         .collect();
     assert!(survivors.is_empty(), "left behind: {survivors:?}");
-    assert!(procs::status_kib(pid, "VmRSS").is_none(), "the daemon is gone");
+    assert!(
+        procs::status_kib(pid, "VmRSS").is_none(),
+        "the daemon is gone"
+    );
 }

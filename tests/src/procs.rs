@@ -33,7 +33,12 @@ pub fn all() -> Vec<Proc> {
         let state = f.next()?.chars().next()?;
         let ppid = f.next()?.parse().ok()?;
         let cmdline = fs::read(e.path().join("cmdline"))
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " ").trim().to_string())
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .replace('\0', " ")
+                    .trim()
+                    .to_string()
+            })
             .unwrap_or_default();
         Some(Proc {
             pid,

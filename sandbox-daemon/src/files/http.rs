@@ -10,9 +10,8 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use cove_protocol::ErrorCode;
 use cove_protocol::files::{
-    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse,
-    ReadRequest, ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse,
-    WriteResponse,
+    ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
+    ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -39,7 +38,9 @@ pub async fn list(
     State(app): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<ListResponse>, ApiError> {
-    Ok(Json(blocking(&app.workspace, move |w| w.list(&q.path, q.depth)).await?))
+    Ok(Json(
+        blocking(&app.workspace, move |w| w.list(&q.path, q.depth)).await?,
+    ))
 }
 
 /// `POST /v1/files/read`
@@ -48,7 +49,10 @@ pub async fn read(
     ApiJson(r): ApiJson<ReadRequest>,
 ) -> Result<Json<ReadResponse>, ApiError> {
     Ok(Json(
-        blocking(&app.workspace, move |w| w.read(&r.path, r.start_line, r.end_line)).await?,
+        blocking(&app.workspace, move |w| {
+            w.read(&r.path, r.start_line, r.end_line)
+        })
+        .await?,
     ))
 }
 
@@ -59,7 +63,10 @@ pub async fn create(
 ) -> Result<Json<WriteResponse>, ApiError> {
     let mode = r.mode.map(|m| m.0);
     Ok(Json(
-        blocking(&app.workspace, move |w| w.create(&r.path, r.content.as_bytes(), mode)).await?,
+        blocking(&app.workspace, move |w| {
+            w.create(&r.path, r.content.as_bytes(), mode)
+        })
+        .await?,
     ))
 }
 
@@ -69,7 +76,10 @@ pub async fn rewrite(
     ApiJson(r): ApiJson<RewriteRequest>,
 ) -> Result<Json<WriteResponse>, ApiError> {
     Ok(Json(
-        blocking(&app.workspace, move |w| w.rewrite(&r.path, r.content.as_bytes())).await?,
+        blocking(&app.workspace, move |w| {
+            w.rewrite(&r.path, r.content.as_bytes())
+        })
+        .await?,
     ))
 }
 
@@ -79,7 +89,10 @@ pub async fn str_replace(
     ApiJson(r): ApiJson<StrReplaceRequest>,
 ) -> Result<Json<StrReplaceResponse>, ApiError> {
     Ok(Json(
-        blocking(&app.workspace, move |w| w.str_replace(&r.path, &r.old_str, &r.new_str)).await?,
+        blocking(&app.workspace, move |w| {
+            w.str_replace(&r.path, &r.old_str, &r.new_str)
+        })
+        .await?,
     ))
 }
 
@@ -102,7 +115,10 @@ pub async fn download(
     let stream = ReaderStream::new(tokio::fs::File::from_std(file));
     let mut response = Body::from_stream(stream).into_response();
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
     headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
     Ok(response)
 }
@@ -134,7 +150,10 @@ pub async fn upload(
     let mut total: u64 = 0;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
-            ApiError::new(ErrorCode::InvalidRequest, format!("upload interrupted: {e}"))
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("upload interrupted: {e}"),
+            )
         })?;
         total += chunk.len() as u64;
         if total > limit {

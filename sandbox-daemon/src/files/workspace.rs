@@ -44,7 +44,9 @@ pub enum FileError {
     #[error("{0:?} is not a directory (or a parent of it is a file)")]
     NotDirectory(String),
     /// Pass `recursive=true`.
-    #[error("{0:?} is a directory that is not empty; pass recursive=true to delete it and its contents")]
+    #[error(
+        "{0:?} is a directory that is not empty; pass recursive=true to delete it and its contents"
+    )]
     DirectoryNotEmpty(String),
     #[error("{0:?}: permission denied")]
     PermissionDenied(String),
@@ -52,7 +54,9 @@ pub enum FileError {
     #[error("{path:?} is not UTF-8 text ({reason}); download it raw instead")]
     NotText { path: String, reason: String },
     /// Read a line range of a smaller file, or download it.
-    #[error("{path:?} is {size} bytes, over the {limit}-byte limit for text reads; download it instead")]
+    #[error(
+        "{path:?} is {size} bytes, over the {limit}-byte limit for text reads; download it instead"
+    )]
     TooLarge { path: String, size: u64, limit: u64 },
     /// Send less.
     #[error("the upload is over the {limit}-byte limit")]
@@ -190,7 +194,11 @@ enum Target {
     /// Nothing there yet.
     Absent { parent: Dir, name: String },
     /// A regular file (possibly reached through symbolic links that stay inside), with its mode.
-    File { parent: Dir, name: String, mode: u32 },
+    File {
+        parent: Dir,
+        name: String,
+        mode: u32,
+    },
 }
 
 /// The workspace root and the limits file operations obey.
@@ -357,10 +365,19 @@ impl Workspace {
 
     fn parent_of(&self, rel: &RelPath, create: bool) -> Result<(Dir, String), FileError> {
         let (parent, name) = rel.split()?;
-        if create && parent != "." {
-            self.root
-                .create_dir_all(parent)
-                .map_err(|e| map_io(parent, e))?;
+        if create
+            && parent != "."
+            && let Err(e) = self.root.create_dir_all(parent)
+        {
+            // EEXIST hides what is in the way: a file, or a link leading out. Opening the
+            // parent beneath the root says which.
+            return Err(match self.open_dir(parent) {
+                Err(why) => why,
+                Ok(_) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    FileError::NotDirectory(parent.to_string())
+                }
+                Ok(_) => map_io(parent, e),
+            });
         }
         Ok((self.open_dir(parent)?, name.to_string()))
     }
@@ -619,17 +636,16 @@ fn walk(dir: &Dir, rel: &RelPath, depth: u32, out: &mut Vec<FileEntry>) -> Resul
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = rel.join(&name);
         // Entries can vanish between readdir and stat; skip those.
-        let Ok(file_type) = entry.file_type() else { continue };
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
         let Ok(meta) = entry.metadata() else { continue };
         out.push(FileEntry {
             path: path.clone(),
             is_dir: file_type.is_dir(),
             is_symlink: file_type.is_symlink(),
             size: meta.len(),
-            modified: meta
-                .modified()
-                .ok()
-                .map(|t| rfc3339(t.into_std())),
+            modified: meta.modified().ok().map(|t| rfc3339(t.into_std())),
         });
         if file_type.is_dir() && depth > 1 {
             let sub = entry.open_dir().map_err(|e| map_io(&path, e))?;

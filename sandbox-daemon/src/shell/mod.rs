@@ -145,7 +145,9 @@ impl ShellManager {
         );
         let winner = {
             let mut map = self.map();
-            map.entry(name.to_string()).or_insert_with(|| fresh.clone()).clone()
+            map.entry(name.to_string())
+                .or_insert_with(|| fresh.clone())
+                .clone()
         };
         if !Arc::ptr_eq(&winner, &fresh) {
             // Another request created the session while this one was starting a shell.
@@ -167,7 +169,9 @@ impl ShellManager {
         if request.command.trim().is_empty() {
             return Err(ShellError::InvalidRequest("command is empty".into()));
         }
-        if request.command.contains('\0') || request.cwd.as_deref().is_some_and(|c| c.contains('\0')) {
+        if request.command.contains('\0')
+            || request.cwd.as_deref().is_some_and(|c| c.contains('\0'))
+        {
             return Err(ShellError::InvalidRequest(
                 "command and cwd cannot contain NUL bytes".into(),
             ));
@@ -184,9 +188,10 @@ impl ShellManager {
             let starter = session.clone();
             let command = request.command.clone();
             let cwd = request.cwd.clone();
-            let result = tokio::task::spawn_blocking(move || starter.start(&command, cwd.as_deref()))
-                .await
-                .map_err(|e| ShellError::Unavailable(format!("start task failed: {e}")))?;
+            let result =
+                tokio::task::spawn_blocking(move || starter.start(&command, cwd.as_deref()))
+                    .await
+                    .map_err(|e| ShellError::Unavailable(format!("start task failed: {e}")))?;
             match result {
                 Ok(seq) => break (session, seq),
                 // The shell died between the lookup and the start: start a fresh one once.
@@ -272,7 +277,11 @@ impl ShellManager {
         let sessions: Vec<Arc<Session>> = self.map().drain().map(|(_, s)| s).collect();
         for session in sessions {
             let killed = session.kill().await;
-            tracing::debug!(session = session.name(), killed, "session killed at shutdown");
+            tracing::debug!(
+                session = session.name(),
+                killed,
+                "session killed at shutdown"
+            );
         }
         self.registry.reap_orphans();
     }

@@ -217,7 +217,8 @@ mod tests {
 
     #[test]
     fn finds_markers_with_the_right_secret_only() {
-        let input = b"out\n\x1b]7777;s3cret;42\x07after\x1b]7777;wrong;43\x07\x1b]7777;s3cret;44\x1b\\";
+        let input =
+            b"out\n\x1b]7777;s3cret;42\x07after\x1b]7777;wrong;43\x07\x1b]7777;s3cret;44\x1b\\";
         let (text, markers) = scan(input);
         assert_eq!(text, "out\nafter");
         assert_eq!(markers, vec![(4, 42), (9, 44)]);

@@ -183,7 +183,9 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn notify(&self) {
@@ -286,7 +288,7 @@ impl Session {
             seq
         };
         let read_and_eval = format!(
-            "IFS= read -r -d '' __cove_cmd <{}; eval \"$__cove_cmd\"",
+            "IFS= read -r -d '' __cove_cmd <{}; __cove_restore; eval \"$__cove_cmd\"",
             shell_quote(&self.dir.join("cmd").to_string_lossy())
         );
         let line = match cwd {
@@ -327,9 +329,9 @@ impl Session {
             }
             // Events wake the waiter at once; the short tick only serves the grace periods.
             let tick = (deadline - now).min(Duration::from_millis(50));
-            match tokio::time::timeout(tick, changes.changed()).await {
-                Ok(Err(_)) => tokio::time::sleep(tick).await,
-                Ok(Ok(())) | Err(_) => {}
+            if let Ok(Err(_)) = tokio::time::timeout(tick, changes.changed()).await {
+                // The sender is gone (cannot happen while the session lives); poll instead.
+                tokio::time::sleep(tick).await;
             }
         }
     }
@@ -337,7 +339,7 @@ impl Session {
     fn is_finished(&self, seq: u64) -> bool {
         let mut st = self.shared.lock();
         st.settle();
-        !st.running.as_ref().is_some_and(|r| r.seq == seq)
+        st.running.as_ref().is_none_or(|r| r.seq != seq)
     }
 
     /// The output and status of command `seq`.
@@ -383,7 +385,9 @@ impl Session {
             st.log.stable_end()
         };
         OutputView {
-            output: st.log.render(since.min(end), end, &[], self.settings.output_cap),
+            output: st
+                .log
+                .render(since.min(end), end, &[], self.settings.output_cap),
             offset: end,
             running: st.running.is_some(),
             exit_code: st.last_exit_code(),
@@ -448,8 +452,8 @@ impl Session {
             .process_group_leader()
             .filter(|pgid| *pgid > 0)
             .unwrap_or(self.shell_pid);
-        let pgid = Pid::from_raw(leader)
-            .ok_or_else(|| ShellError::NoRunningCommand(self.name.clone()))?;
+        let pgid =
+            Pid::from_raw(leader).ok_or_else(|| ShellError::NoRunningCommand(self.name.clone()))?;
         kill_process_group(pgid, signal).map_err(std::io::Error::from)?;
         Ok(leader)
     }
@@ -488,8 +492,12 @@ fn start_shell(
 ) -> Result<Session, ShellError> {
     std::fs::create_dir_all(&dir)?;
     let fifo = dir.join("status.fifo");
-    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
-        .map_err(std::io::Error::from)?;
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .map_err(std::io::Error::from)?;
     let secret = random_hex(16);
     let init = INIT_TEMPLATE
         .replace("@MARK@", &secret)

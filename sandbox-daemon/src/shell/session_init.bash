@@ -13,6 +13,7 @@ readonly __COVE_RC_FIFO='@FIFO@'
 
 __cove_report() {
     local __cove_status=$?
+    __cove_last=$__cove_status
     # A sourced script (a virtualenv's activate, say) may set a prompt; coved shows none.
     PS1='' PS2='' PS0=''
     if [[ -n ${__cove_seq-} ]]; then
@@ -22,6 +23,9 @@ __cove_report() {
         unset __cove_cmd
     fi
 }
+
+# Puts the previous command's status back in $? before the next one runs.
+__cove_restore() { return "${__cove_last:-0}"; }
 
 PS1='' PS2='' PS0=''
 readonly PROMPT_COMMAND=__cove_report

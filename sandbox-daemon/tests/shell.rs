@@ -1,0 +1,556 @@
+//! Shell sessions against real PTYs and a real bash.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
+
+use std::time::Duration;
+
+use cove_protocol::ErrorCode;
+use cove_protocol::client::CovedClient;
+use cove_protocol::shell::{ExecRequest, InputRequest, OutputResponse, Signal};
+use cove_tests::{DaemonBuilder, DaemonProcess, procs};
+
+async fn daemon() -> DaemonProcess {
+    DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .spawn()
+        .await
+        .expect("coved starts")
+}
+
+async fn run(client: &CovedClient, session: &str, command: &str) -> (String, Option<i32>) {
+    let out = client
+        .exec(&ExecRequest::new(command).in_session(session))
+        .await
+        .unwrap_or_else(|e| panic!("{command}: {e}"));
+    assert!(out.completed, "{command} did not complete: {out:?}");
+    (out.output, out.exit_code)
+}
+
+/// Polls a session's output until its command is no longer running (or 30 s pass).
+async fn until_idle(client: &CovedClient, session: &str, since: u64) -> OutputResponse {
+    let mut text = String::new();
+    let mut since = since;
+    for _ in 0..600 {
+        let out = client.output(session, since).await.unwrap();
+        text.push_str(&out.output);
+        since = out.offset;
+        if !out.running {
+            return OutputResponse {
+                output: text,
+                ..out
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("session {session} still running after 30 s; output so far: {text:?}");
+}
+
+fn unique(tag: &str) -> String {
+    format!("{tag}{}", std::process::id())
+}
+
+#[tokio::test]
+async fn exit_codes_are_exact() {
+    let d = daemon().await;
+    let c = &d.client;
+    assert_eq!(run(c, "codes", "true").await.1, Some(0));
+    assert_eq!(run(c, "codes", "false").await.1, Some(1));
+    assert_eq!(run(c, "codes", "(exit 42)").await.1, Some(42));
+    let (out, code) = run(c, "codes", "no_such_command_xyz").await;
+    assert_eq!(code, Some(127));
+    assert!(
+        out.contains("no_such_command_xyz: command not found"),
+        "{out:?}"
+    );
+    assert_eq!(run(c, "codes", "sh -c 'kill -9 $$'").await.1, Some(137));
+    // `exit` ends the shell itself; its status is the command's, and the next call gets a
+    // fresh shell in the same session.
+    assert_eq!(run(c, "codes", "echo bye; exit 3").await.1, Some(3));
+    assert_eq!(
+        run(c, "codes", "echo again").await,
+        ("again\n".to_string(), Some(0))
+    );
+    // $? carries over between calls, as in a terminal.
+    run(c, "codes", "(exit 5)").await;
+    assert_eq!(run(c, "codes", "echo $?").await.0, "5\n");
+}
+
+#[tokio::test]
+async fn output_has_no_echo_no_prompt_and_no_escape_codes() {
+    let d = daemon().await;
+    let c = &d.client;
+    assert_eq!(run(c, "clean", "echo hi").await.0, "hi\n");
+    let (out, _) = run(
+        c,
+        "clean",
+        r"printf '\033[1;31mred\033[0m \033]0;title\007plain\r\n'",
+    )
+    .await;
+    assert_eq!(out, "red plain\n");
+    // A script that sets a prompt (a virtualenv's activate, say) does not leak it.
+    run(c, "clean", "PS1='my-prompt$ '").await;
+    assert_eq!(run(c, "clean", "echo after").await.0, "after\n");
+    assert_eq!(run(c, "clean", ":").await.0, "");
+}
+
+#[tokio::test]
+async fn cwd_env_functions_and_aliases_persist_in_a_session() {
+    let d = daemon().await;
+    let c = &d.client;
+    std::fs::create_dir_all(d.path("sub/dir")).unwrap();
+    run(
+        c,
+        "s",
+        "cd sub; export GREETING=hello; NOT_EXPORTED=1; greet() { echo \"$GREETING, $1\"; }",
+    )
+    .await;
+    run(c, "s", "declare -A map=([k]=v); alias ll='echo aliased'").await;
+    let (out, _) = run(c, "s", "pwd; greet world; echo $NOT_EXPORTED ${map[k]}").await;
+    let root = std::fs::canonicalize(d.root()).unwrap();
+    assert_eq!(out, format!("{}/sub\nhello, world\n1 v\n", root.display()));
+    assert_eq!(run(c, "s", "ll").await.0, "aliased\n");
+    // `cwd` is relative to the workspace root and persists like a `cd`.
+    let out = c
+        .exec(&ExecRequest::new("pwd").in_session("s").in_dir("sub/dir"))
+        .await
+        .unwrap();
+    assert_eq!(out.output, format!("{}/sub/dir\n", root.display()));
+    assert_eq!(run(c, "s", "basename $PWD").await.0, "dir\n");
+    let bad = c
+        .exec(&ExecRequest::new("pwd").in_session("s").in_dir("missing"))
+        .await
+        .unwrap();
+    assert_eq!(bad.exit_code, Some(1));
+    assert!(bad.output.contains("missing"), "{bad:?}");
+}
+
+#[tokio::test]
+async fn sessions_are_isolated() {
+    let d = daemon().await;
+    let c = &d.client;
+    run(c, "a", "export ONLY_A=1; cd /tmp; only_a() { :; }").await;
+    let (out, _) = run(
+        c,
+        "b",
+        "echo ${ONLY_A:-unset}; pwd; type only_a 2>&1 | head -1",
+    )
+    .await;
+    let root = std::fs::canonicalize(d.root()).unwrap();
+    assert_eq!(
+        out,
+        format!("unset\n{}\nbash: type: only_a: not found\n", root.display())
+    );
+    let names: Vec<_> = c
+        .sessions()
+        .await
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn sessions_run_in_parallel() {
+    // Session "waiter" blocks until session "signaller" acts: if sessions were served one at
+    // a time, the waiter would hold the daemon and time out.
+    let d = daemon().await;
+    let c = &d.client;
+    let wait_request = ExecRequest::new("while [ ! -e flag ]; do sleep 0.02; done; echo released")
+        .in_session("waiter")
+        .with_timeout(30);
+    let waiter = c.exec(&wait_request);
+    let signaller = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        c.exec(&ExecRequest::new("touch flag").in_session("signaller"))
+            .await
+            .unwrap()
+    };
+    let (waited, signalled) = tokio::join!(waiter, signaller);
+    let waited = waited.unwrap();
+    assert!(waited.completed && !waited.timed_out, "{waited:?}");
+    assert_eq!(waited.output, "released\n");
+    assert_eq!(signalled.exit_code, Some(0));
+}
+
+#[tokio::test]
+async fn a_timed_out_command_keeps_running_and_finishes_later() {
+    let d = daemon().await;
+    let c = &d.client;
+    let out = c
+        .exec(&ExecRequest::new("echo one; sleep 1.5; echo two; (exit 7)").with_timeout(1))
+        .await
+        .unwrap();
+    assert!(out.timed_out && !out.completed, "{out:?}");
+    assert_eq!(out.exit_code, None);
+    assert_eq!(out.output, "one\n");
+    let rest = until_idle(c, "default", out.output_offset).await;
+    assert_eq!(rest.output, "two\n");
+    assert_eq!(rest.exit_code, Some(7));
+    // Reading from the start gives the whole story.
+    assert_eq!(c.output("default", 0).await.unwrap().output, "one\ntwo\n");
+}
+
+#[tokio::test]
+async fn non_blocking_returns_at_once_and_the_session_stays_busy() {
+    let d = daemon().await;
+    let c = &d.client;
+    let out = c
+        .exec(&ExecRequest::new("sleep 30").in_session("bg").non_blocking())
+        .await
+        .unwrap();
+    assert!(
+        !out.completed && !out.timed_out && out.exit_code.is_none(),
+        "{out:?}"
+    );
+    let busy = c
+        .exec(&ExecRequest::new("echo hi").in_session("bg"))
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), Some(&ErrorCode::SessionBusy));
+    let listed = c.sessions().await.unwrap();
+    let bg = listed.sessions.iter().find(|s| s.name == "bg").unwrap();
+    assert!(bg.running);
+    assert_eq!(bg.command.as_deref(), Some("sleep 30"));
+    assert!(bg.started_at.is_some());
+    c.signal("bg", Signal::Kill).await.unwrap();
+    let done = until_idle(c, "bg", 0).await;
+    assert_eq!(done.exit_code, Some(137));
+    assert_eq!(run(c, "bg", "echo free").await.0, "free\n");
+}
+
+#[tokio::test]
+async fn input_reaches_an_interactive_prompt() {
+    let d = daemon().await;
+    let c = &d.client;
+    let out = c
+        .exec(
+            &ExecRequest::new("read -p 'name? ' x; echo got:$x")
+                .in_session("ask")
+                .with_timeout(1),
+        )
+        .await
+        .unwrap();
+    assert!(out.timed_out);
+    assert_eq!(out.output, "name? ");
+    let sent = c
+        .input(
+            "ask",
+            &InputRequest {
+                text: "alice".into(),
+                enter: true,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent.bytes_written, 6);
+    let done = until_idle(c, "ask", out.output_offset).await;
+    assert_eq!(done.output, "got:alice\n");
+    assert_eq!(done.exit_code, Some(0));
+    // Nothing is waiting for input now.
+    let err = c
+        .input(
+            "ask",
+            &InputRequest {
+                text: "stray".into(),
+                enter: true,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(&ErrorCode::NoRunningCommand));
+}
+
+#[tokio::test]
+async fn signals_reach_the_running_command() {
+    let d = daemon().await;
+    let c = &d.client;
+    c.exec(
+        &ExecRequest::new("sleep 100")
+            .in_session("sig")
+            .non_blocking(),
+    )
+    .await
+    .unwrap();
+    let sent = c.signal("sig", Signal::Int).await.unwrap();
+    assert!(sent.process_group > 1);
+    let done = until_idle(c, "sig", 0).await;
+    assert_eq!(done.exit_code, Some(130));
+    // A loop running inside the shell itself stops on INT too, and the session survives.
+    c.exec(
+        &ExecRequest::new("while :; do :; done")
+            .in_session("sig")
+            .non_blocking(),
+    )
+    .await
+    .unwrap();
+    c.signal("sig", Signal::Int).await.unwrap();
+    let done = until_idle(c, "sig", 0).await;
+    assert_eq!(done.exit_code, Some(130));
+    assert_eq!(run(c, "sig", "echo alive").await.0, "alive\n");
+    // TERM reaches a job that honours it.
+    c.exec(
+        &ExecRequest::new("sleep 100")
+            .in_session("sig")
+            .non_blocking(),
+    )
+    .await
+    .unwrap();
+    c.signal("sig", Signal::Term).await.unwrap();
+    assert_eq!(until_idle(c, "sig", 0).await.exit_code, Some(143));
+    let idle = c.signal("sig", Signal::Int).await.unwrap_err();
+    assert_eq!(idle.code(), Some(&ErrorCode::NoRunningCommand));
+}
+
+#[tokio::test]
+async fn delete_kills_the_whole_tree_escapees_included() {
+    let d = daemon().await;
+    let c = &d.client;
+    let tag = unique("81");
+    let script = format!(
+        "sleep {tag}1 & \
+         (sleep {tag}2 &) ; \
+         setsid sleep {tag}3 & \
+         setsid sh -c 'sleep {tag}4 & sleep {tag}5' & \
+         nohup sleep {tag}6 >/dev/null 2>&1 & \
+         true"
+    );
+    run(c, "tree", &script).await;
+    c.exec(
+        &ExecRequest::new(format!("sleep {tag}7"))
+            .in_session("tree")
+            .non_blocking(),
+    )
+    .await
+    .unwrap_err_or_busy();
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = procs::matching(&format!("sleep {tag}"));
+        if seen.len() >= 6 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(seen.len() >= 6, "{seen:?}");
+    let deleted = c.delete_session("tree").await.unwrap();
+    assert!(deleted.processes_killed >= 7, "{deleted:?}");
+    let survivors: Vec<_> = procs::matching(&format!("sleep {tag}"))
+        .into_iter()
+        .filter(|p| !p.is_zombie())
+        .collect();
+    assert!(survivors.is_empty(), "survived DELETE: {survivors:?}");
+    let gone = c.output("tree", 0).await.unwrap_err();
+    assert_eq!(gone.code(), Some(&ErrorCode::NotFound));
+    let again = c.delete_session("tree").await.unwrap_err();
+    assert_eq!(again.code(), Some(&ErrorCode::NotFound));
+    assert_no_zombies(d.pid()).await;
+}
+
+trait BusyIsFine {
+    fn unwrap_err_or_busy(self);
+}
+
+impl BusyIsFine for Result<cove_protocol::shell::ExecResponse, cove_protocol::client::ClientError> {
+    fn unwrap_err_or_busy(self) {
+        if let Err(e) = self {
+            panic!("non-blocking exec failed: {e}");
+        }
+    }
+}
+
+async fn assert_no_zombies(daemon_pid: i32) {
+    let mut zombies = Vec::new();
+    for _ in 0..100 {
+        zombies = procs::descendants(daemon_pid)
+            .into_iter()
+            .filter(|p| p.is_zombie())
+            .collect();
+        if zombies.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("zombies under coved: {zombies:?}");
+}
+
+#[tokio::test]
+async fn a_thousand_commands_leave_no_zombies_and_no_strays() {
+    let d = daemon().await;
+    let c = &d.client;
+    let commands = [
+        "true",
+        "sleep 0 &",
+        "(sleep 0 &)",
+        "setsid true &",
+        "echo x | cat >/dev/null",
+        "setsid sh -c 'sleep 0 &' &",
+    ];
+    for i in 0..1000 {
+        let cmd = commands[i % commands.len()];
+        let out = c
+            .exec(&ExecRequest::new(cmd).in_session("many"))
+            .await
+            .unwrap();
+        assert!(out.completed, "{cmd}: {out:?}");
+    }
+    assert_no_zombies(d.pid()).await;
+    // Only the shell and whatever it is doing this instant remain.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let alive: Vec<_> = procs::descendants(d.pid())
+        .into_iter()
+        .filter(|p| !p.is_zombie())
+        .collect();
+    assert!(alive.len() <= 2, "stray processes: {alive:?}");
+}
+
+#[tokio::test]
+async fn output_over_the_cap_keeps_head_and_tail() {
+    let d = daemon().await;
+    let c = &d.client;
+    let out = c
+        .exec(&ExecRequest::new("seq 1 300000").with_timeout(120))
+        .await
+        .unwrap();
+    assert!(out.completed && out.truncated, "{}", out.output.len());
+    assert!(out.output.starts_with("1\n2\n3\n"), "{}", &out.output[..40]);
+    assert!(out.output.ends_with("299999\n300000\n"));
+    assert!(out.output.contains(" bytes omitted ...]"));
+    assert!(
+        out.output.len() <= 1024 * 1024 + 100,
+        "{}",
+        out.output.len()
+    );
+    let expected_total: usize = (1..=300_000).map(|n: u32| n.to_string().len() + 1).sum();
+    let marker = out.output.split("[... ").nth(1).unwrap();
+    let omitted: usize = marker.split(' ').next().unwrap().parse().unwrap();
+    let shown = out.output.len() - format!("\n[... {omitted} bytes omitted ...]\n").len();
+    assert_eq!(
+        shown + omitted,
+        expected_total,
+        "every byte is either shown or counted"
+    );
+}
+
+#[tokio::test]
+async fn yes_for_ten_seconds_does_not_grow_the_daemon() {
+    let d = daemon().await;
+    let c = &d.client;
+    c.exec(&ExecRequest::new("yes").in_session("flood").non_blocking())
+        .await
+        .unwrap();
+    // Meanwhile other sessions answer normally.
+    for i in 0..10 {
+        let out = c
+            .exec(&ExecRequest::new(format!("echo tick {i}")).in_session("calm"))
+            .await
+            .unwrap();
+        assert_eq!(out.output, format!("tick {i}\n"));
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+    }
+    let out = c.output("flood", 0).await.unwrap();
+    assert!(out.running && out.truncated);
+    assert!(
+        out.offset > 10 * 1024 * 1024,
+        "yes produced {} bytes",
+        out.offset
+    );
+    assert!(out.output.len() <= 1024 * 1024 + 100);
+    assert!(out.output.ends_with("y\n") || out.output.ends_with('y'));
+    let peak_kib = procs::status_kib(d.pid(), "VmHWM").unwrap();
+    assert!(peak_kib < 64 * 1024, "coved peaked at {peak_kib} KiB RSS");
+    c.delete_session("flood").await.unwrap();
+}
+
+#[tokio::test]
+async fn utf8_split_across_reads_is_never_mangled() {
+    let d = daemon().await;
+    let c = &d.client;
+    // 60,000 bytes of 2-, 3- and 4-byte characters: PTY reads split them at every offset.
+    let (out, _) = run(
+        c,
+        "utf",
+        "for i in $(seq 1 6000); do printf 'é€😀'; done; echo",
+    )
+    .await;
+    let expected = format!("{}\n", "é€😀".repeat(6000));
+    assert!(
+        !out.contains('\u{fffd}'),
+        "replacement characters in output"
+    );
+    assert_eq!(out, expected);
+}
+
+#[tokio::test]
+async fn the_environment_suits_an_agent() {
+    let d = daemon().await;
+    let (out, _) = run(
+        &d.client,
+        "env",
+        "echo $PAGER $GIT_PAGER $DEBIAN_FRONTEND $TERM $GIT_TERMINAL_PROMPT; [ -t 0 ] && echo tty",
+    )
+    .await;
+    assert_eq!(out, "cat cat noninteractive dumb 0\ntty\n");
+    // A pager-happy command does not wait for a keypress.
+    let (out, code) = run(&d.client, "env", "seq 1 500 | ${PAGER} | tail -1").await;
+    assert_eq!((out.as_str(), code), ("500\n", Some(0)));
+}
+
+#[tokio::test]
+async fn long_and_multi_line_commands_arrive_intact() {
+    let d = daemon().await;
+    let body = "x".repeat(100_000);
+    let script = format!(
+        "cat > big.txt <<'EOF'\n{body}\nEOF\nwc -c < big.txt\nfor i in 1 2; do\n  echo line $i\ndone"
+    );
+    let (out, code) = run(&d.client, "long", &script).await;
+    assert_eq!(code, Some(0));
+    assert_eq!(out, "100001\nline 1\nline 2\n");
+    assert_eq!(
+        std::fs::read_to_string(d.path("big.txt")).unwrap().len(),
+        100_001
+    );
+}
+
+#[tokio::test]
+async fn bad_shell_requests_are_refused_clearly() {
+    let d = daemon().await;
+    let c = &d.client;
+    let cases = [
+        ExecRequest::new(""),
+        ExecRequest::new("   "),
+        ExecRequest::new("echo").in_session("bad name"),
+        ExecRequest::new("echo").in_session("../x"),
+        ExecRequest::new("echo").with_timeout(99_999),
+        ExecRequest::new("echo \0"),
+    ];
+    for req in cases {
+        let err = c.exec(&req).await.unwrap_err();
+        assert_eq!(
+            err.code(),
+            Some(&ErrorCode::InvalidRequest),
+            "{req:?}: {err}"
+        );
+    }
+    for name in ["nobody", "x"] {
+        assert_eq!(
+            c.output(name, 0).await.unwrap_err().code(),
+            Some(&ErrorCode::NotFound)
+        );
+        assert_eq!(
+            c.signal(name, Signal::Int).await.unwrap_err().code(),
+            Some(&ErrorCode::NotFound)
+        );
+        let input = InputRequest {
+            text: "x".into(),
+            enter: true,
+        };
+        assert_eq!(
+            c.input(name, &input).await.unwrap_err().code(),
+            Some(&ErrorCode::NotFound)
+        );
+        assert_eq!(
+            c.delete_session(name).await.unwrap_err().code(),
+            Some(&ErrorCode::NotFound)
+        );
+    }
+}
