@@ -26,11 +26,11 @@ async fn run(client: &CovedClient, session: &str, command: &str) -> (String, Opt
 }
 
 /// Polls a session's output until its command is no longer running (or 30 s pass).
-async fn until_idle(client: &CovedClient, session: &str, since: u64) -> OutputResponse {
+async fn until_idle(d: &DaemonProcess, session: &str, since: u64) -> OutputResponse {
     let mut text = String::new();
     let mut since = since;
     for _ in 0..600 {
-        let out = client.output(session, since).await.unwrap();
+        let out = d.client.output(session, since).await.unwrap();
         text.push_str(&out.output);
         since = out.offset;
         if !out.running {
@@ -41,7 +41,19 @@ async fn until_idle(client: &CovedClient, session: &str, since: u64) -> OutputRe
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("session {session} still running after 30 s; output so far: {text:?}");
+    let log = d.stderr();
+    let tail: String = log
+        .lines()
+        .rev()
+        .take(30)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
+    panic!(
+        "session {session} still running after 30 s; output so far: {text:?}\ncoved log tail:\n{tail}"
+    );
 }
 
 fn unique(tag: &str) -> String {
@@ -184,7 +196,7 @@ async fn a_timed_out_command_keeps_running_and_finishes_later() {
     assert!(out.timed_out && !out.completed, "{out:?}");
     assert_eq!(out.exit_code, None);
     assert_eq!(out.output, "one\n");
-    let rest = until_idle(c, "default", out.output_offset).await;
+    let rest = until_idle(&d, "default", out.output_offset).await;
     assert_eq!(rest.output, "two\n");
     assert_eq!(rest.exit_code, Some(7));
     // Reading from the start gives the whole story.
@@ -214,7 +226,7 @@ async fn non_blocking_returns_at_once_and_the_session_stays_busy() {
     assert_eq!(bg.command.as_deref(), Some("sleep 30"));
     assert!(bg.started_at.is_some());
     c.signal("bg", Signal::Kill).await.unwrap();
-    let done = until_idle(c, "bg", 0).await;
+    let done = until_idle(&d, "bg", 0).await;
     assert_eq!(done.exit_code, Some(137));
     assert_eq!(run(c, "bg", "echo free").await.0, "free\n");
 }
@@ -244,7 +256,7 @@ async fn input_reaches_an_interactive_prompt() {
         .await
         .unwrap();
     assert_eq!(sent.bytes_written, 6);
-    let done = until_idle(c, "ask", out.output_offset).await;
+    let done = until_idle(&d, "ask", out.output_offset).await;
     assert_eq!(done.output, "got:alice\n");
     assert_eq!(done.exit_code, Some(0));
     // Nothing is waiting for input now.
@@ -274,7 +286,7 @@ async fn signals_reach_the_running_command() {
     .unwrap();
     let sent = c.signal("sig", Signal::Int).await.unwrap();
     assert!(sent.process_group > 1);
-    let done = until_idle(c, "sig", 0).await;
+    let done = until_idle(&d, "sig", 0).await;
     assert_eq!(done.exit_code, Some(130));
     // A loop running inside the shell itself stops on INT too, and the session survives.
     c.exec(
@@ -285,7 +297,7 @@ async fn signals_reach_the_running_command() {
     .await
     .unwrap();
     c.signal("sig", Signal::Int).await.unwrap();
-    let done = until_idle(c, "sig", 0).await;
+    let done = until_idle(&d, "sig", 0).await;
     assert_eq!(done.exit_code, Some(130));
     assert_eq!(run(c, "sig", "echo alive").await.0, "alive\n");
     // TERM reaches a job that honours it.
@@ -297,7 +309,7 @@ async fn signals_reach_the_running_command() {
     .await
     .unwrap();
     c.signal("sig", Signal::Term).await.unwrap();
-    assert_eq!(until_idle(c, "sig", 0).await.exit_code, Some(143));
+    assert_eq!(until_idle(&d, "sig", 0).await.exit_code, Some(143));
     let idle = c.signal("sig", Signal::Int).await.unwrap_err();
     assert_eq!(idle.code(), Some(&ErrorCode::NoRunningCommand));
 }

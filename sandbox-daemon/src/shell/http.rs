@@ -58,7 +58,7 @@ pub async fn signal(
         Signal::Term => OsSignal::TERM,
         Signal::Kill => OsSignal::KILL,
     };
-    let process_group = app.shell.signal(&name, os_signal)?;
+    let process_group = app.shell.signal(&name, os_signal).await?;
     Ok(Json(SignalResponse {
         session: name,
         signal: request.signal,

@@ -256,8 +256,12 @@ impl ShellManager {
     }
 
     /// Signals session `name`'s running command.
-    pub fn signal(&self, name: &str, signal: rustix::process::Signal) -> Result<i32, ShellError> {
-        self.get(name)?.signal(signal)
+    pub async fn signal(
+        &self,
+        name: &str,
+        signal: rustix::process::Signal,
+    ) -> Result<i32, ShellError> {
+        self.get(name)?.signal(signal).await
     }
 
     /// Kills session `name`'s whole process tree and forgets it.

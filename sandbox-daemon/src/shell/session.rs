@@ -28,6 +28,10 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 const MARKER_GRACE: Duration = Duration::from_millis(500);
 /// How long to keep reading output after the shell itself exited.
 const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(300);
+/// How long a signal waits for the shell to pick up a command that was just sent.
+const SIGNAL_START_WAIT: Duration = Duration::from_secs(5);
+/// How long a signal waits for a freshly forked job to exec its program.
+const EXEC_WAIT: Duration = Duration::from_millis(500);
 /// Finished commands remembered, so a waiter can still find its result after a newer start.
 const HISTORY: usize = 4;
 
@@ -78,6 +82,8 @@ struct Running {
     started_at: SystemTime,
     start: u64,
     head: Vec<u8>,
+    /// The shell has read the command line.
+    started: bool,
     status: Option<(i32, Instant)>,
     end: Option<u64>,
 }
@@ -122,6 +128,14 @@ impl State {
             && r.seq == seq
         {
             r.end = Some(end);
+        }
+    }
+
+    fn record_start(&mut self, seq: u64) {
+        if let Some(r) = &mut self.running
+            && r.seq == seq
+        {
+            r.started = true;
         }
     }
 
@@ -282,6 +296,7 @@ impl Session {
                 started_at: SystemTime::now(),
                 start,
                 head: Vec::new(),
+                started: false,
                 status: None,
                 end: None,
             });
@@ -295,11 +310,11 @@ impl Session {
             Some(cwd) => {
                 let dir = self.settings.workspace.join(cwd);
                 format!(
-                    "__cove_seq={seq}; cd -- {} && {{ {read_and_eval}; }}\n",
+                    "__cove_seq={seq}; __cove_begin; cd -- {} && {{ {read_and_eval}; }}\n",
                     shell_quote(&dir.to_string_lossy())
                 )
             }
-            None => format!("__cove_seq={seq}; {read_and_eval}\n"),
+            None => format!("__cove_seq={seq}; __cove_begin; {read_and_eval}\n"),
         };
         if let Err(e) = self.write_tty(line.as_bytes()) {
             let mut st = self.shared.lock();
@@ -430,6 +445,22 @@ impl Session {
         Ok(())
     }
 
+    /// Whether the running command has been read by the shell (None: nothing is running).
+    fn running_started(&self) -> Option<bool> {
+        let mut st = self.shared.lock();
+        st.settle();
+        st.running.as_ref().map(|r| r.started)
+    }
+
+    fn foreground_group(&self) -> i32 {
+        self.master
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .process_group_leader()
+            .filter(|pgid| *pgid > 0)
+            .unwrap_or(self.shell_pid)
+    }
+
     /// Types `text` (and Enter) into the running command's terminal. Returns bytes written.
     pub fn send_input(&self, text: &str, enter: bool) -> Result<u64, ShellError> {
         self.require_running()?;
@@ -443,19 +474,72 @@ impl Session {
     }
 
     /// Sends `signal` to the terminal's foreground job. Returns the process group signalled.
-    pub fn signal(&self, signal: Signal) -> Result<i32, ShellError> {
-        self.require_running()?;
-        let leader = self
-            .master
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .process_group_leader()
-            .filter(|pgid| *pgid > 0)
-            .unwrap_or(self.shell_pid);
-        let pgid =
-            Pid::from_raw(leader).ok_or_else(|| ShellError::NoRunningCommand(self.name.clone()))?;
-        kill_process_group(pgid, signal).map_err(std::io::Error::from)?;
-        Ok(leader)
+    ///
+    /// Two races are closed here. A signal that reaches bash while it is still reading the
+    /// command line discards the line silently, so the signal waits for the shell's `start`
+    /// report. And a job bash has just forked is still bash, with bash's handlers, until it
+    /// execs its program, so the signal waits (briefly) for the exec. If the shell's own group
+    /// was in the foreground and a job takes the terminal moments later, the job gets the
+    /// signal too: it was being forked as the signal left.
+    pub async fn signal(&self, signal: Signal) -> Result<i32, ShellError> {
+        let no_command = || ShellError::NoRunningCommand(self.name.clone());
+        let deadline = Instant::now() + SIGNAL_START_WAIT;
+        let mut changes = self.shared.changed.subscribe();
+        loop {
+            match self.running_started() {
+                None => return Err(no_command()),
+                Some(true) => break,
+                Some(false) if Instant::now() >= deadline => break,
+                Some(false) => {
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(20), changes.changed()).await;
+                }
+            }
+        }
+        self.wait_for_exec(self.foreground_group()).await;
+        let first = self.foreground_group();
+        send_to_group(first, signal)?;
+        tracing::debug!(session = %self.name, pgid = first, ?signal, "signal sent");
+        if first == self.shell_pid {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if self.running_started().is_none() {
+                    break;
+                }
+                let now = self.foreground_group();
+                if now != first {
+                    self.wait_for_exec(now).await;
+                    send_to_group(now, signal)?;
+                    tracing::debug!(session = %self.name, pgid = now, ?signal, "signal sent to the new foreground job");
+                    return Ok(now);
+                }
+            }
+        }
+        Ok(first)
+    }
+
+    /// Waits (at most [`EXEC_WAIT`]) until the leader of `pgid` is no longer a fork of the
+    /// session's shell, i.e. has exec'd its program. A subshell never execs; it gets the
+    /// signal when the wait runs out.
+    async fn wait_for_exec(&self, pgid: i32) {
+        if pgid == self.shell_pid {
+            return;
+        }
+        // Read now, not at spawn: `spawn` returns midway through the shell's execve, before
+        // its new command line is in place.
+        let Ok(shell_cmdline) = std::fs::read(format!("/proc/{}/cmdline", self.shell_pid)) else {
+            return;
+        };
+        let deadline = Instant::now() + EXEC_WAIT;
+        while Instant::now() < deadline {
+            match std::fs::read(format!("/proc/{pgid}/cmdline")) {
+                Ok(cmdline) if cmdline == shell_cmdline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                _ => return,
+            }
+        }
+        tracing::debug!(session = %self.name, pgid, "job did not exec in time; signalling anyway");
     }
 
     /// Kills every process of the session and removes its private files. Returns how many
@@ -516,6 +600,7 @@ fn start_shell(
                 started_at: SystemTime::now(),
                 start: 0,
                 head: Vec::new(),
+                started: true,
                 status: None,
                 end: None,
             }),
@@ -658,20 +743,32 @@ async fn read_statuses(shared: Arc<Shared>, pipe: tokio::net::unix::pipe::Receiv
     let mut lines = BufReader::new(pipe).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let mut parts = line.split_whitespace();
-        let (Some(Ok(seq)), Some(Ok(status))) = (
-            parts.next().map(str::parse::<u64>),
-            parts.next().map(str::parse::<i32>),
-        ) else {
-            tracing::warn!(%line, "unreadable status report from a shell session");
-            continue;
-        };
+        let kind = parts.next();
+        let seq = parts.next().and_then(|s| s.parse::<u64>().ok());
+        let status = parts.next().and_then(|s| s.parse::<i32>().ok());
         {
             let mut st = shared.lock();
-            st.record_status(seq, status);
-            st.settle();
+            match (kind, seq, status) {
+                (Some("start"), Some(seq), None) => st.record_start(seq),
+                (Some("done"), Some(seq), Some(status)) => {
+                    st.record_status(seq, status);
+                    st.settle();
+                }
+                _ => {
+                    tracing::warn!(%line, "unreadable status report from a shell session");
+                    continue;
+                }
+            }
         }
         shared.notify();
     }
+}
+
+fn send_to_group(pgid: i32, signal: Signal) -> Result<(), ShellError> {
+    let pgid = Pid::from_raw(pgid)
+        .ok_or_else(|| ShellError::InvalidRequest(format!("bad process group {pgid}")))?;
+    kill_process_group(pgid, signal).map_err(std::io::Error::from)?;
+    Ok(())
 }
 
 fn wait_for_shell(shared: Arc<Shared>, shell_pid: i32, registry: &ChildRegistry) {
