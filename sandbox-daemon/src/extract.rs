@@ -2,33 +2,33 @@
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::IntoResponse;
-use bytes::Bytes;
 use cove_protocol::ErrorCode;
 use serde::de::DeserializeOwned;
 
+use crate::AppState;
+use crate::body::{BodyError, read_limited};
 use crate::error::ApiError;
 
-/// A JSON body. The content type is not checked, so `curl -d` works as is.
+/// A JSON body, read under the daemon's request-size cap. The content type is not checked,
+/// so `curl -d` works as is.
 #[derive(Debug, Clone)]
 pub struct ApiJson<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    ErrorCode::PayloadTooLarge,
-                    "the request body is over the daemon's size limit",
-                )
-            } else {
-                ApiError::invalid_request(rejection.body_text())
-            }
-        })?;
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.limits.max_request_bytes as u64;
+        let bytes = read_limited(req.into_body().into_data_stream(), limit)
+            .await
+            .map_err(|e| match e {
+                BodyError::TooLarge { .. } => {
+                    ApiError::new(ErrorCode::PayloadTooLarge, e.to_string())
+                }
+                BodyError::Interrupted(_) => ApiError::invalid_request(e.to_string()),
+            })?;
         serde_json::from_slice(&bytes)
             .map(ApiJson)
             .map_err(|e| ApiError::invalid_request(format!("invalid JSON body: {e}")))

@@ -3,6 +3,7 @@
 //! it in-process; the `coved` binary wraps it with a CLI.
 
 pub mod auth;
+pub mod body;
 pub mod error;
 pub mod extract;
 pub mod files;

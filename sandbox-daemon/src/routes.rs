@@ -47,8 +47,7 @@ fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
         Op::FilesStrReplace => on(m, files::http::str_replace),
         Op::FilesDelete => on(m, files::http::delete),
         Op::FilesDownload => on(m, files::http::download),
-        // Uploads stream to disk under their own cap, not the JSON body limit.
-        Op::FilesUpload => on(m, files::http::upload).layer(DefaultBodyLimit::disable()),
+        Op::FilesUpload => on(m, files::http::upload),
     }
 }
 
@@ -91,7 +90,9 @@ pub fn router(state: AppState) -> Router {
         ));
     public
         .merge(protected)
-        .layer(DefaultBodyLimit::max(state.limits.max_request_bytes))
+        // Bodies are capped by the extractors themselves (see `body`), which also drain what
+        // they refuse; axum's own limit would cut the connection instead.
+        .layer(DefaultBodyLimit::disable())
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

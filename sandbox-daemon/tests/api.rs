@@ -164,7 +164,7 @@ async fn a_generated_token_is_stored_privately_and_announced() {
     assert_eq!(mode, 0o600);
     assert!(d.token.len() >= 32, "a strong token");
     assert!(
-        d.stderr().contains(&file.display().to_string()),
+        d.wait_for_stderr(&file.display().to_string()).await,
         "says where: {}",
         d.stderr()
     );

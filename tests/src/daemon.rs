@@ -215,6 +215,17 @@ impl DaemonProcess {
         self.stderr.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// Waits up to 10 s for stderr to contain `needle` (it is captured asynchronously).
+    pub async fn wait_for_stderr(&self, needle: &str) -> bool {
+        for _ in 0..200 {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
     /// Sends SIGTERM and waits (up to 20 s) for the daemon to exit.
     pub async fn terminate(mut self) -> Result<ExitStatus> {
         let pid = Pid::from_raw(self.pid).ok_or_else(|| anyhow!("bad pid"))?;

@@ -19,6 +19,7 @@ use tokio_util::io::ReaderStream;
 
 use super::{FileError, Workspace};
 use crate::AppState;
+use crate::body::{DRAIN_LIMIT, discard_rest};
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiQuery};
 
@@ -133,20 +134,29 @@ pub async fn upload(
 ) -> Result<Json<WriteResponse>, ApiError> {
     let limit = app.limits.max_upload_bytes;
     let too_large = || ApiError::from(FileError::PayloadTooLarge { limit });
+    let mut stream = body.into_data_stream();
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > limit) {
+        if declared.is_some_and(|len| len <= limit.saturating_add(DRAIN_LIMIT)) {
+            discard_rest(&mut stream).await;
+        }
         return Err(too_large());
     }
-    let mut upload = blocking(&app.workspace, move |w| w.begin_upload(&q.path)).await?;
+    let mut upload = match blocking(&app.workspace, move |w| w.begin_upload(&q.path)).await {
+        Ok(upload) => upload,
+        Err(e) => {
+            discard_rest(&mut stream).await;
+            return Err(e);
+        }
+    };
     let path = upload.path().to_string();
     let file = upload
         .take_file()
         .ok_or_else(|| ApiError::internal("upload has no file"))?;
     let mut file = tokio::fs::File::from_std(file);
-    let mut stream = body.into_data_stream();
     let mut total: u64 = 0;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
@@ -157,6 +167,7 @@ pub async fn upload(
         })?;
         total += chunk.len() as u64;
         if total > limit {
+            discard_rest(&mut stream).await;
             return Err(too_large());
         }
         file.write_all(&chunk)
