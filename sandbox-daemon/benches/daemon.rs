@@ -1,1 +1,173 @@
-fn main() {}
+//! `cargo bench -p coved --bench daemon`: coved's figures over loopback, printed as JSON.
+//!
+//! - `startup_to_health_ms`: process spawn to the first 200 from `/health` (target <= 50 ms)
+//! - `idle_rss_kib`: resident memory of a fresh daemon after a few requests (target <= 15 MiB)
+//! - `exec_true_ms`: round trip of `exec true` in a warm session, p50 and p99 (target p50 <= 5 ms)
+//! - `first_exec_ms`: round trip of the first `exec` of a new session (starts a shell)
+//! - `parallel_sleeps_ms`: `sleep 1` in two sessions at once (about 1000, not 2000)
+//! - `output_mib_per_s`: PTY output throughput of 200 MB through a session
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use cove_protocol::client::CovedClient;
+use cove_protocol::shell::ExecRequest;
+use cove_tests::{DaemonBuilder, procs};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coved");
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn summary(mut samples: Vec<f64>) -> serde_json::Value {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    json!({
+        "n": samples.len(),
+        "p50": round(percentile(&samples, 0.50)),
+        "p99": round(percentile(&samples, 0.99)),
+        "min": round(samples[0]),
+        "max": round(samples[samples.len() - 1]),
+        "mean": round(mean),
+    })
+}
+
+fn round(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Spawn to first 200 from /health, measured around a bare process (no harness overhead).
+async fn startup_once(http: &reqwest::Client) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--token", "bench", "--workspace"])
+        .arg(dir.path().join("ws"))
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .env("COVED_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .unwrap()
+        .unwrap();
+    let url = line
+        .strip_prefix("coved listening on ")
+        .unwrap()
+        .to_string();
+    loop {
+        if let Ok(r) = http.get(format!("{url}/health")).send().await
+            && r.status().is_success()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let elapsed = ms(started.elapsed());
+    child.kill().await.unwrap();
+    elapsed
+}
+
+async fn exec_ms(client: &CovedClient, req: &ExecRequest) -> f64 {
+    let t = Instant::now();
+    let out = client.exec(req).await.unwrap();
+    assert!(out.completed, "{out:?}");
+    ms(t.elapsed())
+}
+
+#[tokio::main]
+async fn main() {
+    let http = reqwest::Client::new();
+
+    let mut startup = Vec::new();
+    for _ in 0..20 {
+        startup.push(startup_once(&http).await);
+    }
+
+    let d = DaemonBuilder::new(BIN)
+        .env("COVED_LOG", "warn")
+        .spawn()
+        .await
+        .unwrap();
+    let c = &d.client;
+    for _ in 0..5 {
+        c.health().await.unwrap();
+        c.info().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_rss = procs::status_kib(d.pid(), "VmRSS").unwrap();
+
+    let mut first_exec = Vec::new();
+    for i in 0..10 {
+        first_exec
+            .push(exec_ms(c, &ExecRequest::new("true").in_session(format!("fresh{i}"))).await);
+    }
+    let warm = ExecRequest::new("true").in_session("warm");
+    for _ in 0..50 {
+        exec_ms(c, &warm).await;
+    }
+    let mut exec_true = Vec::with_capacity(1000);
+    for _ in 0..1000 {
+        exec_true.push(exec_ms(c, &warm).await);
+    }
+    let rss_after_sessions = procs::status_kib(d.pid(), "VmRSS").unwrap();
+
+    let a = ExecRequest::new("sleep 1").in_session("par-a");
+    let b = ExecRequest::new("sleep 1").in_session("par-b");
+    exec_ms(c, &ExecRequest::new("true").in_session("par-a")).await;
+    exec_ms(c, &ExecRequest::new("true").in_session("par-b")).await;
+    let t = Instant::now();
+    let (ra, rb) = tokio::join!(c.exec(&a), c.exec(&b));
+    ra.unwrap();
+    rb.unwrap();
+    let parallel = ms(t.elapsed());
+
+    let bytes: u64 = 200_000_000;
+    let t = Instant::now();
+    let out = c
+        .exec(
+            &ExecRequest::new(format!("yes | head -c {bytes}"))
+                .in_session("flood")
+                .with_timeout(600),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.completed && out.output_offset >= bytes,
+        "{}",
+        out.output_offset
+    );
+    let throughput = bytes as f64 / (1024.0 * 1024.0) / t.elapsed().as_secs_f64();
+    let peak_rss = procs::status_kib(d.pid(), "VmHWM").unwrap();
+
+    let report = json!({
+        "bench": "coved",
+        "version": env!("CARGO_PKG_VERSION"),
+        "startup_to_health_ms": summary(startup),
+        "idle_rss_kib": idle_rss,
+        "rss_after_12_sessions_kib": rss_after_sessions,
+        "exec_true_ms": summary(exec_true),
+        "first_exec_ms": summary(first_exec),
+        "parallel_sleeps_ms": round(parallel),
+        "output_mib_per_s": round(throughput),
+        "peak_rss_kib": peak_rss,
+    });
+    println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}
