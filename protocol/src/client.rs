@@ -119,13 +119,7 @@ impl CovedClient {
     }
 
     async fn send(&self, builder: RequestBuilder, url: &Url) -> Result<Response, ClientError> {
-        let response = builder
-            .send()
-            .await
-            .map_err(|source| ClientError::Transport {
-                url: url.to_string(),
-                source,
-            })?;
+        let response = builder.send().await.map_err(transport(url))?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -274,13 +268,7 @@ impl CovedClient {
     pub async fn download(&self, path: &str) -> Result<Bytes, ClientError> {
         let url = self.url(&["v1", "files", "content"])?;
         let response = self.download_response(path).await?;
-        response
-            .bytes()
-            .await
-            .map_err(|source| ClientError::Transport {
-                url: url.to_string(),
-                source,
-            })
+        response.bytes().await.map_err(transport(&url))
     }
 
     /// `GET /v1/files/content` as a streaming response.
@@ -312,15 +300,17 @@ impl CovedClient {
     }
 }
 
+/// Wraps a reqwest failure talking to `url`.
+fn transport(url: &Url) -> impl FnOnce(reqwest::Error) -> ClientError + '_ {
+    move |source| ClientError::Transport {
+        url: url.to_string(),
+        source,
+    }
+}
+
 async fn decode<T: DeserializeOwned>(response: Response, url: &Url) -> Result<T, ClientError> {
     let status = response.status().as_u16();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|source| ClientError::Transport {
-            url: url.to_string(),
-            source,
-        })?;
+    let body = response.bytes().await.map_err(transport(url))?;
     serde_json::from_slice(&body).map_err(|e| ClientError::Decode {
         status,
         detail: format!("{e}: {}", preview(&body)),

@@ -53,9 +53,10 @@ impl From<ShellError> for ApiError {
             ShellError::InvalidName(_) | ShellError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             ShellError::NotFound(_) => ErrorCode::NotFound,
             ShellError::Busy { .. } => ErrorCode::SessionBusy,
-            ShellError::NoRunningCommand(_) | ShellError::Exited(_) => ErrorCode::NoRunningCommand,
+            ShellError::NoRunningCommand(_) => ErrorCode::NoRunningCommand,
             ShellError::TooManySessions(_) => ErrorCode::TooManySessions,
-            ShellError::Unavailable(_) => ErrorCode::ShellUnavailable,
+            // Only escapes when a fresh shell died before its first command as well.
+            ShellError::Unavailable(_) | ShellError::Exited(_) => ErrorCode::ShellUnavailable,
             ShellError::Io(_) => ErrorCode::Internal,
         };
         ApiError::new(code, e.to_string())

@@ -545,14 +545,10 @@ impl Session {
     /// Kills every process of the session and removes its private files. Returns how many
     /// processes were killed.
     pub async fn kill(self: &Arc<Self>) -> u64 {
-        let this = self.clone();
-        let killed = tokio::task::spawn_blocking(move || {
-            let killed = procs::kill_session(this.shell_pid, &this.tag);
-            // Orphans that were reparented to coved are zombies now.
-            killed
-        })
-        .await
-        .unwrap_or(0);
+        let (shell_pid, tag) = (self.shell_pid, self.tag.clone());
+        let killed = tokio::task::spawn_blocking(move || procs::kill_session(shell_pid, &tag))
+            .await
+            .unwrap_or(0);
         self.status_task.abort();
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
             tracing::debug!(dir = %self.dir.display(), error = %e, "session dir not removed");
