@@ -102,6 +102,25 @@ async fn output_has_no_echo_no_prompt_and_no_escape_codes() {
     run(c, "clean", "PS1='my-prompt$ '").await;
     assert_eq!(run(c, "clean", "echo after").await.0, "after\n");
     assert_eq!(run(c, "clean", ":").await.0, "");
+    // A syntax error, even an unmatched quote, leaves nothing behind for the next command.
+    for broken in [
+        "echo 'unterminated",
+        "echo \"unterminated",
+        "if then fi",
+        "for x in",
+    ] {
+        let (out, code) = run(c, "clean", broken).await;
+        assert_eq!(code, Some(2), "{broken}: {out}");
+        assert!(
+            out.starts_with("bash: ") && out.contains("unexpected"),
+            "{broken}: {out:?}"
+        );
+        assert_eq!(
+            run(c, "clean", "echo next").await.0,
+            "next\n",
+            "after {broken}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -316,6 +316,9 @@ impl Session {
             }
             None => format!("__cove_seq={seq}; __cove_begin; {read_and_eval}\n"),
         };
+        // The empty line first: after an unmatched quote inside `eval`, bash 5.2 echoes a word
+        // of the next line it reads into the output. An empty line has no word to echo.
+        let line = format!("\n{line}");
         if let Err(e) = self.write_tty(line.as_bytes()) {
             let mut st = self.shared.lock();
             st.running = None;
