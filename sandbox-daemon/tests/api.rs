@@ -10,6 +10,7 @@ use cove_protocol::shell::ExecRequest;
 use cove_protocol::{ErrorCode, ErrorEnvelope};
 use cove_tests::{DaemonBuilder, DaemonProcess, procs};
 use reqwest::StatusCode;
+use rustix::process::Signal;
 
 async fn daemon() -> DaemonProcess {
     DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
@@ -204,42 +205,47 @@ async fn tokens_come_from_the_environment_or_a_file() {
 }
 
 #[tokio::test]
-async fn sigterm_stops_the_daemon_and_every_child_it_started() {
-    let d = daemon().await;
-    let marker = format!("{}", 70_000 + std::process::id() % 10_000);
-    d.client
-        .exec(&ExecRequest::new(format!(
-            "sleep {marker}1 & setsid sleep {marker}2 &"
-        )))
-        .await
-        .unwrap();
-    d.client
-        .exec(
-            &ExecRequest::new(format!("sleep {marker}3"))
-                .in_session("busy")
-                .non_blocking(),
-        )
-        .await
-        .unwrap();
-    let mut before = Vec::new();
-    for _ in 0..50 {
-        before = procs::matching(&format!("sleep {marker}"));
-        if before.len() == 3 {
-            break;
+async fn sigterm_and_sigint_stop_the_daemon_and_every_child_it_started() {
+    for (n, signal) in [Signal::TERM, Signal::INT].into_iter().enumerate() {
+        let d = daemon().await;
+        let marker = format!("{}{n}", 70_000 + std::process::id() % 10_000);
+        d.client
+            .exec(&ExecRequest::new(format!(
+                "sleep {marker}1 & setsid sleep {marker}2 &"
+            )))
+            .await
+            .unwrap();
+        d.client
+            .exec(
+                &ExecRequest::new(format!("sleep {marker}3"))
+                    .in_session("busy")
+                    .non_blocking(),
+            )
+            .await
+            .unwrap();
+        let mut before = Vec::new();
+        for _ in 0..50 {
+            before = procs::matching(&format!("sleep {marker}"));
+            if before.len() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(before.len(), 3, "{before:?}");
+        let pid = d.pid();
+        let status = d.stop_with(signal).await.unwrap();
+        assert!(status.success(), "clean exit on {signal:?}: {status}");
+        let survivors: Vec<_> = procs::matching(&format!("sleep {marker}"))
+            .into_iter()
+            .filter(|p| !p.is_zombie())
+            .collect();
+        assert!(
+            survivors.is_empty(),
+            "left behind after {signal:?}: {survivors:?}"
+        );
+        assert!(
+            procs::status_kib(pid, "VmRSS").is_none(),
+            "the daemon is gone"
+        );
     }
-    assert_eq!(before.len(), 3, "{before:?}");
-    let pid = d.pid();
-    let status = d.terminate().await.unwrap();
-    assert!(status.success(), "clean exit on SIGTERM: {status}");
-    let survivors: Vec<_> = procs::matching(&format!("sleep {marker}"))
-        .into_iter()
-        .filter(|p| !p.is_zombie())
-        .collect();
-    assert!(survivors.is_empty(), "left behind: {survivors:?}");
-    assert!(
-        procs::status_kib(pid, "VmRSS").is_none(),
-        "the daemon is gone"
-    );
 }

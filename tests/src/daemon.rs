@@ -227,12 +227,17 @@ impl DaemonProcess {
     }
 
     /// Sends SIGTERM and waits (up to 20 s) for the daemon to exit.
-    pub async fn terminate(mut self) -> Result<ExitStatus> {
+    pub async fn terminate(self) -> Result<ExitStatus> {
+        self.stop_with(Signal::TERM).await
+    }
+
+    /// Sends `signal` and waits (up to 20 s) for the daemon to exit.
+    pub async fn stop_with(mut self, signal: Signal) -> Result<ExitStatus> {
         let pid = Pid::from_raw(self.pid).ok_or_else(|| anyhow!("bad pid"))?;
-        kill_process(pid, Signal::TERM)?;
+        kill_process(pid, signal)?;
         let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
             .await
-            .map_err(|_| anyhow!("coved still running 20 s after SIGTERM"))??;
+            .map_err(|_| anyhow!("coved still running 20 s after {signal:?}"))??;
         Ok(status)
     }
 }
