@@ -8,6 +8,11 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
+use crate::browser::{
+    BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
+    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
+    StateQuery, SwitchTab, Wait,
+};
 use crate::error::ErrorEnvelope;
 use crate::files::{
     ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
@@ -18,6 +23,7 @@ use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
     OutputResponse, SessionList, SignalRequest, SignalResponse,
 };
+use crate::vision::{SeeImageRequest, SeeImageResponse};
 
 /// The API version served under `/v1`.
 pub const API_VERSION: &str = "v1";
@@ -42,6 +48,24 @@ pub enum Op {
     FilesDelete,
     FilesDownload,
     FilesUpload,
+    BrowserNavigateTo,
+    BrowserGoBack,
+    BrowserWait,
+    BrowserClickElement,
+    BrowserClickCoordinates,
+    BrowserInputText,
+    BrowserSendKeys,
+    BrowserSwitchTab,
+    BrowserCloseTab,
+    BrowserScrollDown,
+    BrowserScrollUp,
+    BrowserScrollToText,
+    BrowserGetDropdownOptions,
+    BrowserSelectDropdownOption,
+    BrowserDragDrop,
+    BrowserState,
+    BrowserScreenshot,
+    VisionSeeImage,
 }
 
 /// The HTTP methods the API uses.
@@ -107,6 +131,25 @@ fn reference<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
 
 fn inline<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     T::json_schema(generator)
+}
+
+/// A browser action: `POST` with its own body, the state query, the state back.
+const fn browser_action(
+    op: Op,
+    path: &'static str,
+    summary: &'static str,
+    request: SchemaFn,
+) -> Endpoint {
+    Endpoint {
+        op,
+        method: Method::Post,
+        path,
+        summary,
+        auth: true,
+        query: Some(inline::<StateQuery>),
+        request: RequestBody::Json(request),
+        response: ResponseBody::Json(reference::<BrowserState>),
+    }
 }
 
 /// The whole API of coved v1.
@@ -281,6 +324,126 @@ pub const ENDPOINTS: &[Endpoint] = &[
         request: RequestBody::Bytes,
         response: ResponseBody::Json(reference::<WriteResponse>),
     },
+    browser_action(
+        Op::BrowserNavigateTo,
+        "/v1/browser/navigate_to",
+        "Load a URL in the active tab",
+        reference::<NavigateTo>,
+    ),
+    browser_action(
+        Op::BrowserGoBack,
+        "/v1/browser/go_back",
+        "Go back in the active tab's history",
+        reference::<GoBack>,
+    ),
+    browser_action(
+        Op::BrowserWait,
+        "/v1/browser/wait",
+        "Let the page work for a few seconds",
+        reference::<Wait>,
+    ),
+    browser_action(
+        Op::BrowserClickElement,
+        "/v1/browser/click_element",
+        "Click an element by its index",
+        reference::<ClickElement>,
+    ),
+    browser_action(
+        Op::BrowserClickCoordinates,
+        "/v1/browser/click_coordinates",
+        "Click a point of the viewport",
+        reference::<ClickCoordinates>,
+    ),
+    browser_action(
+        Op::BrowserInputText,
+        "/v1/browser/input_text",
+        "Replace the text of an input, textarea or editable element",
+        reference::<InputText>,
+    ),
+    browser_action(
+        Op::BrowserSendKeys,
+        "/v1/browser/send_keys",
+        "Press keys (Enter, Control+a, ...) in the focused element",
+        reference::<SendKeys>,
+    ),
+    browser_action(
+        Op::BrowserSwitchTab,
+        "/v1/browser/switch_tab",
+        "Make a tab the active one",
+        reference::<SwitchTab>,
+    ),
+    browser_action(
+        Op::BrowserCloseTab,
+        "/v1/browser/close_tab",
+        "Close a tab",
+        reference::<CloseTab>,
+    ),
+    browser_action(
+        Op::BrowserScrollDown,
+        "/v1/browser/scroll_down",
+        "Scroll down by an amount of pixels or a viewport",
+        reference::<ScrollDown>,
+    ),
+    browser_action(
+        Op::BrowserScrollUp,
+        "/v1/browser/scroll_up",
+        "Scroll up by an amount of pixels or a viewport",
+        reference::<ScrollUp>,
+    ),
+    browser_action(
+        Op::BrowserScrollToText,
+        "/v1/browser/scroll_to_text",
+        "Bring a text into view",
+        reference::<ScrollToText>,
+    ),
+    browser_action(
+        Op::BrowserGetDropdownOptions,
+        "/v1/browser/get_dropdown_options",
+        "List the options of a native select",
+        reference::<GetDropdownOptions>,
+    ),
+    browser_action(
+        Op::BrowserSelectDropdownOption,
+        "/v1/browser/select_dropdown_option",
+        "Pick an option of a native select by its text",
+        reference::<SelectDropdownOption>,
+    ),
+    browser_action(
+        Op::BrowserDragDrop,
+        "/v1/browser/drag_drop",
+        "Drag from an element or point and drop on another",
+        reference::<DragDrop>,
+    ),
+    Endpoint {
+        op: Op::BrowserState,
+        method: Method::Get,
+        path: "/v1/browser/state",
+        summary: "The browser state, without acting",
+        auth: true,
+        query: Some(inline::<StateQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<BrowserState>),
+    },
+    Endpoint {
+        op: Op::BrowserScreenshot,
+        method: Method::Get,
+        path: "/v1/browser/screenshot",
+        summary: "A JPEG of the active tab's viewport",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Bytes("image/jpeg"),
+    },
+    Endpoint {
+        op: Op::VisionSeeImage,
+        method: Method::Post,
+        path: "/v1/vision/see_image",
+        summary: "An image from the workspace or the web, scaled and re-encoded for a model",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<SeeImageRequest>),
+        response: ResponseBody::Json(reference::<SeeImageResponse>),
+    },
 ];
 
 /// The endpoint serving `op` (every `Op` has one; a unit test holds the table to that).
@@ -435,7 +598,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 17, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 35, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

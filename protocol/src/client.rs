@@ -7,6 +7,7 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::browser::{BrowserAction, BrowserState, StateQuery};
 use crate::error::{ErrorCode, ErrorEnvelope};
 use crate::files::{
     ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
@@ -17,6 +18,7 @@ use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
     OutputResponse, SessionList, Signal, SignalRequest, SignalResponse,
 };
+use crate::vision::{SeeImageRequest, SeeImageResponse};
 
 /// How long a call that is not a blocking `exec` or a transfer may take.
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -32,6 +34,8 @@ pub enum ClientError {
         status: u16,
         code: ErrorCode,
         message: String,
+        /// Extra data some codes carry, such as the fresh browser state.
+        details: Option<serde_json::Value>,
     },
     /// The daemon could not be reached or the connection broke: retry or check the URL.
     #[error("could not talk to coved at {url}: {source}")]
@@ -53,6 +57,17 @@ impl ClientError {
     pub fn code(&self) -> Option<&ErrorCode> {
         match self {
             ClientError::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// The fresh browser state a browser error carries (`stale_element`, say).
+    pub fn browser_state(&self) -> Option<BrowserState> {
+        match self {
+            ClientError::Api {
+                details: Some(details),
+                ..
+            } => serde_json::from_value(details.get("state")?.clone()).ok(),
             _ => None,
         }
     }
@@ -281,6 +296,44 @@ impl CovedClient {
         self.send(builder, &url).await
     }
 
+    /// `POST /v1/browser/{action}`: performs a browser action, returns the state after it.
+    pub async fn browser<A: BrowserAction>(
+        &self,
+        action: &A,
+        query: StateQuery,
+    ) -> Result<BrowserState, ClientError> {
+        self.call(Method::POST, &["v1", "browser", A::NAME], |b| {
+            b.query(&query).json(action)
+        })
+        .await
+    }
+
+    /// `GET /v1/browser/state`.
+    pub async fn browser_state(&self, query: StateQuery) -> Result<BrowserState, ClientError> {
+        self.call(Method::GET, &["v1", "browser", "state"], |b| {
+            b.query(&query)
+        })
+        .await
+    }
+
+    /// `GET /v1/browser/screenshot`: JPEG bytes of the active tab's viewport.
+    pub async fn screenshot(&self) -> Result<Bytes, ClientError> {
+        let url = self.url(&["v1", "browser", "screenshot"])?;
+        let builder = self
+            .request(Method::GET, url.clone())
+            .timeout(DEFAULT_CALL_TIMEOUT);
+        let response = self.send(builder, &url).await?;
+        response.bytes().await.map_err(transport(&url))
+    }
+
+    /// `POST /v1/vision/see_image`.
+    pub async fn see_image(
+        &self,
+        request: &SeeImageRequest,
+    ) -> Result<SeeImageResponse, ClientError> {
+        self.post(&["v1", "vision", "see_image"], request).await
+    }
+
     /// `PUT /v1/files/content`: streams `body` into the file.
     pub async fn upload(
         &self,
@@ -333,11 +386,13 @@ async fn error_from(response: Response, url: &Url) -> ClientError {
             status: status.as_u16(),
             code: envelope.error.code,
             message: envelope.error.message,
+            details: envelope.error.details,
         },
         Err(_) => ClientError::Api {
             status: status.as_u16(),
             code: fallback_code(status),
             message: preview(&body),
+            details: None,
         },
     }
 }

@@ -92,6 +92,23 @@ error_codes! {
     TooManySessions = "too_many_sessions" => 429,
     /// The daemon could not start a shell.
     ShellUnavailable = "shell_unavailable" => 503,
+    /// The element at that index is gone from the page; `details.state` is the fresh state.
+    StaleElement = "stale_element" => 409,
+    /// No element has that index in that snapshot; `details.state` is the fresh state.
+    ElementNotFound = "element_not_found" => 404,
+    /// Something else covers the element, so a click would not reach it; `details.state` is
+    /// the fresh state.
+    ElementNotClickable = "element_not_clickable" => 409,
+    /// The element cannot take this action (typing into a checkbox, options of a div).
+    WrongElementKind = "wrong_element_kind" => 422,
+    /// No browser can run: Chromium is missing or will not start.
+    BrowserUnavailable = "browser_unavailable" => 503,
+    /// The page could not be loaded (DNS, refused connection, bad certificate...).
+    NavigationFailed = "navigation_failed" => 502,
+    /// The input is not an image this daemon can read (PNG, JPEG, GIF, WebP).
+    NotAnImage = "not_an_image" => 422,
+    /// The image URL could not be fetched.
+    FetchFailed = "fetch_failed" => 502,
     /// The daemon failed in a way that is not the caller's fault.
     Internal = "internal" => 500,
 }
@@ -131,16 +148,19 @@ impl JsonSchema for ErrorCode {
 }
 
 /// The body of every error answer: `{"error": {"code": "...", "message": "..."}}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorEnvelope {
     pub error: ErrorBody,
 }
 
 /// The code and human-readable message of an error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
+    /// Extra data for some codes: `{"state": BrowserState}` for the browser's element errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 impl ErrorEnvelope {
@@ -150,6 +170,7 @@ impl ErrorEnvelope {
             error: ErrorBody {
                 code,
                 message: message.into(),
+                details: None,
             },
         }
     }

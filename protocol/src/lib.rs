@@ -3,10 +3,12 @@
 //! with the `client` feature, the typed async client for coved.
 
 pub mod api;
+pub mod browser;
 pub mod error;
 pub mod files;
 pub mod info;
 pub mod shell;
+pub mod vision;
 
 #[cfg(feature = "client")]
 pub mod client;

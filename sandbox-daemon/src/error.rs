@@ -5,15 +5,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cove_protocol::{ErrorCode, ErrorEnvelope};
 
+use crate::browser::BrowserError;
 use crate::files::FileError;
 use crate::shell::ShellError;
 
-/// An error answer: a stable code and a message for the caller.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// An error answer: a stable code, a message for the caller, and data some codes carry.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    pub details: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -22,6 +24,7 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            details: None,
         }
     }
 
@@ -43,7 +46,9 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::warn!(code = %self.code, message = %self.message, "request failed");
         }
-        (status, Json(ErrorEnvelope::new(self.code, self.message))).into_response()
+        let mut envelope = ErrorEnvelope::new(self.code, self.message);
+        envelope.error.details = self.details;
+        (status, Json(envelope)).into_response()
     }
 }
 
@@ -83,5 +88,33 @@ impl From<FileError> for ApiError {
             FileError::Io { .. } => ErrorCode::Internal,
         };
         ApiError::new(code, e.to_string())
+    }
+}
+
+impl From<BrowserError> for ApiError {
+    fn from(e: BrowserError) -> Self {
+        let (error, state) = match e {
+            BrowserError::WithState { error, state } => (*error, Some(state)),
+            other => (other, None),
+        };
+        let code = match &error {
+            BrowserError::Unavailable(_) => ErrorCode::BrowserUnavailable,
+            BrowserError::Timeout(_) => ErrorCode::Timeout,
+            BrowserError::NavigationFailed(_) => ErrorCode::NavigationFailed,
+            BrowserError::Stale(_) => ErrorCode::StaleElement,
+            BrowserError::ElementNotFound(_) => ErrorCode::ElementNotFound,
+            BrowserError::NotClickable(_) => ErrorCode::ElementNotClickable,
+            BrowserError::WrongElementKind(_) => ErrorCode::WrongElementKind,
+            BrowserError::NoMatch(_) => ErrorCode::NoMatch,
+            BrowserError::TabNotFound(_) => ErrorCode::NotFound,
+            BrowserError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            BrowserError::ContextLost
+            | BrowserError::Script(_)
+            | BrowserError::Internal(_)
+            | BrowserError::WithState { .. } => ErrorCode::Internal,
+        };
+        let mut api = ApiError::new(code, error.to_string());
+        api.details = state.map(|s| serde_json::json!({ "state": s }));
+        api
     }
 }

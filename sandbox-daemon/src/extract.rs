@@ -29,7 +29,13 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
                 }
                 BodyError::Interrupted(_) => ApiError::invalid_request(e.to_string()),
             })?;
-        serde_json::from_slice(&bytes)
+        // An empty body is an empty object: actions without parameters take a bare POST.
+        let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
+        serde_json::from_slice(bytes)
             .map(ApiJson)
             .map_err(|e| ApiError::invalid_request(format!("invalid JSON body: {e}")))
     }

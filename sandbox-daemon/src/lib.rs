@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod browser;
 pub mod error;
 pub mod extract;
 pub mod files;
@@ -12,6 +13,7 @@ pub mod procs;
 pub mod routes;
 pub mod shell;
 pub mod util;
+pub mod vision;
 
 use std::future::Future;
 use std::ops::Deref;
@@ -27,6 +29,8 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use auth::AuthToken;
+use browser::{BrowserManager, BrowserSettings};
+use cove_protocol::browser::{DEFAULT_ELEMENTS_CAP, DEFAULT_VIEWPORT, Viewport};
 use files::Workspace;
 use procs::ChildRegistry;
 use shell::session::SessionSettings;
@@ -56,6 +60,13 @@ pub struct DaemonConfig {
     pub max_upload_bytes: u64,
     /// Largest file read as text.
     pub max_read_bytes: u64,
+    /// Chromium executable; searched on `PATH` when absent.
+    pub chromium: Option<PathBuf>,
+    pub browser_viewport: Viewport,
+    /// Deadline of each browser action and CDP call.
+    pub browser_timeout: Duration,
+    /// Cap on the browser state's `elements` text.
+    pub elements_cap: usize,
 }
 
 impl DaemonConfig {
@@ -71,6 +82,10 @@ impl DaemonConfig {
             max_request_bytes: 64 * 1024 * 1024,
             max_upload_bytes: 1024 * 1024 * 1024,
             max_read_bytes: 32 * 1024 * 1024,
+            chromium: None,
+            browser_viewport: DEFAULT_VIEWPORT,
+            browser_timeout: Duration::from_secs(30),
+            elements_cap: DEFAULT_ELEMENTS_CAP,
         }
     }
 }
@@ -85,6 +100,8 @@ pub enum StartError {
     },
     #[error("cannot create the daemon's private runtime directory: {0}")]
     RuntimeDir(std::io::Error),
+    #[error("cannot build the HTTP client: {0}")]
+    Http(String),
 }
 
 /// Request-size limits.
@@ -100,6 +117,9 @@ pub struct App {
     pub shell: ShellManager,
     pub workspace: Arc<Workspace>,
     pub limits: Limits,
+    pub browser: BrowserManager,
+    /// Client for fetching image URLs.
+    pub http: reqwest::Client,
     pub info: InfoResponse,
     pub openapi: Bytes,
     pub registry: Arc<ChildRegistry>,
@@ -154,6 +174,21 @@ impl Daemon {
             },
             registry.clone(),
         );
+        let browser = BrowserManager::new(
+            BrowserSettings {
+                chromium: config.chromium.clone(),
+                viewport: config.browser_viewport,
+                timeout: config.browser_timeout,
+                elements_cap: config.elements_cap,
+                screenshot_quality: 70,
+            },
+            registry.clone(),
+        );
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("coved/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| StartError::Http(e.to_string()))?;
         let openapi = serde_json::to_vec_pretty(&openapi_document(VERSION))
             .map(Bytes::from)
             .unwrap_or_default();
@@ -169,9 +204,13 @@ impl Daemon {
                 name: "coved".to_string(),
                 version: VERSION.to_string(),
                 api_version: API_VERSION.to_string(),
-                capabilities: vec!["shell".to_string(), "files".to_string()],
+                capabilities: ["shell", "files", "browser", "vision"]
+                    .map(String::from)
+                    .to_vec(),
                 workspace: root.to_string_lossy().into_owned(),
             },
+            browser,
+            http,
             openapi,
             registry,
         };
@@ -208,8 +247,9 @@ impl Daemon {
             let stopping = stopping.clone();
             async move {
                 shutdown.await;
-                tracing::info!("shutting down: killing shell sessions");
+                tracing::info!("shutting down: killing shell sessions and the browser");
                 state.shell.shutdown().await;
+                state.browser.shutdown().await;
                 stopping.notify_one();
             }
         };
@@ -226,6 +266,7 @@ impl Daemon {
         };
         reaper.abort();
         state.shell.shutdown().await;
+        state.browser.shutdown().await;
         state.registry.reap_orphans();
         drained
     }

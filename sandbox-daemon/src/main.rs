@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
+use cove_protocol::browser::Viewport;
 use coved::auth::{TokenSource, resolve_token};
 use coved::{Daemon, DaemonConfig};
 use tokio::signal::unix::{SignalKind, signal};
@@ -58,6 +59,34 @@ struct Cli {
     /// Largest file read as text, in bytes.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_read_bytes: u64,
+
+    /// Chromium executable for the browser endpoints (default: chromium on PATH).
+    #[arg(long, env = "COVED_CHROMIUM")]
+    chromium: Option<PathBuf>,
+
+    /// Browser viewport, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1280x720", value_parser = parse_viewport)]
+    browser_viewport: Viewport,
+
+    /// Deadline of each browser action, in seconds.
+    #[arg(long, default_value_t = 30)]
+    browser_timeout_secs: u64,
+
+    /// Cap on the characters of the browser state's element list.
+    #[arg(long, default_value_t = cove_protocol::browser::DEFAULT_ELEMENTS_CAP)]
+    elements_cap: usize,
+}
+
+fn parse_viewport(raw: &str) -> Result<Viewport, String> {
+    let (w, h) = raw
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{raw:?} is not WIDTHxHEIGHT"))?;
+    let parse = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
+    let (width, height) = (parse(w)?, parse(h)?);
+    if !(200..=7680).contains(&width) || !(200..=4320).contains(&height) {
+        return Err(format!("{width}x{height} is not a sensible viewport"));
+    }
+    Ok(Viewport { width, height })
 }
 
 fn default_state_dir() -> PathBuf {
@@ -117,6 +146,10 @@ async fn main() -> anyhow::Result<()> {
     config.max_upload_bytes = cli.max_upload_bytes;
     config.max_request_bytes = cli.max_request_bytes;
     config.max_read_bytes = cli.max_read_bytes;
+    config.chromium = cli.chromium;
+    config.browser_viewport = cli.browser_viewport;
+    config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
+    config.elements_cap = cli.elements_cap.max(500);
     let daemon = Daemon::new(config)?;
 
     let listener = tokio::net::TcpListener::bind(cli.listen)

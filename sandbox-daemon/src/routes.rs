@@ -16,7 +16,7 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, files, meta, shell};
+use crate::{AppState, auth, browser, files, meta, shell, vision};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -48,6 +48,24 @@ fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
         Op::FilesDelete => on(m, files::http::delete),
         Op::FilesDownload => on(m, files::http::download),
         Op::FilesUpload => on(m, files::http::upload),
+        Op::BrowserNavigateTo => on(m, browser::http::navigate_to),
+        Op::BrowserGoBack => on(m, browser::http::go_back),
+        Op::BrowserWait => on(m, browser::http::wait),
+        Op::BrowserClickElement => on(m, browser::http::click_element),
+        Op::BrowserClickCoordinates => on(m, browser::http::click_coordinates),
+        Op::BrowserInputText => on(m, browser::http::input_text),
+        Op::BrowserSendKeys => on(m, browser::http::send_keys),
+        Op::BrowserSwitchTab => on(m, browser::http::switch_tab),
+        Op::BrowserCloseTab => on(m, browser::http::close_tab),
+        Op::BrowserScrollDown => on(m, browser::http::scroll_down),
+        Op::BrowserScrollUp => on(m, browser::http::scroll_up),
+        Op::BrowserScrollToText => on(m, browser::http::scroll_to_text),
+        Op::BrowserGetDropdownOptions => on(m, browser::http::get_dropdown_options),
+        Op::BrowserSelectDropdownOption => on(m, browser::http::select_dropdown_option),
+        Op::BrowserDragDrop => on(m, browser::http::drag_drop),
+        Op::BrowserState => on(m, browser::http::state),
+        Op::BrowserScreenshot => on(m, browser::http::screenshot),
+        Op::VisionSeeImage => on(m, vision::http::see_image),
     }
 }
 

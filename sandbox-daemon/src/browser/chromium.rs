@@ -1,0 +1,205 @@
+//! Finding and starting Chromium: the daemon's own flags, a fresh profile, its own process
+//! group (so the whole browser tree can be killed at once), and the DevTools address read
+//! from its stderr.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use super::BrowserError;
+use crate::procs::ChildRegistry;
+
+/// Executables tried, in order, when none is configured.
+const CANDIDATES: &[&str] = &[
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "chrome",
+];
+/// How long Chromium may take to print its DevTools address.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The Chromium executable: the configured one, or the first candidate on `PATH`.
+pub fn find(configured: Option<&Path>) -> Result<PathBuf, BrowserError> {
+    if let Some(path) = configured {
+        return if path.is_file() {
+            Ok(path.to_path_buf())
+        } else {
+            Err(BrowserError::Unavailable(format!(
+                "the configured Chromium {} does not exist",
+                path.display()
+            )))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in CANDIDATES {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(BrowserError::Unavailable(
+        "Chromium is not installed: install it (Debian: apt-get install chromium) or pass --chromium PATH"
+            .into(),
+    ))
+}
+
+/// A running Chromium process tree.
+#[derive(Debug)]
+pub struct Chromium {
+    pub pid: i32,
+    pub ws_url: String,
+    /// Cleared when the process exits.
+    pub alive: Arc<AtomicBool>,
+    // The profile lives as long as the browser; removed on drop.
+    _profile: tempfile::TempDir,
+}
+
+impl Chromium {
+    /// Starts Chromium headless with a fresh profile and waits for its DevTools address.
+    pub async fn launch(
+        executable: &Path,
+        width: u32,
+        height: u32,
+        registry: &Arc<ChildRegistry>,
+    ) -> Result<Chromium, BrowserError> {
+        let profile = tempfile::Builder::new()
+            .prefix("coved-chromium-")
+            .tempdir()
+            .map_err(|e| {
+                BrowserError::Unavailable(format!("cannot create a profile directory: {e}"))
+            })?;
+        let mut cmd = Command::new(executable);
+        cmd.args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--disable-dev-shm-usage",
+            "--disable-popup-blocking",
+            "--disable-features=Translate,MediaRouter,OptimizationHints",
+            "--password-store=basic",
+            "--use-mock-keychain",
+            "--hide-scrollbars",
+            "--mute-audio",
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+        ])
+        .arg(format!("--window-size={width},{height}"))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .env_remove("COVE_TOKEN")
+        .env_remove("COVE_TOKEN_FILE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Its own process group: the browser and every helper it forks die together.
+        .process_group(0)
+        .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            BrowserError::Unavailable(format!("cannot start {}: {e}", executable.display()))
+        })?;
+        let pid = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or_else(|| BrowserError::Unavailable("Chromium exited at once".into()))?;
+        registry.register(pid);
+
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| BrowserError::Unavailable("no stderr from Chromium".into()))?;
+        let mut lines = BufReader::new(stderr).lines();
+        let mut seen = Vec::new();
+        let found = tokio::time::timeout(LAUNCH_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.trim().strip_prefix("DevTools listening on ") {
+                    return Some(url.to_string());
+                }
+                if seen.len() < 20 {
+                    seen.push(line);
+                }
+            }
+            None
+        })
+        .await;
+        let ws_url = match found {
+            Ok(Some(url)) => url,
+            outcome => {
+                kill_group(pid);
+                registry.unregister(pid);
+                let why = if outcome.is_err() {
+                    format!(
+                        "printed no DevTools address within {} s",
+                        LAUNCH_TIMEOUT.as_secs()
+                    )
+                } else {
+                    "exited during startup".to_string()
+                };
+                return Err(BrowserError::Unavailable(format!(
+                    "Chromium {why}; it said: {}",
+                    seen.join(" | ")
+                )));
+            }
+        };
+        // Keep draining stderr so Chromium never blocks on a full pipe.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::trace!(target: "chromium", "{line}");
+            }
+        });
+        let alive = Arc::new(AtomicBool::new(true));
+        {
+            let alive = alive.clone();
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let status = child.wait().await;
+                alive.store(false, Ordering::SeqCst);
+                registry.unregister(pid);
+                tracing::info!(?status, "Chromium exited");
+                // Helpers that outlived the main process.
+                kill_group(pid);
+            });
+        }
+        Ok(Chromium {
+            pid,
+            ws_url,
+            alive,
+            _profile: profile,
+        })
+    }
+
+    /// Whether the main process is still running.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        kill_group(self.pid);
+    }
+}
+
+/// SIGKILLs Chromium's whole process group.
+pub fn kill_group(pgid: i32) {
+    if let Some(pgid) = Pid::from_raw(pgid) {
+        let _ = kill_process_group(pgid, Signal::KILL);
+    }
+}

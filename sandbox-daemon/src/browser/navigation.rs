@@ -1,0 +1,170 @@
+//! Watching a tab's main frame navigate, through the browser's own events.
+//!
+//! While a cross-document navigation is pending, Chromium holds back every DevTools message
+//! to the page (so the session can move to the new document): a script evaluated then gets
+//! no answer until the navigation commits or is stopped. Navigation progress is therefore
+//! read from page events, and a navigation that will not commit is cancelled with the
+//! browser-side `Page.stopLoading`, after which the page answers again.
+
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::page::{
+    EventFrameNavigated, EventFrameStartedLoading, EventFrameStoppedLoading, EventLoadEventFired,
+    EventNavigatedWithinDocument, FrameId, StopLoadingParams,
+};
+use chromiumoxide::listeners::EventStream;
+use futures_util::StreamExt;
+
+use super::{BrowserError, cdp};
+
+/// Subscriptions to one tab's navigation events, taken before the action that may navigate.
+pub struct NavigationWatch {
+    page: Page,
+    main: Option<FrameId>,
+    started: EventStream<EventFrameStartedLoading>,
+    navigated: EventStream<EventFrameNavigated>,
+    within: EventStream<EventNavigatedWithinDocument>,
+    loaded: EventStream<EventLoadEventFired>,
+    stopped: EventStream<EventFrameStoppedLoading>,
+}
+
+/// How a watched navigation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Nothing navigated.
+    Idle,
+    /// A new document (or a same-document change) arrived and finished loading.
+    Loaded { url: String },
+    /// A new document arrived but was still loading at the deadline.
+    StillLoading { url: String },
+    /// The navigation never committed; it was stopped.
+    Stopped,
+}
+
+impl NavigationWatch {
+    /// Subscribes to `page`'s navigation events.
+    pub async fn new(page: &Page, limit: Duration) -> Result<NavigationWatch, BrowserError> {
+        let main = tokio::time::timeout(limit, page.mainframe())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        Ok(NavigationWatch {
+            page: page.clone(),
+            main,
+            started: page
+                .event_listener()
+                .await
+                .map_err(BrowserError::from_cdp)?,
+            navigated: page
+                .event_listener()
+                .await
+                .map_err(BrowserError::from_cdp)?,
+            within: page
+                .event_listener()
+                .await
+                .map_err(BrowserError::from_cdp)?,
+            loaded: page
+                .event_listener()
+                .await
+                .map_err(BrowserError::from_cdp)?,
+            stopped: page
+                .event_listener()
+                .await
+                .map_err(BrowserError::from_cdp)?,
+        })
+    }
+
+    fn is_main(&self, frame: &FrameId) -> bool {
+        self.main.as_ref().is_none_or(|m| m == frame)
+    }
+
+    /// Waits up to `window` for the main frame to start loading.
+    pub async fn started_within(&mut self, window: Duration) -> bool {
+        let deadline = Instant::now() + window;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            tokio::select! {
+                Some(ev) = self.started.next() => {
+                    if self.is_main(&ev.frame_id) { return true; }
+                }
+                Some(_) = self.within.next() => return true,
+                () = tokio::time::sleep(left) => return false,
+            }
+        }
+    }
+
+    /// Waits, up to `limit`, for the navigation under way (or just asked for) to commit and
+    /// load. One that never commits is stopped, so the tab answers again.
+    pub async fn settle(&mut self, limit: Duration) -> Settled {
+        let deadline = Instant::now() + limit;
+        let mut committed: Option<String> = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            tokio::select! {
+                Some(ev) = self.navigated.next() => {
+                    if ev.frame.parent_id.is_none() {
+                        committed = Some(match &ev.frame.unreachable_url {
+                            Some(unreachable) => format!("chrome-error://{unreachable}"),
+                            None => ev.frame.url.clone() + ev.frame.url_fragment.as_deref().unwrap_or(""),
+                        });
+                    }
+                }
+                Some(ev) = self.within.next() => {
+                    if self.is_main(&ev.frame_id) {
+                        return Settled::Loaded { url: ev.url.clone() };
+                    }
+                }
+                Some(_) = self.loaded.next() => {
+                    if let Some(url) = committed.take() {
+                        return Settled::Loaded { url };
+                    }
+                }
+                Some(ev) = self.stopped.next() => {
+                    if self.is_main(&ev.frame_id) {
+                        // Stopped without a new document: cancelled, or a download.
+                        return match committed.take() {
+                            Some(url) => Settled::Loaded { url },
+                            None => Settled::Idle,
+                        };
+                    }
+                }
+                () = tokio::time::sleep(left) => break,
+            }
+        }
+        match committed {
+            Some(url) => Settled::StillLoading { url },
+            None => {
+                self.stop().await;
+                Settled::Stopped
+            }
+        }
+    }
+
+    /// Cancels whatever the tab is loading (answered by the browser, not the page).
+    pub async fn stop(&self) {
+        let _ = cdp::run(
+            &self.page,
+            StopLoadingParams::default(),
+            Duration::from_secs(3),
+        )
+        .await;
+    }
+}
+
+impl Settled {
+    /// A note for the action's message when the navigation did not end well.
+    pub fn note(&self) -> String {
+        match self {
+            Settled::StillLoading { url } => format!("; {url} is still loading"),
+            Settled::Stopped => {
+                "; the page it started loading did not answer and was stopped".into()
+            }
+            Settled::Idle | Settled::Loaded { .. } => String::new(),
+        }
+    }
+}

@@ -1,0 +1,899 @@
+//! One running browser: its tabs, the actions on the active tab, and the state after them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventType, EventDragIntercepted,
+    SetInterceptDragsParams,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::handler::viewport::Viewport as CdpViewport;
+use chromiumoxide::{Browser, Page};
+use cove_protocol::browser::{
+    BrowserState, DragDrop, DropdownOption, MAX_WAIT_SECS, Screenshot, StateQuery, TabInfo,
+    Viewport,
+};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+use super::chromium::{self, Chromium};
+use super::keys::{self, KeyInput};
+use super::navigation::{NavigationWatch, Settled};
+use super::{Action, BrowserError, BrowserManager, BrowserSettings, cdp};
+use crate::procs::ChildRegistry;
+
+/// Longest page text returned with `content=true`.
+const CONTENT_CHARS: usize = 20_000;
+/// How long after an input to watch for a navigation or a new tab starting.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// What an action reports besides the state.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub message: Option<String>,
+    pub options: Option<Vec<DropdownOption>>,
+}
+
+impl Outcome {
+    fn say(message: impl Into<String>) -> Self {
+        Outcome {
+            message: Some(message.into()),
+            options: None,
+        }
+    }
+}
+
+struct Tab {
+    id: u32,
+    page: Page,
+    /// The latest snapshot taken of this tab: the default for index-based actions.
+    last_snapshot: Option<u64>,
+}
+
+/// A running browser.
+pub struct Session {
+    settings: Arc<BrowserSettings>,
+    chromium: Chromium,
+    browser: Browser,
+    handler_alive: Arc<AtomicBool>,
+    handler_task: JoinHandle<()>,
+    tabs: Vec<Tab>,
+    active: u32,
+    next_tab_id: u32,
+    /// Targets closed by `close_tab` that the browser may still list for a moment.
+    closing: HashSet<TargetId>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Snapshot {
+    url: String,
+    title: String,
+    elements: String,
+    element_count: u64,
+    truncated: bool,
+    pixels_above: u64,
+    pixels_below: u64,
+    viewport: Viewport,
+    content: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Located {
+    x: f64,
+    y: f64,
+    reachable: bool,
+    covered_by: Option<String>,
+    desc: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Point {
+    x: f64,
+    y: f64,
+    desc: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Described {
+    desc: String,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Scrolled {
+    scrolled: i64,
+    container: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Options {
+    desc: String,
+    options: Vec<DropdownOption>,
+}
+
+impl Session {
+    /// Launches Chromium and attaches to its first tab.
+    pub async fn launch(
+        settings: Arc<BrowserSettings>,
+        registry: &Arc<ChildRegistry>,
+    ) -> Result<Session, BrowserError> {
+        let executable = chromium::find(settings.chromium.as_deref())?;
+        let vp = settings.viewport;
+        let chromium = Chromium::launch(&executable, vp.width, vp.height, registry).await?;
+        let config = HandlerConfig {
+            viewport: Some(CdpViewport {
+                width: vp.width,
+                height: vp.height,
+                device_scale_factor: Some(1.0),
+                emulating_mobile: false,
+                is_landscape: false,
+                has_touch: false,
+            }),
+            request_timeout: settings.timeout,
+            ..HandlerConfig::default()
+        };
+        let (browser, mut handler) = tokio::time::timeout(
+            settings.timeout,
+            Browser::connect_with_config(chromium.ws_url.clone(), config),
+        )
+        .await
+        .map_err(|_| {
+            BrowserError::Unavailable("Chromium's DevTools endpoint did not answer".into())
+        })?
+        .map_err(|e| BrowserError::Unavailable(format!("cannot attach to Chromium: {e}")))?;
+        let handler_alive = Arc::new(AtomicBool::new(true));
+        let handler_task = {
+            let alive = handler_alive.clone();
+            // The handler drives the whole CDP connection; it must be polled on its own.
+            tokio::spawn(async move {
+                while let Some(event) = handler.next().await {
+                    if let Err(e) = event {
+                        tracing::debug!(error = %e, "CDP handler");
+                    }
+                }
+                alive.store(false, Ordering::SeqCst);
+            })
+        };
+        let mut session = Session {
+            settings,
+            chromium,
+            browser,
+            handler_alive,
+            handler_task,
+            tabs: Vec::new(),
+            active: 0,
+            next_tab_id: 1,
+            closing: HashSet::new(),
+        };
+        // Adopt the tab Chromium opened at start (it is discovered a moment after attaching);
+        // open one only if it never shows up.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Ok(pages)) =
+                tokio::time::timeout(session.limit(), session.browser.pages()).await
+                && let Some(page) = pages.into_iter().next()
+            {
+                session.tabs.push(Tab {
+                    id: 1,
+                    page,
+                    last_snapshot: None,
+                });
+                session.active = 1;
+                session.next_tab_id = 2;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if session.tabs.is_empty() {
+            session.open_blank_tab().await?;
+        }
+        tracing::info!(pid = session.chromium.pid, "browser launched");
+        Ok(session)
+    }
+
+    /// Both the process and its CDP connection are up.
+    pub fn is_alive(&self) -> bool {
+        self.chromium.is_alive() && self.handler_alive.load(Ordering::SeqCst)
+    }
+
+    /// Closes the browser; its processes are killed when `chromium` drops.
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.browser.close()).await;
+        self.handler_task.abort();
+        chromium::kill_group(self.chromium.pid);
+    }
+
+    fn limit(&self) -> Duration {
+        self.settings.timeout
+    }
+
+    fn active_tab(&self) -> Result<&Tab, BrowserError> {
+        self.tabs
+            .iter()
+            .find(|t| t.id == self.active)
+            .ok_or_else(|| BrowserError::Internal("no active tab".into()))
+    }
+
+    fn page(&self) -> Result<Page, BrowserError> {
+        Ok(self.active_tab()?.page.clone())
+    }
+
+    async fn open_blank_tab(&mut self) -> Result<(), BrowserError> {
+        let page = tokio::time::timeout(self.limit(), self.browser.new_page("about:blank"))
+            .await
+            .map_err(|_| BrowserError::Timeout("opening a tab took too long".into()))?
+            .map_err(BrowserError::from_cdp)?;
+        let id = self.next_tab_id;
+        self.next_tab_id += 1;
+        self.tabs.push(Tab {
+            id,
+            page,
+            last_snapshot: None,
+        });
+        self.active = id;
+        Ok(())
+    }
+
+    /// Brings the tab list in line with the browser's pages: adopts new tabs (the newest
+    /// becomes active, as a person's browser would show it), drops closed ones.
+    pub async fn sync_tabs(&mut self) {
+        let Ok(Ok(pages)) = tokio::time::timeout(self.limit(), self.browser.pages()).await else {
+            return;
+        };
+        let live: HashSet<_> = pages.iter().map(|p| p.target_id().clone()).collect();
+        self.tabs.retain(|t| live.contains(t.page.target_id()));
+        self.closing.retain(|id| live.contains(id));
+        let mut newest = None;
+        for page in pages {
+            if self.closing.contains(page.target_id())
+                || self
+                    .tabs
+                    .iter()
+                    .any(|t| t.page.target_id() == page.target_id())
+            {
+                continue;
+            }
+            let id = self.next_tab_id;
+            self.next_tab_id += 1;
+            self.tabs.push(Tab {
+                id,
+                page,
+                last_snapshot: None,
+            });
+            newest = Some(id);
+        }
+        if let Some(id) = newest {
+            self.active = id;
+            if let Ok(page) = self.page() {
+                self.wait_until_loaded(&page).await;
+            }
+        }
+        if !self.tabs.iter().any(|t| t.id == self.active) {
+            match self.tabs.last() {
+                Some(tab) => self.active = tab.id,
+                None => {
+                    if let Err(e) = self.open_blank_tab().await {
+                        tracing::warn!(error = %e, "cannot open a blank tab");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Polls until the active document has loaded, or the deadline passes (no error: the
+    /// state of a slow page is still worth returning).
+    async fn wait_until_loaded(&self, page: &Page) -> bool {
+        let deadline = Instant::now() + self.limit();
+        let step = Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if cdp::ready_state(page, step).await.as_deref() == Some("complete") {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// Runs `input`, then waits for what it set off: a navigation of the main frame (stopped
+    /// if it will not commit in time) or a new tab (picked up by `sync_tabs`).
+    async fn with_settle<F, T>(&self, page: &Page, input: F) -> Result<(T, Settled), BrowserError>
+    where
+        F: std::future::Future<Output = Result<T, BrowserError>>,
+    {
+        let mut watch = NavigationWatch::new(page, self.limit()).await?;
+        let result = input.await?;
+        let settled = if watch.started_within(SETTLE).await {
+            watch.settle(self.limit()).await
+        } else {
+            Settled::Idle
+        };
+        Ok((result, settled))
+    }
+
+    fn snapshot_for(&self, requested: Option<u64>) -> Result<u64, BrowserError> {
+        requested
+            .or(self.active_tab()?.last_snapshot)
+            .ok_or_else(|| {
+                BrowserError::Stale(
+                    "no snapshot has been taken of this page yet: read the state first".into(),
+                )
+            })
+    }
+
+    async fn locate(&self, page: &Page, sid: u64, index: u32) -> Result<Located, BrowserError> {
+        cdp::agent(page, "locate", &[json!(sid), json!(index)], self.limit()).await
+    }
+
+    /// Carries out one action on the active tab.
+    pub async fn perform(&mut self, action: Action) -> Result<Outcome, BrowserError> {
+        let limit = self.limit();
+        match action {
+            Action::NavigateTo(a) => self.navigate(&a.url).await,
+            Action::GoBack => self.go_back().await,
+            Action::Wait(a) => {
+                if !(0.0..=MAX_WAIT_SECS).contains(&a.seconds) || a.seconds.is_nan() {
+                    return Err(BrowserError::InvalidRequest(format!(
+                        "seconds must be between 0 and {MAX_WAIT_SECS}"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
+                Ok(Outcome::say(format!("Waited {} s", a.seconds)))
+            }
+            Action::ClickElement(a) => {
+                let page = self.page()?;
+                let sid = self.snapshot_for(a.snapshot_id)?;
+                let at = self.locate(&page, sid, a.index).await?;
+                if !at.reachable {
+                    return Err(BrowserError::NotClickable(format!(
+                        "[{}] {} is covered by {}; close or dismiss that first",
+                        a.index,
+                        at.desc,
+                        at.covered_by.as_deref().unwrap_or("another element")
+                    )));
+                }
+                let (_, settled) = self
+                    .with_settle(&page, cdp::click(&page, at.x, at.y, limit))
+                    .await?;
+                Ok(Outcome::say(format!(
+                    "Clicked [{}] {}{}",
+                    a.index,
+                    at.desc,
+                    settled.note()
+                )))
+            }
+            Action::ClickCoordinates(a) => {
+                let vp = self.settings.viewport;
+                if !(0.0..f64::from(vp.width)).contains(&a.x)
+                    || !(0.0..f64::from(vp.height)).contains(&a.y)
+                {
+                    return Err(BrowserError::InvalidRequest(format!(
+                        "({}, {}) is outside the {}x{} viewport",
+                        a.x, a.y, vp.width, vp.height
+                    )));
+                }
+                let page = self.page()?;
+                let (_, settled) = self
+                    .with_settle(&page, cdp::click(&page, a.x, a.y, limit))
+                    .await?;
+                Ok(Outcome::say(format!(
+                    "Clicked at ({}, {}){}",
+                    a.x,
+                    a.y,
+                    settled.note()
+                )))
+            }
+            Action::InputText(a) => {
+                let page = self.page()?;
+                let sid = self.snapshot_for(a.snapshot_id)?;
+                let prepared: Described =
+                    cdp::agent(&page, "prepareInput", &[json!(sid), json!(a.index)], limit).await?;
+                let done: Described = if prepared.mode.as_deref() == Some("set") {
+                    cdp::agent(
+                        &page,
+                        "setValue",
+                        &[json!(sid), json!(a.index), json!(a.text)],
+                        limit,
+                    )
+                    .await?
+                } else {
+                    if a.text.is_empty() {
+                        let backspace = keys::key("Backspace")
+                            .ok_or_else(|| BrowserError::Internal("no Backspace key".into()))?;
+                        cdp::key_event(&page, DispatchKeyEventType::KeyDown, &backspace, 0, limit)
+                            .await?;
+                        cdp::key_event(&page, DispatchKeyEventType::KeyUp, &backspace, 0, limit)
+                            .await?;
+                    } else {
+                        cdp::insert_text(&page, &a.text, limit).await?;
+                    }
+                    cdp::agent(&page, "finishInput", &[json!(sid), json!(a.index)], limit).await?
+                };
+                Ok(Outcome::say(format!(
+                    "Typed {:?} into [{}] {}",
+                    a.text, a.index, done.desc
+                )))
+            }
+            Action::SendKeys(a) => {
+                let page = self.page()?;
+                let input = keys::parse(&a.keys)
+                    .ok_or_else(|| BrowserError::InvalidRequest("keys is empty".into()))?;
+                let (_, settled) = self.with_settle(&page, press(&page, &input, limit)).await?;
+                Ok(Outcome::say(format!(
+                    "Sent keys {:?}{}",
+                    a.keys,
+                    settled.note()
+                )))
+            }
+            Action::SwitchTab(a) => {
+                let tab = self
+                    .tabs
+                    .iter()
+                    .find(|t| t.id == a.tab_id)
+                    .ok_or(BrowserError::TabNotFound(a.tab_id))?;
+                let _ = tokio::time::timeout(limit, tab.page.bring_to_front()).await;
+                self.active = a.tab_id;
+                Ok(Outcome::say(format!("Switched to tab {}", a.tab_id)))
+            }
+            Action::CloseTab(a) => {
+                let position = self
+                    .tabs
+                    .iter()
+                    .position(|t| t.id == a.tab_id)
+                    .ok_or(BrowserError::TabNotFound(a.tab_id))?;
+                if self.tabs.len() == 1 {
+                    // Headless Chromium quits with its last tab: open the next one first.
+                    self.open_blank_tab().await?;
+                }
+                let tab = self.tabs.remove(position);
+                self.closing.insert(tab.page.target_id().clone());
+                let _ = tokio::time::timeout(limit, tab.page.close()).await;
+                if self.active == a.tab_id {
+                    self.active = self.tabs.last().map(|t| t.id).unwrap_or(0);
+                }
+                Ok(Outcome::say(format!("Closed tab {}", a.tab_id)))
+            }
+            Action::ScrollDown(a) => self.scroll(a.amount, 1.0).await,
+            Action::ScrollUp(a) => self.scroll(a.amount, -1.0).await,
+            Action::ScrollToText(a) => {
+                if a.text.trim().is_empty() {
+                    return Err(BrowserError::InvalidRequest("text is empty".into()));
+                }
+                let page = self.page()?;
+                let found: Described =
+                    cdp::agent(&page, "scrollToText", &[json!(a.text)], limit).await?;
+                Ok(Outcome::say(format!("Scrolled to {:?}", found.desc)))
+            }
+            Action::GetDropdownOptions(a) => {
+                let page = self.page()?;
+                let sid = self.snapshot_for(a.snapshot_id)?;
+                let found: Options =
+                    cdp::agent(&page, "options", &[json!(sid), json!(a.index)], limit).await?;
+                Ok(Outcome {
+                    message: Some(format!(
+                        "[{}] {} has {} options",
+                        a.index,
+                        found.desc,
+                        found.options.len()
+                    )),
+                    options: Some(found.options),
+                })
+            }
+            Action::SelectDropdownOption(a) => {
+                let page = self.page()?;
+                let sid = self.snapshot_for(a.snapshot_id)?;
+                let args = [json!(sid), json!(a.index), json!(a.text)];
+                let (chosen, _): (Described, _) = self
+                    .with_settle(&page, cdp::agent(&page, "select", &args, limit))
+                    .await?;
+                Ok(Outcome::say(format!(
+                    "Selected {:?} in [{}] {}",
+                    chosen.text.unwrap_or_default(),
+                    a.index,
+                    chosen.desc
+                )))
+            }
+            Action::DragDrop(a) => self.drag_drop(a).await,
+        }
+    }
+
+    async fn navigate(&mut self, raw: &str) -> Result<Outcome, BrowserError> {
+        let url = normalise_url(raw)?;
+        if url.starts_with("data:") {
+            // Pages may not open data: URLs themselves; only the protocol can.
+            let page = self.page()?;
+            cdp::run(&page, NavigateParams::new(url.clone()), self.limit()).await?;
+            return Ok(Outcome::say(format!("Navigated to {}", clip_url(&url))));
+        }
+        self.navigate_like_a_link(&url).await
+    }
+
+    /// Navigates from inside the page, as a link would, and follows it through the
+    /// browser's events. (chromiumoxide holds `Page.navigate` until the load event and
+    /// queues navigations behind each other, so one hung page would stall every later one.)
+    async fn navigate_like_a_link(&mut self, url: &str) -> Result<Outcome, BrowserError> {
+        let page = self.page()?;
+        let limit = self.limit();
+        let mut watch = NavigationWatch::new(&page, limit).await?;
+        let assign = format!("location.assign({}); true", Value::from(url));
+        if let Err(e) =
+            cdp::evaluate::<bool>(&page, assign.clone(), false, Duration::from_secs(3)).await
+        {
+            // The tab may be stuck in an earlier navigation: cancel it and try once more.
+            if !matches!(e, BrowserError::Timeout(_) | BrowserError::ContextLost) {
+                return Err(e);
+            }
+            watch.stop().await;
+            cdp::evaluate::<bool>(&page, assign, false, limit).await?;
+        }
+        match watch.settle(limit).await {
+            Settled::Loaded { url: landed } if landed.starts_with("chrome-error://") => {
+                let text: String = cdp::evaluate(
+                    &page,
+                    "document.body ? document.body.innerText : ''".into(),
+                    false,
+                    Duration::from_secs(3),
+                )
+                .await
+                .unwrap_or_default();
+                let code = text
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .find(|w| w.starts_with("ERR_"))
+                    .unwrap_or("the page could not be loaded");
+                Err(BrowserError::NavigationFailed(format!(
+                    "cannot load {url}: net::{code}"
+                )))
+            }
+            Settled::Loaded { url: landed } => {
+                Ok(Outcome::say(format!("Navigated to {}", clip_url(&landed))))
+            }
+            Settled::StillLoading { url: landed } => Ok(Outcome::say(format!(
+                "Navigated to {} (still loading after {} s)",
+                clip_url(&landed),
+                limit.as_secs()
+            ))),
+            Settled::Idle => Ok(Outcome::say(format!("Navigated to {}", clip_url(url)))),
+            Settled::Stopped => Err(BrowserError::Timeout(format!(
+                "{url} did not answer within {} s; the tab stopped loading it",
+                limit.as_secs()
+            ))),
+        }
+    }
+
+    async fn go_back(&mut self) -> Result<Outcome, BrowserError> {
+        let page = self.page()?;
+        let limit = self.limit();
+        let history = cdp::run(&page, GetNavigationHistoryParams::default(), limit).await?;
+        let current = usize::try_from(history.current_index).unwrap_or(0);
+        let Some(previous) = current.checked_sub(1).and_then(|i| history.entries.get(i)) else {
+            return Err(BrowserError::InvalidRequest(
+                "there is no previous page in this tab".into(),
+            ));
+        };
+        let url = previous.url.clone();
+        let entry = NavigateToHistoryEntryParams::new(previous.id);
+        let mut watch = NavigationWatch::new(&page, limit).await?;
+        cdp::run(&page, entry, limit).await?;
+        watch.settle(limit).await;
+        Ok(Outcome::say(format!("Went back to {url}")))
+    }
+
+    async fn scroll(
+        &mut self,
+        amount: Option<u32>,
+        direction: f64,
+    ) -> Result<Outcome, BrowserError> {
+        let amount = f64::from(amount.unwrap_or(self.settings.viewport.height));
+        let page = self.page()?;
+        let done: Scrolled =
+            cdp::agent(&page, "scroll", &[json!(amount * direction)], self.limit()).await?;
+        let way = if direction > 0.0 { "down" } else { "up" };
+        Ok(Outcome::say(if done.scrolled == 0 {
+            format!("Could not scroll {way}: already at the end")
+        } else {
+            format!(
+                "Scrolled {way} {} px ({})",
+                done.scrolled.abs(),
+                done.container
+            )
+        }))
+    }
+
+    async fn drag_end(
+        &self,
+        page: &Page,
+        sid: Option<u64>,
+        index: Option<u32>,
+        x: Option<f64>,
+        y: Option<f64>,
+        which: &str,
+    ) -> Result<(f64, f64, String), BrowserError> {
+        match (index, x, y) {
+            (Some(index), None, None) => {
+                let sid = self.snapshot_for(sid)?;
+                let p: Point =
+                    cdp::agent(page, "point", &[json!(sid), json!(index)], self.limit()).await?;
+                Ok((p.x, p.y, format!("[{index}] {}", p.desc)))
+            }
+            (None, Some(x), Some(y)) => Ok((x, y, format!("({x}, {y})"))),
+            _ => Err(BrowserError::InvalidRequest(format!(
+                "give the {which} as {which}_index, or as {which}_x and {which}_y"
+            ))),
+        }
+    }
+
+    async fn drag_drop(&mut self, a: DragDrop) -> Result<Outcome, BrowserError> {
+        let page = self.page()?;
+        let limit = self.limit();
+        if let Some(index) = a.source_index {
+            // Bring the source into view first; the target is measured after that scroll.
+            let sid = self.snapshot_for(a.snapshot_id)?;
+            self.locate(&page, sid, index).await?;
+        }
+        let (sx, sy, from) = self
+            .drag_end(
+                &page,
+                a.snapshot_id,
+                a.source_index,
+                a.source_x,
+                a.source_y,
+                "source",
+            )
+            .await?;
+        let (tx, ty, to) = self
+            .drag_end(
+                &page,
+                a.snapshot_id,
+                a.target_index,
+                a.target_x,
+                a.target_y,
+                "target",
+            )
+            .await?;
+        // HTML5 drag and drop is not driven by mouse events alone in headless Chromium:
+        // intercept the drag when one starts and deliver its events by hand.
+        cdp::run(&page, SetInterceptDragsParams::new(true), limit).await?;
+        let mut intercepted = page
+            .event_listener::<EventDragIntercepted>()
+            .await
+            .map_err(BrowserError::from_cdp)?;
+        let result = async {
+            cdp::mouse_move(&page, sx, sy, false, limit).await?;
+            cdp::mouse_down(&page, sx, sy, limit).await?;
+            let steps = 12;
+            let mut drag = None;
+            for step in 1..=steps {
+                let f = f64::from(step) / f64::from(steps);
+                let (x, y) = (sx + (tx - sx) * f, sy + (ty - sy) * f);
+                cdp::mouse_move(&page, x, y, true, limit).await?;
+                if drag.is_none()
+                    && let Ok(Some(event)) =
+                        tokio::time::timeout(Duration::from_millis(20), intercepted.next()).await
+                {
+                    drag = Some(event.data.clone());
+                }
+            }
+            if let Some(data) = drag {
+                for kind in [
+                    DispatchDragEventType::DragEnter,
+                    DispatchDragEventType::DragOver,
+                    DispatchDragEventType::Drop,
+                ] {
+                    let event = DispatchDragEventParams::new(kind, tx, ty, data.clone());
+                    cdp::run(&page, event, limit).await?;
+                }
+            }
+            cdp::mouse_up(&page, tx, ty, limit).await
+        }
+        .await;
+        let _ = cdp::run(&page, SetInterceptDragsParams::new(false), limit).await;
+        result?;
+        Ok(Outcome::say(format!("Dragged {from} to {to}")))
+    }
+
+    /// The state of the active tab, after a fresh snapshot.
+    pub async fn state(
+        &mut self,
+        query: StateQuery,
+        counter: &AtomicU64,
+    ) -> Result<BrowserState, BrowserError> {
+        let page = self.page()?;
+        let limit = self.limit();
+        let sid = BrowserManager::next_snapshot_id(counter);
+        let args = json!({
+            "snapshotId": sid,
+            "maxChars": self.settings.elements_cap,
+            "content": query.content,
+            "contentChars": CONTENT_CHARS,
+        });
+        let mut attempts = 0;
+        let snapshot: Snapshot = loop {
+            match cdp::agent(&page, "snapshot", std::slice::from_ref(&args), limit).await {
+                Err(BrowserError::ContextLost) if attempts < 5 => {
+                    // A navigation is swapping documents; wait for the new one.
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    self.wait_until_loaded(&page).await;
+                }
+                other => break other?,
+            }
+        };
+        let active = self.active;
+        if let Some(tab) = self.tabs.iter_mut().find(|t| t.id == active) {
+            tab.last_snapshot = Some(sid);
+        }
+        let screenshot = if query.screenshot {
+            let vp = self.settings.viewport;
+            Some(Screenshot {
+                mime: "image/jpeg".into(),
+                base64: cdp::screenshot_base64(
+                    &page,
+                    i64::from(self.settings.screenshot_quality),
+                    limit,
+                )
+                .await?,
+                width: vp.width,
+                height: vp.height,
+            })
+        } else {
+            None
+        };
+        let mut tabs = Vec::with_capacity(self.tabs.len());
+        for tab in &self.tabs {
+            let (url, title) = if tab.id == active {
+                (snapshot.url.clone(), snapshot.title.clone())
+            } else {
+                let url = tokio::time::timeout(limit, tab.page.url()).await;
+                let title = tokio::time::timeout(limit, tab.page.get_title()).await;
+                (
+                    url.ok().and_then(Result::ok).flatten().unwrap_or_default(),
+                    title
+                        .ok()
+                        .and_then(Result::ok)
+                        .flatten()
+                        .unwrap_or_default(),
+                )
+            };
+            tabs.push(TabInfo {
+                tab_id: tab.id,
+                url,
+                title,
+                active: tab.id == active,
+            });
+        }
+        Ok(BrowserState {
+            url: snapshot.url,
+            title: snapshot.title,
+            tabs,
+            snapshot_id: sid,
+            elements: snapshot.elements,
+            element_count: snapshot.element_count,
+            truncated: snapshot.truncated,
+            pixels_above: snapshot.pixels_above,
+            pixels_below: snapshot.pixels_below,
+            viewport: snapshot.viewport,
+            screenshot,
+            content: snapshot.content,
+            message: None,
+            dropdown_options: None,
+            notice: None,
+        })
+    }
+
+    /// JPEG bytes of the active tab's viewport.
+    pub async fn screenshot_jpeg(&self) -> Result<Vec<u8>, BrowserError> {
+        let page = self.page()?;
+        let data = cdp::screenshot_base64(
+            &page,
+            i64::from(self.settings.screenshot_quality),
+            self.limit(),
+        )
+        .await?;
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| BrowserError::Internal(format!("bad screenshot data: {e}")))
+    }
+}
+
+async fn press(page: &Page, input: &KeyInput, limit: Duration) -> Result<(), BrowserError> {
+    match input {
+        KeyInput::Text(text) => cdp::insert_text(page, text, limit).await,
+        KeyInput::Chords(chords) => {
+            for chord in chords {
+                let mut held = 0;
+                for (key, bit) in &chord.modifiers {
+                    held |= bit;
+                    cdp::key_event(page, DispatchKeyEventType::RawKeyDown, key, held, limit)
+                        .await?;
+                }
+                cdp::key_event(page, DispatchKeyEventType::KeyDown, &chord.key, held, limit)
+                    .await?;
+                cdp::key_event(page, DispatchKeyEventType::KeyUp, &chord.key, held, limit).await?;
+                for (key, bit) in chord.modifiers.iter().rev() {
+                    held &= !bit;
+                    cdp::key_event(page, DispatchKeyEventType::KeyUp, key, held, limit).await?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn clip_url(url: &str) -> String {
+    if url.len() > 80 {
+        let mut cut = 77;
+        while !url.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}...", &url[..cut])
+    } else {
+        url.to_string()
+    }
+}
+
+/// A URL the browser can load: a scheme is added when missing (`http://` for local hosts,
+/// `https://` otherwise).
+pub fn normalise_url(raw: &str) -> Result<String, BrowserError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(BrowserError::InvalidRequest("url is empty".into()));
+    }
+    let lower = raw.to_ascii_lowercase();
+    let with_scheme =
+        if lower.contains("://") || ["about:", "data:"].iter().any(|p| lower.starts_with(p)) {
+            raw.to_string()
+        } else if ["localhost", "127.", "0.0.0.0", "[::1]"]
+            .iter()
+            .any(|p| lower.starts_with(p))
+        {
+            format!("http://{raw}")
+        } else {
+            format!("https://{raw}")
+        };
+    let parsed = reqwest::Url::parse(&with_scheme)
+        .map_err(|e| BrowserError::InvalidRequest(format!("{raw:?} is not a URL: {e}")))?;
+    match parsed.scheme() {
+        "http" | "https" | "about" | "data" | "file" => Ok(parsed.to_string()),
+        other => Err(BrowserError::InvalidRequest(format!(
+            "the {other}: scheme is not supported; use http or https"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_get_a_sensible_scheme() {
+        assert_eq!(
+            normalise_url("example.com").unwrap(),
+            "https://example.com/"
+        );
+        assert_eq!(
+            normalise_url("localhost:8080/x").unwrap(),
+            "http://localhost:8080/x"
+        );
+        assert_eq!(
+            normalise_url("127.0.0.1:3000").unwrap(),
+            "http://127.0.0.1:3000/"
+        );
+        assert_eq!(normalise_url(" http://a.b/c ").unwrap(), "http://a.b/c");
+        assert_eq!(normalise_url("about:blank").unwrap(), "about:blank");
+        assert!(normalise_url("").is_err());
+        assert!(normalise_url("javascript:alert(1)").is_err());
+        assert!(normalise_url("http://").is_err());
+    }
+}

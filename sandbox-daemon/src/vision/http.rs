@@ -1,0 +1,38 @@
+//! HTTP handler of the vision family.
+
+use axum::Json;
+use axum::extract::State;
+use cove_protocol::vision::{SeeImageRequest, SeeImageResponse};
+
+use super::{VisionError, load, prepare};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::ApiJson;
+
+/// `POST /v1/vision/see_image`
+pub async fn see_image(
+    State(app): State<AppState>,
+    ApiJson(request): ApiJson<SeeImageRequest>,
+) -> Result<Json<SeeImageResponse>, ApiError> {
+    let bytes = load(&app.workspace, &app.http, &request).await?;
+    let prepared = tokio::task::spawn_blocking(move || prepare(&bytes))
+        .await
+        .map_err(|e| ApiError::internal(format!("image task failed: {e}")))??;
+    Ok(Json(prepared))
+}
+
+impl From<VisionError> for ApiError {
+    fn from(e: VisionError) -> Self {
+        use cove_protocol::ErrorCode;
+        match e {
+            VisionError::File(file) => ApiError::from(file),
+            VisionError::InvalidRequest(m) => ApiError::new(ErrorCode::InvalidRequest, m),
+            e @ VisionError::TooLarge { .. } => {
+                ApiError::new(ErrorCode::PayloadTooLarge, e.to_string())
+            }
+            VisionError::NotAnImage(m) => ApiError::new(ErrorCode::NotAnImage, m),
+            VisionError::FetchFailed(m) => ApiError::new(ErrorCode::FetchFailed, m),
+            VisionError::Internal(m) => ApiError::internal(m),
+        }
+    }
+}

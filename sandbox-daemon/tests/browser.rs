@@ -1,0 +1,992 @@
+//! Browser endpoints against real Chromium on the fixture site. Each action is checked by
+//! what the page itself reported (clicks, values, scroll offsets, drops), not just a 200.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
+
+use std::time::Duration;
+
+use base64::Engine;
+use cove_protocol::ErrorCode;
+use cove_protocol::browser::{
+    BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
+    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
+    StateQuery, SwitchTab, Wait,
+};
+use cove_protocol::client::CovedClient;
+use cove_protocol::files::ReadRequest;
+use cove_protocol::shell::ExecRequest;
+use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
+use serde_json::{Value, json};
+
+/// The browser tests need Chromium; say so loudly rather than skip.
+fn require_chromium() {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|dir| {
+        ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .any(|name| dir.join(name).is_file())
+    });
+    assert!(
+        found,
+        "Chromium is not installed: the browser tests need it (Debian: apt-get install chromium)"
+    );
+}
+
+async fn setup() -> (DaemonProcess, FixtureSite) {
+    require_chromium();
+    let daemon = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .spawn()
+        .await
+        .expect("coved starts");
+    let site = FixtureSite::start().await.expect("fixture site starts");
+    (daemon, site)
+}
+
+const LEAN: StateQuery = StateQuery {
+    screenshot: false,
+    content: false,
+};
+
+async fn open(c: &CovedClient, site: &FixtureSite, page: &str) -> BrowserState {
+    c.browser(
+        &NavigateTo {
+            url: site.url(page),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("navigate to {page}: {e}"))
+}
+
+/// The index of the first element line containing `needle`.
+fn index_of(state: &BrowserState, needle: &str) -> u32 {
+    find_index(state, needle)
+        .unwrap_or_else(|| panic!("no element with {needle:?} in:\n{}", state.elements))
+}
+
+fn find_index(state: &BrowserState, needle: &str) -> Option<u32> {
+    state.elements.lines().find_map(|line| {
+        let rest = line.strip_prefix('[')?;
+        let (index, desc) = rest.split_once(']')?;
+        desc.contains(needle).then(|| index.parse().ok()).flatten()
+    })
+}
+
+async fn click(c: &CovedClient, state: &BrowserState, needle: &str) -> BrowserState {
+    c.browser(
+        &ClickElement {
+            index: index_of(state, needle),
+            snapshot_id: Some(state.snapshot_id),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("click {needle}: {e}"))
+}
+
+async fn report(site: &FixtureSite, key: &str) -> Value {
+    site.wait_for_report(|r| r.get(key).is_some())
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "the page never reported {key:?}; reports: {:?}",
+                site.reports()
+            )
+        })[key]
+        .clone()
+}
+
+#[test]
+fn chromium_is_installed() {
+    require_chromium();
+}
+
+#[tokio::test]
+async fn state_lists_visible_interactive_elements_with_context() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = c
+        .browser(
+            &NavigateTo {
+                url: site.url("counter.html"),
+            },
+            StateQuery::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(state.title, "Counter");
+    assert_eq!(state.url, site.url("counter.html"));
+    assert_eq!((state.viewport.width, state.viewport.height), (1280, 720));
+    assert_eq!(state.tabs.len(), 1);
+    assert!(state.tabs[0].active);
+    let e = &state.elements;
+    for wanted in [
+        "<button>Increment",
+        "Listener div",
+        "Pointer div",
+        "role=\"button\"",
+        "contenteditable",
+        "Click pad",
+    ] {
+        assert!(e.contains(wanted), "{wanted:?} missing from:\n{e}");
+    }
+    for hidden in ["Hidden by", "Inside display none", "Zero size"] {
+        assert!(!e.contains(hidden), "{hidden:?} should be hidden:\n{e}");
+    }
+    assert_eq!(
+        e.matches("Pointer div").count(),
+        1,
+        "a pointer container's child is not listed again"
+    );
+    assert!(e.contains("count: 0"), "context text: {e}");
+    assert!(e.lines().all(|l| l.len() <= 300), "lines are short");
+    assert_eq!(
+        state.element_count as usize,
+        e.lines().filter(|l| l.starts_with('[')).count()
+    );
+    let shot = state.screenshot.as_ref().expect("a screenshot by default");
+    assert_eq!(
+        (shot.mime.as_str(), shot.width, shot.height),
+        ("image/jpeg", 1280, 720)
+    );
+    let jpeg = base64::engine::general_purpose::STANDARD
+        .decode(&shot.base64)
+        .unwrap();
+    assert_eq!(&jpeg[..3], b"\xff\xd8\xff");
+
+    // Reading the state again takes a new snapshot without acting.
+    let again = c.browser_state(LEAN).await.unwrap();
+    assert!(again.snapshot_id > state.snapshot_id);
+    assert!(again.screenshot.is_none());
+    let raw = c.screenshot().await.unwrap();
+    assert_eq!(&raw[..3], b"\xff\xd8\xff");
+    let with_content = c
+        .browser_state(StateQuery {
+            screenshot: false,
+            content: true,
+        })
+        .await
+        .unwrap();
+    assert!(with_content.content.unwrap().contains("Counter"));
+}
+
+#[tokio::test]
+async fn click_element_and_click_coordinates_reach_the_page() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "counter.html").await;
+    let after = click(c, &state, "Increment").await;
+    let after = click(c, &after, "Increment").await;
+    assert_eq!(report(&site, "clicks").await, json!(2));
+    assert!(after.elements.contains("count: 2"), "{}", after.elements);
+    assert!(after.message.as_deref().unwrap().starts_with("Clicked ["));
+    click(c, &after, "Listener div").await;
+    assert_eq!(report(&site, "listener").await, json!(true));
+    click(c, &after, "ARIA button").await;
+    assert_eq!(report(&site, "aria").await, json!(true));
+
+    c.browser(&ClickCoordinates { x: 700.0, y: 350.0 }, LEAN)
+        .await
+        .unwrap();
+    assert_eq!(report(&site, "pad").await, json!([700, 350]));
+    let outside = c
+        .browser(&ClickCoordinates { x: 5000.0, y: 10.0 }, LEAN)
+        .await
+        .unwrap_err();
+    assert_eq!(outside.code(), Some(&ErrorCode::InvalidRequest));
+}
+
+#[tokio::test]
+async fn input_text_fills_every_kind_of_field() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "form.html").await;
+    assert!(
+        !state.elements.contains("hidden"),
+        "hidden inputs are not listed"
+    );
+    let cases = [
+        ("name=\"text\"", "plain text", "text"),
+        ("name=\"password\"", "s3cret!", "password"),
+        ("name=\"email\"", "a@b.example", "email"),
+        ("name=\"number\"", "42", "number"),
+        ("name=\"search\"", "find me", "search"),
+        ("name=\"tel\"", "+1 555 0100", "tel"),
+        ("name=\"url\"", "https://example.com/", "url"),
+        ("name=\"date\"", "2024-05-06", "date"),
+        ("name=\"time\"", "13:45", "time"),
+        ("name=\"datetime\"", "2024-05-06T13:45", "datetime"),
+        ("name=\"month\"", "2024-05", "month"),
+        ("name=\"week\"", "2024-W19", "week"),
+        ("name=\"range\"", "73", "range"),
+        ("name=\"color\"", "#ff8800", "color"),
+        ("name=\"notes\"", "new notes\nsecond line", "notes"),
+    ];
+    let mut state = state;
+    for (needle, text, name) in cases {
+        state = c
+            .browser(
+                &InputText {
+                    index: index_of(&state, needle),
+                    text: text.into(),
+                    snapshot_id: Some(state.snapshot_id),
+                },
+                LEAN,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let seen = site
+            .wait_for_report(|r| r["name"] == name && r["event"] == "change")
+            .await
+            .unwrap_or_else(|| panic!("no change report for {name}: {:?}", site.reports()));
+        assert_eq!(seen["value"], json!(text), "{name}");
+    }
+    assert!(
+        state.elements.contains("value=\"••••\""),
+        "passwords are masked: {}",
+        state.elements
+    );
+    // Checkboxes and radios are clicked, not typed into.
+    let wrong = c
+        .browser(
+            &InputText {
+                index: index_of(&state, "name=\"agree\""),
+                text: "yes".into(),
+                snapshot_id: Some(state.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(wrong.code(), Some(&ErrorCode::WrongElementKind));
+    let state = click(c, &state, "name=\"agree\"").await;
+    assert!(
+        site.wait_for_report(|r| r["name"] == "agree" && r["value"] == true)
+            .await
+            .is_some()
+    );
+    assert!(
+        state.elements.contains("name=\"agree\" checked"),
+        "{}",
+        state.elements
+    );
+    let state = click(c, &state, "value=\"large\"").await;
+    assert!(
+        site.wait_for_report(|r| r["name"] == "size" && r["value"] == true)
+            .await
+            .is_some()
+    );
+    click(c, &state, "<button>Submit").await;
+    let submitted = report(&site, "submitted").await;
+    let submitted = submitted.as_str().unwrap();
+    for part in [
+        "text=plain+text",
+        "number=42",
+        "agree=on",
+        "size=large",
+        "date=2024-05-06",
+        "range=73",
+    ] {
+        assert!(submitted.contains(part), "{part} missing from {submitted}");
+    }
+    // Emptying a field works too.
+    let state = c.browser_state(LEAN).await.unwrap();
+    c.browser(
+        &InputText {
+            index: index_of(&state, "name=\"text\""),
+            text: String::new(),
+            snapshot_id: Some(state.snapshot_id),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert!(
+        site.wait_for_report(|r| r["name"] == "text" && r["value"] == "")
+            .await
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn send_keys_types_and_presses_chords() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    open(c, &site, "keys.html").await;
+    c.browser(
+        &SendKeys {
+            keys: "hello world".into(),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    c.browser(
+        &SendKeys {
+            keys: "Enter".into(),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report(&site, "submitted").await, json!("hello world"));
+    c.browser(
+        &SendKeys {
+            keys: "Control+a".into(),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert!(
+        site.wait_for_report(|r| r["key"] == "a" && r["ctrl"] == true)
+            .await
+            .is_some()
+    );
+    c.browser(
+        &SendKeys {
+            keys: "Backspace".into(),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    c.browser(
+        &SendKeys {
+            keys: "Enter".into(),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert!(
+        site.wait_for_report(|r| r["submitted"] == "")
+            .await
+            .is_some(),
+        "Control+a then Backspace cleared the field: {:?}",
+        site.reports()
+    );
+    c.browser(
+        &SendKeys {
+            keys: "Shift+Tab".into(),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert!(
+        site.wait_for_report(|r| r["key"] == "Tab" && r["shift"] == true)
+            .await
+            .is_some()
+    );
+    let empty = c
+        .browser(
+            &SendKeys {
+                keys: String::new(),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(empty.code(), Some(&ErrorCode::InvalidRequest));
+}
+
+#[tokio::test]
+async fn native_selects_list_and_pick_options() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "select.html").await;
+    let select = index_of(&state, "name=\"fruit\"");
+    let listed = c
+        .browser(
+            &GetDropdownOptions {
+                index: select,
+                snapshot_id: Some(state.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap();
+    let options = listed.dropdown_options.unwrap();
+    let texts: Vec<_> = options.iter().map(|o| o.text.as_str()).collect();
+    assert_eq!(texts, ["Apple", "Banana", "Cherry pie", "Durian"]);
+    assert!(options[0].selected);
+    assert_eq!(options[2].value, "c");
+    let pick = |text: &str, sid| SelectDropdownOption {
+        index: select,
+        text: text.into(),
+        snapshot_id: Some(sid),
+    };
+    let after = c
+        .browser(&pick("Cherry pie", listed.snapshot_id), LEAN)
+        .await
+        .unwrap();
+    assert_eq!(report(&site, "fruit").await, json!("c"));
+    assert!(
+        after.elements.contains("value=\"Cherry pie\""),
+        "{}",
+        after.elements
+    );
+    let missing = c
+        .browser(&pick("Mango", after.snapshot_id), LEAN)
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Some(&ErrorCode::NoMatch));
+    assert!(
+        missing.to_string().contains("Banana"),
+        "names the options: {missing}"
+    );
+    let disabled = c
+        .browser(&pick("Durian", after.snapshot_id), LEAN)
+        .await
+        .unwrap_err();
+    assert_eq!(disabled.code(), Some(&ErrorCode::WrongElementKind));
+    let custom = c
+        .browser(
+            &GetDropdownOptions {
+                index: index_of(&after, "Custom list"),
+                snapshot_id: Some(after.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(custom.code(), Some(&ErrorCode::WrongElementKind));
+}
+
+#[tokio::test]
+async fn scrolling_moves_the_page_and_the_offsets_are_right() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let top = open(c, &site, "long.html").await;
+    assert_eq!(top.pixels_above, 0);
+    assert!(top.pixels_below > 3000, "{}", top.pixels_below);
+    let total = top.pixels_above + top.pixels_below + 720;
+    let down = c.browser(&ScrollDown::default(), LEAN).await.unwrap();
+    assert_eq!(down.pixels_above, 720);
+    assert_eq!(report(&site, "scrollY").await, json!(720));
+    let more = c
+        .browser(&ScrollDown { amount: Some(100) }, LEAN)
+        .await
+        .unwrap();
+    assert_eq!(more.pixels_above, 820);
+    let up = c
+        .browser(&ScrollUp { amount: Some(300) }, LEAN)
+        .await
+        .unwrap();
+    assert_eq!(up.pixels_above, 520);
+    assert_eq!(up.pixels_above + up.pixels_below + 720, total);
+    assert!(
+        site.wait_for_report(|r| r["scrollY"] == 520)
+            .await
+            .is_some()
+    );
+    let found = c
+        .browser(
+            &ScrollToText {
+                text: "hidden TREASURE".into(),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap();
+    assert!(found.pixels_above > 3000, "{}", found.pixels_above);
+    assert!(
+        find_index(&found, "Bottom button").is_some(),
+        "the text's surroundings are now in view"
+    );
+    let first_line = found
+        .elements
+        .lines()
+        .position(|l| l.contains("The hidden treasure"));
+    let below = found
+        .elements
+        .lines()
+        .position(|l| l == "[below the viewport]");
+    assert!(
+        first_line.is_some() && below.is_none_or(|b| first_line < Some(b)),
+        "{}",
+        found.elements
+    );
+    assert!(
+        site.wait_for_report(|r| r["scrollY"] == json!(found.pixels_above))
+            .await
+            .is_some()
+    );
+    let missing = c
+        .browser(
+            &ScrollToText {
+                text: "not on this page".into(),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Some(&ErrorCode::NoMatch));
+}
+
+#[tokio::test]
+async fn new_tabs_open_active_and_can_be_switched_and_closed() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "tabs.html").await;
+    let opened = click(c, &state, "Open in a new tab").await;
+    assert_eq!(opened.tabs.len(), 2, "{:?}", opened.tabs);
+    let active: Vec<_> = opened.tabs.iter().filter(|t| t.active).collect();
+    assert_eq!(active.len(), 1);
+    assert!(
+        active[0].url.ends_with("tab-target.html?via=link"),
+        "{:?}",
+        opened.tabs
+    );
+    assert_eq!(opened.title, "Target tab");
+    assert_eq!(report(&site, "opened").await, json!("link"));
+    let first = opened.tabs[0].tab_id;
+    let back = c.browser(&SwitchTab { tab_id: first }, LEAN).await.unwrap();
+    assert_eq!(back.title, "Tabs");
+    assert!(back.tabs.iter().find(|t| t.tab_id == first).unwrap().active);
+    let popup = click(c, &back, "Open with window.open").await;
+    assert_eq!(popup.tabs.len(), 3, "{:?}", popup.tabs);
+    assert!(popup.url.ends_with("via=open"), "{}", popup.url);
+    assert!(
+        site.wait_for_report(|r| r["opened"] == "open")
+            .await
+            .is_some()
+    );
+    let newest = popup.tabs.iter().find(|t| t.active).unwrap().tab_id;
+    let closed = c.browser(&CloseTab { tab_id: newest }, LEAN).await.unwrap();
+    assert_eq!(closed.tabs.len(), 2);
+    assert!(closed.tabs.iter().all(|t| t.tab_id != newest));
+    assert_eq!(closed.tabs.iter().filter(|t| t.active).count(), 1);
+    let unknown = c.browser(&CloseTab { tab_id: 99 }, LEAN).await.unwrap_err();
+    assert_eq!(unknown.code(), Some(&ErrorCode::NotFound));
+    let unknown = c
+        .browser(&SwitchTab { tab_id: 99 }, LEAN)
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Some(&ErrorCode::NotFound));
+    let mut last = closed;
+    for tab in last.tabs.clone() {
+        last = c
+            .browser(&CloseTab { tab_id: tab.tab_id }, LEAN)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        last.tabs.len(),
+        1,
+        "closing the last tab leaves a blank one"
+    );
+    assert_eq!(last.url, "about:blank");
+}
+
+#[tokio::test]
+async fn iframes_and_open_shadow_roots_are_covered() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "iframe.html").await;
+    assert!(
+        state.elements.contains("Inside the frame"),
+        "{}",
+        state.elements
+    );
+    let state = click(c, &state, "Inner button").await;
+    assert_eq!(report(&site, "frame").await, json!("clicked"));
+    c.browser(
+        &InputText {
+            index: index_of(&state, "Inner input"),
+            text: "typed in a frame".into(),
+            snapshot_id: Some(state.snapshot_id),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report(&site, "frame_input").await,
+        json!("typed in a frame")
+    );
+
+    let state = open(c, &site, "shadow.html").await;
+    assert!(state.elements.contains("Shadow text"), "{}", state.elements);
+    assert!(
+        !state.elements.contains("Closed root button"),
+        "closed roots are out of reach"
+    );
+    let state = click(c, &state, "Shadow button").await;
+    assert_eq!(report(&site, "shadow").await, json!("clicked"));
+    c.browser(
+        &InputText {
+            index: index_of(&state, "Nested shadow input"),
+            text: "deep".into(),
+            snapshot_id: Some(state.snapshot_id),
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report(&site, "nested").await, json!("deep"));
+}
+
+#[tokio::test]
+async fn a_modal_hides_what_it_covers_until_closed() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "modal.html").await;
+    assert!(
+        state.elements.contains("Close dialog"),
+        "{}",
+        state.elements
+    );
+    for covered in ["Behind A", "Behind B", "Behind far below"] {
+        assert!(
+            !state.elements.contains(covered),
+            "{covered} is covered:\n{}",
+            state.elements
+        );
+    }
+    let closed = click(c, &state, "Close dialog").await;
+    assert_eq!(report(&site, "closed").await, json!(true));
+    for visible in ["Behind A", "Behind B", "Behind far below"] {
+        assert!(
+            closed.elements.contains(visible),
+            "{visible}:\n{}",
+            closed.elements
+        );
+    }
+    click(c, &closed, "Behind B").await;
+    assert_eq!(report(&site, "behind").await, json!("B"));
+}
+
+#[tokio::test]
+async fn stale_indices_are_refused_with_the_fresh_state() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let before = open(c, &site, "stale.html").await;
+    let target = index_of(&before, "<button>Target");
+    let after = click(c, &before, "Remove target").await;
+    assert_eq!(report(&site, "removed").await, json!(true));
+    // The old snapshot's [target] is gone; something else now sits first on the page.
+    assert!(
+        find_index(&after, "Replacement").is_some(),
+        "{}",
+        after.elements
+    );
+    let err = c
+        .browser(
+            &ClickElement {
+                index: target,
+                snapshot_id: Some(before.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(&ErrorCode::StaleElement), "{err}");
+    let fresh = err
+        .browser_state()
+        .expect("the fresh state rides with the error");
+    assert!(fresh.snapshot_id > after.snapshot_id);
+    assert!(fresh.elements.contains("Replacement"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !site
+            .reports()
+            .iter()
+            .any(|r| r.get("replacement").is_some() || r.get("target").is_some()),
+        "nothing was clicked: {:?}",
+        site.reports()
+    );
+    let err = c
+        .browser(
+            &ClickElement {
+                index: 99,
+                snapshot_id: Some(fresh.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(&ErrorCode::ElementNotFound));
+    assert!(err.browser_state().is_some());
+    // A snapshot from before a navigation belongs to a page that is gone.
+    let other = open(c, &site, "counter.html").await;
+    let err = c
+        .browser(
+            &ClickElement {
+                index: 1,
+                snapshot_id: Some(fresh.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(&ErrorCode::StaleElement));
+    assert_eq!(err.browser_state().unwrap().title, other.title);
+}
+
+#[tokio::test]
+async fn drag_and_drop_moves_items_between_zones_and_by_points() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "dragdrop.html").await;
+    c.browser(
+        &DragDrop {
+            source_index: Some(index_of(&state, ">Item")),
+            target_index: Some(index_of(&state, "Zone B")),
+            snapshot_id: Some(state.snapshot_id),
+            ..DragDrop::default()
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report(&site, "dropped_in").await, json!("zoneB"));
+    c.browser(
+        &DragDrop {
+            source_x: Some(130.0),
+            source_y: Some(430.0),
+            target_x: Some(430.0),
+            target_y: Some(530.0),
+            ..DragDrop::default()
+        },
+        LEAN,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report(&site, "box").await, json!([400, 500]));
+    let half = c
+        .browser(
+            &DragDrop {
+                source_x: Some(1.0),
+                ..DragDrop::default()
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(half.code(), Some(&ErrorCode::InvalidRequest));
+}
+
+#[tokio::test]
+async fn go_back_and_wait() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let a = open(c, &site, "nav-a.html").await;
+    let b = click(c, &a, "Go to B").await;
+    assert_eq!(b.title, "Page B");
+    let back = c.browser(&GoBack {}, LEAN).await.unwrap();
+    assert_eq!(back.title, "Page A");
+    assert!(back.url.ends_with("nav-a.html"));
+    let waited = c.browser(&Wait { seconds: 0.2 }, LEAN).await.unwrap();
+    assert_eq!(waited.title, "Page A");
+    let too_long = c.browser(&Wait { seconds: 99.0 }, LEAN).await.unwrap_err();
+    assert_eq!(too_long.code(), Some(&ErrorCode::InvalidRequest));
+}
+
+#[tokio::test]
+async fn a_huge_page_is_capped_with_a_hint() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "huge.html").await;
+    assert!(state.truncated);
+    assert!(state.element_count >= 10_000, "{}", state.element_count);
+    assert!(state.elements.len() <= 12_200, "{}", state.elements.len());
+    let last = state.elements.lines().last().unwrap();
+    assert!(last.contains("more elements not shown"), "{last}");
+    // The numbers shown plus the number left out add up.
+    let shown = state
+        .elements
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .count() as u64;
+    let hidden: u64 = last.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_eq!(shown + hidden, state.element_count);
+    // Indices past the cap still act on the right element.
+    let far = c
+        .browser(
+            &ClickElement {
+                index: 9_001,
+                snapshot_id: Some(state.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap();
+    assert!(
+        far.message.unwrap().contains("9000"),
+        "element 9,001 is button/link 9000"
+    );
+}
+
+#[tokio::test]
+async fn bad_navigation_is_an_error_not_a_page() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    // A port nothing listens on (and that Chromium does not consider unsafe).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let refused = c
+        .browser(
+            &NavigateTo {
+                url: format!("http://{closed}/"),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Some(&ErrorCode::NavigationFailed),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("ERR_CONNECTION_REFUSED"),
+        "{refused}"
+    );
+    let empty = c
+        .browser(&NavigateTo { url: " ".into() }, LEAN)
+        .await
+        .unwrap_err();
+    assert_eq!(empty.code(), Some(&ErrorCode::InvalidRequest));
+    let scheme = c
+        .browser(
+            &NavigateTo {
+                url: "ftp://example.com/".into(),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(scheme.code(), Some(&ErrorCode::InvalidRequest));
+    // A missing page still loads: the server's 404 page is what a person would see.
+    let missing = open(c, &site, "nope.html").await;
+    assert_eq!(missing.title, "Not found");
+}
+
+#[tokio::test]
+async fn a_hung_page_times_out_in_seconds_and_the_browser_recovers() {
+    require_chromium();
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--browser-timeout-secs")
+        .arg("3")
+        .spawn()
+        .await
+        .unwrap();
+    let site = FixtureSite::start().await.unwrap();
+    let c = &d.client;
+    let hung = c
+        .browser(
+            &NavigateTo {
+                url: site.url("hang"),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(hung.code(), Some(&ErrorCode::Timeout), "{hung}");
+    let fine = open(c, &site, "counter.html").await;
+    assert_eq!(fine.title, "Counter");
+}
+
+fn chromium_main_pid(daemon_pid: i32) -> Option<i32> {
+    let tree = procs::descendants(daemon_pid);
+    tree.iter()
+        .find(|p| p.ppid == daemon_pid && p.cmdline.contains("coved-chromium-"))
+        .map(|p| p.pid)
+}
+
+#[tokio::test]
+async fn a_dead_browser_is_relaunched_by_the_next_call() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    open(c, &site, "counter.html").await;
+    let pid = chromium_main_pid(d.pid()).expect("Chromium runs under coved");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let state = c.browser_state(LEAN).await.unwrap();
+    let notice = state.notice.expect("the relaunch is announced");
+    assert!(notice.contains("relaunched"), "{notice}");
+    assert_eq!(state.url, "about:blank");
+    let again = open(c, &site, "counter.html").await;
+    assert!(again.notice.is_none(), "announced once");
+    let new_pid = chromium_main_pid(d.pid()).unwrap();
+    assert_ne!(new_pid, pid);
+    // The old browser left nothing behind.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let zombies: Vec<_> = procs::descendants(d.pid())
+        .into_iter()
+        .filter(|p| p.is_zombie())
+        .collect();
+    assert!(zombies.is_empty(), "{zombies:?}");
+}
+
+#[tokio::test]
+async fn shell_and_files_answer_while_a_browser_call_hangs() {
+    let (d, site) = setup().await;
+    let c = d.client.clone();
+    let hang_url = site.url("hang");
+    let browsing =
+        tokio::spawn(async move { c.browser(&NavigateTo { url: hang_url }, LEAN).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let c = &d.client;
+    for i in 0..5 {
+        let out = c
+            .exec(&ExecRequest::new(format!("echo {i}")))
+            .await
+            .unwrap();
+        assert_eq!(out.output, format!("{i}\n"));
+    }
+    std::fs::write(d.path("note.txt"), "still here").unwrap();
+    let read = c.read(&ReadRequest::whole("note.txt")).await.unwrap();
+    assert_eq!(read.content, "still here");
+    assert!(
+        !browsing.is_finished(),
+        "the browser call is still waiting on the hung page"
+    );
+    browsing.abort();
+}
+
+#[tokio::test]
+async fn malformed_browser_requests_are_refused() {
+    let (d, _site) = setup().await;
+    let http = reqwest::Client::new();
+    for (path, body) in [
+        ("/v1/browser/click_element", json!({})),
+        ("/v1/browser/click_element", json!({"index": "one"})),
+        ("/v1/browser/navigate_to", json!({"href": "x"})),
+        ("/v1/browser/scroll_down", json!({"amount": -5})),
+        (
+            "/v1/browser/drag_drop",
+            json!({"source_x": 1, "source_y": 2}),
+        ),
+    ] {
+        let response = http
+            .post(format!("{}{path}", d.url))
+            .bearer_auth(&d.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{path} {body}");
+        let envelope: cove_protocol::ErrorEnvelope = response.json().await.unwrap();
+        assert_eq!(
+            envelope.error.code,
+            ErrorCode::InvalidRequest,
+            "{path} {body}"
+        );
+    }
+    let query = http
+        .get(format!("{}/v1/browser/state?screenshot=maybe", d.url))
+        .bearer_auth(&d.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(query.status(), 400);
+}
