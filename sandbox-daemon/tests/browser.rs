@@ -793,7 +793,7 @@ async fn a_huge_page_is_capped_with_a_hint() {
     assert!(state.element_count >= 10_000, "{}", state.element_count);
     assert!(state.elements.len() <= 12_200, "{}", state.elements.len());
     let last = state.elements.lines().last().unwrap();
-    assert!(last.contains("more elements not shown"), "{last}");
+    assert!(last.contains("more elements below (scroll down"), "{last}");
     // The numbers shown plus the number left out add up.
     let shown = state
         .elements

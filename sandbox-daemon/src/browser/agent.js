@@ -281,20 +281,23 @@
 
     const elements = [];
     const lines = [];
-    let length = 0, truncated = false, hidden = 0;
+    let length = 0, truncated = false, hidden = 0, hiddenAbove = 0;
     for (const it of ordered) {
       const line = it.el ? `[${elements.length + 1}]${describe(it.el)}` : it.text;
       if (it.el) elements.push(it.el);
-      if (truncated) { if (it.el) hidden++; continue; }
-      if (length + line.length + 1 > opts.maxChars) {
-        truncated = true;
-        if (it.el) hidden++;
+      if (!truncated && length + line.length + 1 > opts.maxChars) truncated = true;
+      if (truncated) {
+        if (it.el) { hidden++; if (it.bottom <= 0) hiddenAbove++; }
         continue;
       }
       lines.push(line);
       length += line.length + 1;
     }
-    if (truncated) lines.push(`... ${hidden} more elements not shown (scroll to bring them into view)`);
+    if (truncated) {
+      lines.push(hiddenAbove === 0
+        ? `... ${hidden} more elements below (scroll down to see them)`
+        : `... ${hidden} more elements not shown (${hiddenAbove} of them above; scroll to see them)`);
+    }
 
     agent.snapshots.set(opts.snapshotId, elements);
     agent.order.push(opts.snapshotId);
