@@ -990,3 +990,35 @@ async fn malformed_browser_requests_are_refused() {
         .unwrap();
     assert_eq!(query.status(), 400);
 }
+
+#[tokio::test]
+async fn chromium_dies_with_its_daemon_even_a_killed_one() {
+    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::KILL] {
+        let (d, site) = setup().await;
+        open(&d.client, &site, "counter.html").await;
+        let main = chromium_main_pid(d.pid()).expect("Chromium runs under coved");
+        let group: Vec<i32> = procs::all()
+            .into_iter()
+            .filter(|p| {
+                p.cmdline.contains("--user-data-dir=")
+                    && procs::descendants(main).iter().any(|c| c.pid == p.pid)
+                    || p.pid == main
+            })
+            .map(|p| p.pid)
+            .collect();
+        assert!(group.len() > 1, "Chromium runs helper processes: {group:?}");
+        d.signal(signal).unwrap();
+        let mut alive = group.clone();
+        for _ in 0..200 {
+            alive.retain(|pid| procs::status_kib(*pid, "VmRSS").is_some());
+            if alive.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            alive.is_empty(),
+            "Chromium processes outlived a daemon stopped by {signal:?}: {alive:?}"
+        );
+    }
+}

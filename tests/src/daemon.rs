@@ -240,4 +240,30 @@ impl DaemonProcess {
             .map_err(|_| anyhow!("coved still running 20 s after {signal:?}"))??;
         Ok(status)
     }
+
+    /// Sends `signal` without waiting (SIGKILL, say, to see what survives the daemon).
+    pub fn signal(&self, signal: Signal) -> Result<()> {
+        let pid = Pid::from_raw(self.pid).ok_or_else(|| anyhow!("bad pid"))?;
+        kill_process(pid, signal)?;
+        Ok(())
+    }
+}
+
+impl Drop for DaemonProcess {
+    /// Stops the daemon the way an operator would (SIGTERM), so it can take its shells and
+    /// browser down with it; SIGKILL (from `kill_on_drop`) only if it will not go.
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        if let Some(pid) = Pid::from_raw(self.pid) {
+            let _ = kill_process(pid, Signal::TERM);
+        }
+        for _ in 0..250 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::sync::oneshot;
 
 use super::BrowserError;
 use crate::procs::ChildRegistry;
@@ -53,6 +53,70 @@ pub fn find(configured: Option<&Path>) -> Result<PathBuf, BrowserError> {
     ))
 }
 
+/// Forks Chromium from one thread that lives as long as the browser manager.
+///
+/// Chromium runs in its own process group (so its whole tree can be killed at once), which
+/// also means it would outlive a coved killed with SIGKILL. The kernel's parent-death
+/// signal prevents that, but it fires when the *thread* that forked the child ends, so the
+/// fork must happen on a thread that does not come and go like the runtime's helpers.
+pub struct Launcher {
+    requests: std::sync::mpsc::Sender<(
+        std::process::Command,
+        oneshot::Sender<std::io::Result<std::process::Child>>,
+    )>,
+}
+
+impl Launcher {
+    /// Starts the launcher thread.
+    pub fn new() -> std::io::Result<Launcher> {
+        let (requests, incoming) = std::sync::mpsc::channel::<(
+            std::process::Command,
+            oneshot::Sender<std::io::Result<std::process::Child>>,
+        )>();
+        std::thread::Builder::new()
+            .name("chromium-launcher".into())
+            .spawn(move || {
+                for (mut command, reply) in incoming {
+                    let _ = reply.send(command.spawn());
+                }
+            })?;
+        Ok(Launcher { requests })
+    }
+
+    async fn spawn(&self, command: std::process::Command) -> std::io::Result<std::process::Child> {
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send((command, reply))
+            .map_err(|_| std::io::Error::other("the Chromium launcher thread is gone"))?;
+        answer
+            .await
+            .map_err(|_| std::io::Error::other("the Chromium launcher thread is gone"))?
+    }
+}
+
+/// Makes the child die with coved, even when coved is killed outright.
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the forked child before exec; it only makes the prctl(2)
+    // and getppid(2) system calls, which are async-signal-safe, and touches no memory
+    // shared with the parent.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+                .map_err(std::io::Error::from)?;
+            // The parent may have died between fork and prctl; then nobody would kill us.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other(
+                    "coved exited while Chromium was starting",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// A running Chromium process tree.
 #[derive(Debug)]
 pub struct Chromium {
@@ -67,6 +131,7 @@ pub struct Chromium {
 impl Chromium {
     /// Starts Chromium headless with a fresh profile and waits for its DevTools address.
     pub async fn launch(
+        launcher: &Launcher,
         executable: &Path,
         width: u32,
         height: u32,
@@ -78,7 +143,7 @@ impl Chromium {
             .map_err(|e| {
                 BrowserError::Unavailable(format!("cannot create a profile directory: {e}"))
             })?;
-        let mut cmd = Command::new(executable);
+        let mut cmd = std::process::Command::new(executable);
         cmd.args([
             "--headless=new",
             "--no-sandbox",
@@ -108,23 +173,38 @@ impl Chromium {
         .env_remove("COVE_TOKEN_FILE")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
         // Its own process group: the browser and every helper it forks die together.
-        .process_group(0)
-        .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        die_with_parent(&mut cmd);
+        let mut child = launcher.spawn(cmd).await.map_err(|e| {
             BrowserError::Unavailable(format!("cannot start {}: {e}", executable.display()))
         })?;
-        let pid = child
-            .id()
-            .and_then(|p| i32::try_from(p).ok())
-            .ok_or_else(|| BrowserError::Unavailable("Chromium exited at once".into()))?;
+        let pid = i32::try_from(child.id())
+            .map_err(|_| BrowserError::Unavailable("Chromium has no usable pid".into()))?;
         registry.register(pid);
 
         let stderr = child
             .stderr
             .take()
+            .and_then(|e| tokio::process::ChildStderr::from_std(e).ok())
             .ok_or_else(|| BrowserError::Unavailable("no stderr from Chromium".into()))?;
+        let alive = Arc::new(AtomicBool::new(true));
+        {
+            let alive = alive.clone();
+            let registry = registry.clone();
+            std::thread::Builder::new()
+                .name("chromium-wait".into())
+                .spawn(move || {
+                    let status = child.wait();
+                    alive.store(false, Ordering::SeqCst);
+                    registry.unregister(pid);
+                    tracing::info!(?status, "Chromium exited");
+                    // Helpers that outlived the main process.
+                    kill_group(pid);
+                })
+                .map_err(|e| BrowserError::Unavailable(format!("cannot watch Chromium: {e}")))?;
+        }
         let mut lines = BufReader::new(stderr).lines();
         let mut seen = Vec::new();
         let found = tokio::time::timeout(LAUNCH_TIMEOUT, async {
@@ -143,7 +223,6 @@ impl Chromium {
             Ok(Some(url)) => url,
             outcome => {
                 kill_group(pid);
-                registry.unregister(pid);
                 let why = if outcome.is_err() {
                     format!(
                         "printed no DevTools address within {} s",
@@ -164,19 +243,6 @@ impl Chromium {
                 tracing::trace!(target: "chromium", "{line}");
             }
         });
-        let alive = Arc::new(AtomicBool::new(true));
-        {
-            let alive = alive.clone();
-            let registry = registry.clone();
-            tokio::spawn(async move {
-                let status = child.wait().await;
-                alive.store(false, Ordering::SeqCst);
-                registry.unregister(pid);
-                tracing::info!(?status, "Chromium exited");
-                // Helpers that outlived the main process.
-                kill_group(pid);
-            });
-        }
         Ok(Chromium {
             pid,
             ws_url,

@@ -151,6 +151,8 @@ pub enum Action {
 pub struct BrowserManager {
     settings: Arc<BrowserSettings>,
     registry: Arc<ChildRegistry>,
+    /// Started with the first launch; see [`chromium::Launcher`].
+    launcher: std::sync::OnceLock<chromium::Launcher>,
     session: tokio::sync::Mutex<Option<Session>>,
     /// Snapshot ids never repeat, not even across relaunches.
     snapshots: Arc<AtomicU64>,
@@ -162,6 +164,7 @@ impl BrowserManager {
         BrowserManager {
             settings: Arc::new(settings),
             registry,
+            launcher: std::sync::OnceLock::new(),
             session: tokio::sync::Mutex::new(None),
             snapshots: Arc::new(AtomicU64::new(1)),
         }
@@ -275,7 +278,16 @@ impl BrowserManager {
                 dead.close().await;
             }
         }
-        let session = Session::launch(self.settings.clone(), &self.registry).await?;
+        let launcher = match self.launcher.get() {
+            Some(launcher) => launcher,
+            None => {
+                let launcher = chromium::Launcher::new().map_err(|e| {
+                    BrowserError::Unavailable(format!("cannot start the launcher thread: {e}"))
+                })?;
+                self.launcher.get_or_init(|| launcher)
+            }
+        };
+        let session = Session::launch(self.settings.clone(), launcher, &self.registry).await?;
         *slot = Some(session);
         Ok(notice)
     }

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use super::chromium::{self, Chromium};
+use super::chromium::{self, Chromium, Launcher};
 use super::keys::{self, KeyInput};
 use super::navigation::{NavigationWatch, Settled};
 use super::{Action, BrowserError, BrowserManager, BrowserSettings, cdp};
@@ -128,11 +128,13 @@ impl Session {
     /// Launches Chromium and attaches to its first tab.
     pub async fn launch(
         settings: Arc<BrowserSettings>,
+        launcher: &Launcher,
         registry: &Arc<ChildRegistry>,
     ) -> Result<Session, BrowserError> {
         let executable = chromium::find(settings.chromium.as_deref())?;
         let vp = settings.viewport;
-        let chromium = Chromium::launch(&executable, vp.width, vp.height, registry).await?;
+        let chromium =
+            Chromium::launch(launcher, &executable, vp.width, vp.height, registry).await?;
         let config = HandlerConfig {
             viewport: Some(CdpViewport {
                 width: vp.width,
