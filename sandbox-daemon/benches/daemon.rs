@@ -6,15 +6,18 @@
 //! - `first_exec_ms`: round trip of the first `exec` of a new session (starts a shell)
 //! - `parallel_sleeps_ms`: `sleep 1` in two sessions at once (about 1000, not 2000)
 //! - `output_mib_per_s`: PTY output throughput of 200 MB through a session
+//! - `browser_*`: the first browser call (Chromium launch included), navigation, state reads
+//!   with and without a screenshot, a click, and the state of a 10,000-element page
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use cove_protocol::browser::{ClickElement, NavigateTo, StateQuery};
 use cove_protocol::client::CovedClient;
 use cove_protocol::shell::ExecRequest;
-use cove_tests::{DaemonBuilder, procs};
+use cove_tests::{DaemonBuilder, FixtureSite, procs};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -157,6 +160,63 @@ async fn main() {
     let throughput = bytes as f64 / (1024.0 * 1024.0) / t.elapsed().as_secs_f64();
     let peak_rss = procs::status_kib(d.pid(), "VmHWM").unwrap();
 
+    let site = FixtureSite::start().await.unwrap();
+    let lean = StateQuery::lean();
+    let counter = NavigateTo {
+        url: site.url("counter.html"),
+    };
+    let t = Instant::now();
+    c.browser(&counter, lean).await.unwrap();
+    let browser_first = ms(t.elapsed());
+    let mut navigate = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        c.browser(&counter, lean).await.unwrap();
+        navigate.push(ms(t.elapsed()));
+    }
+    let mut state = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        c.browser_state(lean).await.unwrap();
+        state.push(ms(t.elapsed()));
+    }
+    let mut state_shot = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        c.browser_state(StateQuery::default()).await.unwrap();
+        state_shot.push(ms(t.elapsed()));
+    }
+    let mut clicks = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        c.browser(
+            &ClickElement {
+                index: 1,
+                snapshot_id: None,
+            },
+            lean,
+        )
+        .await
+        .unwrap();
+        clicks.push(ms(t.elapsed()));
+    }
+    c.browser(
+        &NavigateTo {
+            url: site.url("huge.html"),
+        },
+        lean,
+    )
+    .await
+    .unwrap();
+    let mut huge = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let s = c.browser_state(lean).await.unwrap();
+        assert!(s.element_count >= 10_000);
+        huge.push(ms(t.elapsed()));
+    }
+    let rss_after_browser = procs::status_kib(d.pid(), "VmRSS").unwrap();
+
     let report = json!({
         "bench": "coved",
         "version": env!("CARGO_PKG_VERSION"),
@@ -168,6 +228,13 @@ async fn main() {
         "parallel_sleeps_ms": round(parallel),
         "output_mib_per_s": round(throughput),
         "peak_rss_kib": peak_rss,
+        "browser_first_call_ms": round(browser_first),
+        "browser_navigate_ms": summary(navigate),
+        "browser_state_ms": summary(state),
+        "browser_state_with_screenshot_ms": summary(state_shot),
+        "browser_click_ms": summary(clicks),
+        "browser_state_10k_elements_ms": summary(huge),
+        "daemon_rss_after_browser_kib": rss_after_browser,
     });
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
 }

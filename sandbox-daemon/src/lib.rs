@@ -100,8 +100,6 @@ pub enum StartError {
     },
     #[error("cannot create the daemon's private runtime directory: {0}")]
     RuntimeDir(std::io::Error),
-    #[error("cannot build the HTTP client: {0}")]
-    Http(String),
 }
 
 /// Request-size limits.
@@ -118,8 +116,9 @@ pub struct App {
     pub workspace: Arc<Workspace>,
     pub limits: Limits,
     pub browser: BrowserManager,
-    /// Client for fetching image URLs.
-    pub http: reqwest::Client,
+    /// Client for fetching image URLs, built on first use (loading TLS roots costs startup
+    /// time and memory most daemons never need).
+    pub http: std::sync::OnceLock<reqwest::Client>,
     pub info: InfoResponse,
     pub openapi: Bytes,
     pub registry: Arc<ChildRegistry>,
@@ -184,11 +183,6 @@ impl Daemon {
             },
             registry.clone(),
         );
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("coved/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| StartError::Http(e.to_string()))?;
         let openapi = serde_json::to_vec_pretty(&openapi_document(VERSION))
             .map(Bytes::from)
             .unwrap_or_default();
@@ -210,7 +204,7 @@ impl Daemon {
                 workspace: root.to_string_lossy().into_owned(),
             },
             browser,
-            http,
+            http: std::sync::OnceLock::new(),
             openapi,
             registry,
         };

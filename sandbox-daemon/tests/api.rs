@@ -130,6 +130,8 @@ async fn info_and_openapi_describe_the_daemon() {
     assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
     assert!(info.capabilities.contains(&"shell".to_string()));
     assert!(info.capabilities.contains(&"files".to_string()));
+    assert!(info.capabilities.contains(&"browser".to_string()));
+    assert!(info.capabilities.contains(&"vision".to_string()));
     assert_eq!(
         std::path::Path::new(&info.workspace),
         std::fs::canonicalize(d.root()).unwrap()

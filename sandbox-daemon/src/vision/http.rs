@@ -14,7 +14,18 @@ pub async fn see_image(
     State(app): State<AppState>,
     ApiJson(request): ApiJson<SeeImageRequest>,
 ) -> Result<Json<SeeImageResponse>, ApiError> {
-    let bytes = load(&app.workspace, &app.http, &request).await?;
+    let http = match app.http.get() {
+        Some(http) => http,
+        None => {
+            let built = reqwest::Client::builder()
+                .user_agent(concat!("coved/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .build()
+                .map_err(|e| ApiError::internal(format!("cannot build the HTTP client: {e}")))?;
+            app.http.get_or_init(|| built)
+        }
+    };
+    let bytes = load(&app.workspace, http, &request).await?;
     let prepared = tokio::task::spawn_blocking(move || prepare(&bytes))
         .await
         .map_err(|e| ApiError::internal(format!("image task failed: {e}")))??;
