@@ -11,7 +11,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
     SetInterceptDragsParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams,
+    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, StopLoadingParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use chromiumoxide::handler::HandlerConfig;
@@ -36,6 +36,8 @@ use crate::procs::ChildRegistry;
 const CONTENT_CHARS: usize = 20_000;
 /// How long after an input to watch for a navigation or a new tab starting.
 const SETTLE: Duration = Duration::from_millis(150);
+/// How long a state read waits for a background tab's title.
+const BACKGROUND_TAB_WAIT: Duration = Duration::from_secs(1);
 
 /// What an action reports besides the state.
 #[derive(Debug, Default)]
@@ -295,8 +297,9 @@ impl Session {
         }
     }
 
-    /// Polls until the active document has loaded, or the deadline passes (no error: the
-    /// state of a slow page is still worth returning).
+    /// Polls until the document has loaded, or the deadline passes (no error: the state of
+    /// a slow page is still worth returning). At the deadline the tab stops loading, since
+    /// a navigation that never commits would leave the page unable to answer.
     async fn wait_until_loaded(&self, page: &Page) -> bool {
         let deadline = Instant::now() + self.limit();
         let step = Duration::from_secs(2);
@@ -306,6 +309,7 @@ impl Session {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let _ = cdp::run(page, StopLoadingParams::default(), step).await;
         false
     }
 
@@ -757,8 +761,9 @@ impl Session {
             let (url, title) = if tab.id == active {
                 (snapshot.url.clone(), snapshot.title.clone())
             } else {
+                // A background tab mid-navigation cannot answer; its title can wait.
                 let url = tokio::time::timeout(limit, tab.page.url()).await;
-                let title = tokio::time::timeout(limit, tab.page.get_title()).await;
+                let title = tokio::time::timeout(BACKGROUND_TAB_WAIT, tab.page.get_title()).await;
                 (
                     url.ok().and_then(Result::ok).flatten().unwrap_or_default(),
                     title
