@@ -8,11 +8,11 @@ use std::time::Duration;
 use base64::Engine;
 use cove_protocol::ErrorCode;
 use cove_protocol::browser::{
-    BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
-    StateQuery, SwitchTab, Wait,
+    BrowserAction, BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop,
+    GetDropdownOptions, GoBack, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp,
+    SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Wait,
 };
-use cove_protocol::client::CovedClient;
+use cove_protocol::client::{ClientError, CovedClient};
 use cove_protocol::files::ReadRequest;
 use cove_protocol::shell::ExecRequest;
 use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
@@ -82,6 +82,21 @@ async fn click(c: &CovedClient, state: &BrowserState, needle: &str) -> BrowserSt
     )
     .await
     .unwrap_or_else(|e| panic!("click {needle}: {e}"))
+}
+
+/// The state a browser action answers with (it must succeed).
+async fn act<A: BrowserAction>(c: &CovedClient, action: &A) -> BrowserState {
+    c.browser(action, LEAN)
+        .await
+        .unwrap_or_else(|e| panic!("{} failed: {e}", A::NAME))
+}
+
+/// The error a browser action answers with (it must fail).
+async fn refused<A: BrowserAction>(c: &CovedClient, action: &A) -> ClientError {
+    match c.browser(action, LEAN).await {
+        Ok(state) => panic!("{} succeeded: {:?}", A::NAME, state.message),
+        Err(e) => e,
+    }
 }
 
 async fn report(site: &FixtureSite, key: &str) -> Value {
@@ -185,14 +200,9 @@ async fn click_element_and_click_coordinates_reach_the_page() {
     click(c, &after, "ARIA button").await;
     assert_eq!(report(&site, "aria").await, json!(true));
 
-    c.browser(&ClickCoordinates { x: 700.0, y: 350.0 }, LEAN)
-        .await
-        .unwrap();
+    act(c, &ClickCoordinates { x: 700.0, y: 350.0 }).await;
     assert_eq!(report(&site, "pad").await, json!([700, 350]));
-    let outside = c
-        .browser(&ClickCoordinates { x: 5000.0, y: 10.0 }, LEAN)
-        .await
-        .unwrap_err();
+    let outside = refused(c, &ClickCoordinates { x: 5000.0, y: 10.0 }).await;
     assert_eq!(outside.code(), Some(&ErrorCode::InvalidRequest));
 }
 
@@ -247,17 +257,15 @@ async fn input_text_fills_every_kind_of_field() {
         state.elements
     );
     // Checkboxes and radios are clicked, not typed into.
-    let wrong = c
-        .browser(
-            &InputText {
-                index: index_of(&state, "name=\"agree\""),
-                text: "yes".into(),
-                snapshot_id: Some(state.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let wrong = refused(
+        c,
+        &InputText {
+            index: index_of(&state, "name=\"agree\""),
+            text: "yes".into(),
+            snapshot_id: Some(state.snapshot_id),
+        },
+    )
+    .await;
     assert_eq!(wrong.code(), Some(&ErrorCode::WrongElementKind));
     let state = click(c, &state, "name=\"agree\"").await;
     assert!(
@@ -291,16 +299,15 @@ async fn input_text_fills_every_kind_of_field() {
     }
     // Emptying a field works too.
     let state = c.browser_state(LEAN).await.unwrap();
-    c.browser(
+    act(
+        c,
         &InputText {
             index: index_of(&state, "name=\"text\""),
             text: String::new(),
             snapshot_id: Some(state.snapshot_id),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert!(
         site.wait_for_report(|r| r["name"] == "text" && r["value"] == "")
             .await
@@ -313,52 +320,47 @@ async fn send_keys_types_and_presses_chords() {
     let (d, site) = setup().await;
     let c = &d.client;
     open(c, &site, "keys.html").await;
-    c.browser(
+    act(
+        c,
         &SendKeys {
             keys: "hello world".into(),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
-    c.browser(
+    .await;
+    act(
+        c,
         &SendKeys {
             keys: "Enter".into(),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(report(&site, "submitted").await, json!("hello world"));
-    c.browser(
+    act(
+        c,
         &SendKeys {
             keys: "Control+a".into(),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert!(
         site.wait_for_report(|r| r["key"] == "a" && r["ctrl"] == true)
             .await
             .is_some()
     );
-    c.browser(
+    act(
+        c,
         &SendKeys {
             keys: "Backspace".into(),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
-    c.browser(
+    .await;
+    act(
+        c,
         &SendKeys {
             keys: "Enter".into(),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert!(
         site.wait_for_report(|r| r["submitted"] == "")
             .await
@@ -366,28 +368,25 @@ async fn send_keys_types_and_presses_chords() {
         "Control+a then Backspace cleared the field: {:?}",
         site.reports()
     );
-    c.browser(
+    act(
+        c,
         &SendKeys {
             keys: "Shift+Tab".into(),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert!(
         site.wait_for_report(|r| r["key"] == "Tab" && r["shift"] == true)
             .await
             .is_some()
     );
-    let empty = c
-        .browser(
-            &SendKeys {
-                keys: String::new(),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let empty = refused(
+        c,
+        &SendKeys {
+            keys: String::new(),
+        },
+    )
+    .await;
     assert_eq!(empty.code(), Some(&ErrorCode::InvalidRequest));
 }
 
@@ -397,16 +396,14 @@ async fn native_selects_list_and_pick_options() {
     let c = &d.client;
     let state = open(c, &site, "select.html").await;
     let select = index_of(&state, "name=\"fruit\"");
-    let listed = c
-        .browser(
-            &GetDropdownOptions {
-                index: select,
-                snapshot_id: Some(state.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap();
+    let listed = act(
+        c,
+        &GetDropdownOptions {
+            index: select,
+            snapshot_id: Some(state.snapshot_id),
+        },
+    )
+    .await;
     let options = listed.dropdown_options.unwrap();
     let texts: Vec<_> = options.iter().map(|o| o.text.as_str()).collect();
     assert_eq!(texts, ["Apple", "Banana", "Cherry pie", "Durian"]);
@@ -417,40 +414,29 @@ async fn native_selects_list_and_pick_options() {
         text: text.into(),
         snapshot_id: Some(sid),
     };
-    let after = c
-        .browser(&pick("Cherry pie", listed.snapshot_id), LEAN)
-        .await
-        .unwrap();
+    let after = act(c, &pick("Cherry pie", listed.snapshot_id)).await;
     assert_eq!(report(&site, "fruit").await, json!("c"));
     assert!(
         after.elements.contains("value=\"Cherry pie\""),
         "{}",
         after.elements
     );
-    let missing = c
-        .browser(&pick("Mango", after.snapshot_id), LEAN)
-        .await
-        .unwrap_err();
+    let missing = refused(c, &pick("Mango", after.snapshot_id)).await;
     assert_eq!(missing.code(), Some(&ErrorCode::NoMatch));
     assert!(
         missing.to_string().contains("Banana"),
         "names the options: {missing}"
     );
-    let disabled = c
-        .browser(&pick("Durian", after.snapshot_id), LEAN)
-        .await
-        .unwrap_err();
+    let disabled = refused(c, &pick("Durian", after.snapshot_id)).await;
     assert_eq!(disabled.code(), Some(&ErrorCode::WrongElementKind));
-    let custom = c
-        .browser(
-            &GetDropdownOptions {
-                index: index_of(&after, "Custom list"),
-                snapshot_id: Some(after.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let custom = refused(
+        c,
+        &GetDropdownOptions {
+            index: index_of(&after, "Custom list"),
+            snapshot_id: Some(after.snapshot_id),
+        },
+    )
+    .await;
     assert_eq!(custom.code(), Some(&ErrorCode::WrongElementKind));
 }
 
@@ -462,18 +448,12 @@ async fn scrolling_moves_the_page_and_the_offsets_are_right() {
     assert_eq!(top.pixels_above, 0);
     assert!(top.pixels_below > 3000, "{}", top.pixels_below);
     let total = top.pixels_above + top.pixels_below + 720;
-    let down = c.browser(&ScrollDown::default(), LEAN).await.unwrap();
+    let down = act(c, &ScrollDown::default()).await;
     assert_eq!(down.pixels_above, 720);
     assert_eq!(report(&site, "scrollY").await, json!(720));
-    let more = c
-        .browser(&ScrollDown { amount: Some(100) }, LEAN)
-        .await
-        .unwrap();
+    let more = act(c, &ScrollDown { amount: Some(100) }).await;
     assert_eq!(more.pixels_above, 820);
-    let up = c
-        .browser(&ScrollUp { amount: Some(300) }, LEAN)
-        .await
-        .unwrap();
+    let up = act(c, &ScrollUp { amount: Some(300) }).await;
     assert_eq!(up.pixels_above, 520);
     assert_eq!(up.pixels_above + up.pixels_below + 720, total);
     assert!(
@@ -481,15 +461,13 @@ async fn scrolling_moves_the_page_and_the_offsets_are_right() {
             .await
             .is_some()
     );
-    let found = c
-        .browser(
-            &ScrollToText {
-                text: "hidden TREASURE".into(),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap();
+    let found = act(
+        c,
+        &ScrollToText {
+            text: "hidden TREASURE".into(),
+        },
+    )
+    .await;
     assert!(found.pixels_above > 3000, "{}", found.pixels_above);
     assert!(
         find_index(&found, "Bottom button").is_some(),
@@ -513,15 +491,13 @@ async fn scrolling_moves_the_page_and_the_offsets_are_right() {
             .await
             .is_some()
     );
-    let missing = c
-        .browser(
-            &ScrollToText {
-                text: "not on this page".into(),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let missing = refused(
+        c,
+        &ScrollToText {
+            text: "not on this page".into(),
+        },
+    )
+    .await;
     assert_eq!(missing.code(), Some(&ErrorCode::NoMatch));
 }
 
@@ -542,7 +518,7 @@ async fn new_tabs_open_active_and_can_be_switched_and_closed() {
     assert_eq!(opened.title, "Target tab");
     assert_eq!(report(&site, "opened").await, json!("link"));
     let first = opened.tabs[0].tab_id;
-    let back = c.browser(&SwitchTab { tab_id: first }, LEAN).await.unwrap();
+    let back = act(c, &SwitchTab { tab_id: first }).await;
     assert_eq!(back.title, "Tabs");
     assert!(back.tabs.iter().find(|t| t.tab_id == first).unwrap().active);
     let popup = click(c, &back, "Open with window.open").await;
@@ -554,23 +530,17 @@ async fn new_tabs_open_active_and_can_be_switched_and_closed() {
             .is_some()
     );
     let newest = popup.tabs.iter().find(|t| t.active).unwrap().tab_id;
-    let closed = c.browser(&CloseTab { tab_id: newest }, LEAN).await.unwrap();
+    let closed = act(c, &CloseTab { tab_id: newest }).await;
     assert_eq!(closed.tabs.len(), 2);
     assert!(closed.tabs.iter().all(|t| t.tab_id != newest));
     assert_eq!(closed.tabs.iter().filter(|t| t.active).count(), 1);
-    let unknown = c.browser(&CloseTab { tab_id: 99 }, LEAN).await.unwrap_err();
+    let unknown = refused(c, &CloseTab { tab_id: 99 }).await;
     assert_eq!(unknown.code(), Some(&ErrorCode::NotFound));
-    let unknown = c
-        .browser(&SwitchTab { tab_id: 99 }, LEAN)
-        .await
-        .unwrap_err();
+    let unknown = refused(c, &SwitchTab { tab_id: 99 }).await;
     assert_eq!(unknown.code(), Some(&ErrorCode::NotFound));
     let mut last = closed;
     for tab in last.tabs.clone() {
-        last = c
-            .browser(&CloseTab { tab_id: tab.tab_id }, LEAN)
-            .await
-            .unwrap();
+        last = act(c, &CloseTab { tab_id: tab.tab_id }).await;
     }
     assert_eq!(
         last.tabs.len(),
@@ -592,16 +562,15 @@ async fn iframes_and_open_shadow_roots_are_covered() {
     );
     let state = click(c, &state, "Inner button").await;
     assert_eq!(report(&site, "frame").await, json!("clicked"));
-    c.browser(
+    act(
+        c,
         &InputText {
             index: index_of(&state, "Inner input"),
             text: "typed in a frame".into(),
             snapshot_id: Some(state.snapshot_id),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         report(&site, "frame_input").await,
         json!("typed in a frame")
@@ -615,16 +584,15 @@ async fn iframes_and_open_shadow_roots_are_covered() {
     );
     let state = click(c, &state, "Shadow button").await;
     assert_eq!(report(&site, "shadow").await, json!("clicked"));
-    c.browser(
+    act(
+        c,
         &InputText {
             index: index_of(&state, "Nested shadow input"),
             text: "deep".into(),
             snapshot_id: Some(state.snapshot_id),
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(report(&site, "nested").await, json!("deep"));
 }
 
@@ -672,16 +640,14 @@ async fn stale_indices_are_refused_with_the_fresh_state() {
         "{}",
         after.elements
     );
-    let err = c
-        .browser(
-            &ClickElement {
-                index: target,
-                snapshot_id: Some(before.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let err = refused(
+        c,
+        &ClickElement {
+            index: target,
+            snapshot_id: Some(before.snapshot_id),
+        },
+    )
+    .await;
     assert_eq!(err.code(), Some(&ErrorCode::StaleElement), "{err}");
     let fresh = err
         .browser_state()
@@ -697,30 +663,26 @@ async fn stale_indices_are_refused_with_the_fresh_state() {
         "nothing was clicked: {:?}",
         site.reports()
     );
-    let err = c
-        .browser(
-            &ClickElement {
-                index: 99,
-                snapshot_id: Some(fresh.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let err = refused(
+        c,
+        &ClickElement {
+            index: 99,
+            snapshot_id: Some(fresh.snapshot_id),
+        },
+    )
+    .await;
     assert_eq!(err.code(), Some(&ErrorCode::ElementNotFound));
     assert!(err.browser_state().is_some());
     // A snapshot from before a navigation belongs to a page that is gone.
     let other = open(c, &site, "counter.html").await;
-    let err = c
-        .browser(
-            &ClickElement {
-                index: 1,
-                snapshot_id: Some(fresh.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let err = refused(
+        c,
+        &ClickElement {
+            index: 1,
+            snapshot_id: Some(fresh.snapshot_id),
+        },
+    )
+    .await;
     assert_eq!(err.code(), Some(&ErrorCode::StaleElement));
     assert_eq!(err.browser_state().unwrap().title, other.title);
 }
@@ -730,19 +692,19 @@ async fn drag_and_drop_moves_items_between_zones_and_by_points() {
     let (d, site) = setup().await;
     let c = &d.client;
     let state = open(c, &site, "dragdrop.html").await;
-    c.browser(
+    act(
+        c,
         &DragDrop {
             source_index: Some(index_of(&state, ">Item")),
             target_index: Some(index_of(&state, "Zone B")),
             snapshot_id: Some(state.snapshot_id),
             ..DragDrop::default()
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(report(&site, "dropped_in").await, json!("zoneB"));
-    c.browser(
+    act(
+        c,
         &DragDrop {
             source_x: Some(130.0),
             source_y: Some(430.0),
@@ -750,21 +712,17 @@ async fn drag_and_drop_moves_items_between_zones_and_by_points() {
             target_y: Some(530.0),
             ..DragDrop::default()
         },
-        LEAN,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(report(&site, "box").await, json!([400, 500]));
-    let half = c
-        .browser(
-            &DragDrop {
-                source_x: Some(1.0),
-                ..DragDrop::default()
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let half = refused(
+        c,
+        &DragDrop {
+            source_x: Some(1.0),
+            ..DragDrop::default()
+        },
+    )
+    .await;
     assert_eq!(half.code(), Some(&ErrorCode::InvalidRequest));
 }
 
@@ -775,12 +733,12 @@ async fn go_back_and_wait() {
     let a = open(c, &site, "nav-a.html").await;
     let b = click(c, &a, "Go to B").await;
     assert_eq!(b.title, "Page B");
-    let back = c.browser(&GoBack {}, LEAN).await.unwrap();
+    let back = act(c, &GoBack {}).await;
     assert_eq!(back.title, "Page A");
     assert!(back.url.ends_with("nav-a.html"));
-    let waited = c.browser(&Wait { seconds: 0.2 }, LEAN).await.unwrap();
+    let waited = act(c, &Wait { seconds: 0.2 }).await;
     assert_eq!(waited.title, "Page A");
-    let too_long = c.browser(&Wait { seconds: 99.0 }, LEAN).await.unwrap_err();
+    let too_long = refused(c, &Wait { seconds: 99.0 }).await;
     assert_eq!(too_long.code(), Some(&ErrorCode::InvalidRequest));
 }
 
@@ -803,16 +761,14 @@ async fn a_huge_page_is_capped_with_a_hint() {
     let hidden: u64 = last.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert_eq!(shown + hidden, state.element_count);
     // Indices past the cap still act on the right element.
-    let far = c
-        .browser(
-            &ClickElement {
-                index: 9_001,
-                snapshot_id: Some(state.snapshot_id),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap();
+    let far = act(
+        c,
+        &ClickElement {
+            index: 9_001,
+            snapshot_id: Some(state.snapshot_id),
+        },
+    )
+    .await;
     assert!(
         far.message.unwrap().contains("9000"),
         "element 9,001 is button/link 9000"
@@ -828,38 +784,31 @@ async fn bad_navigation_is_an_error_not_a_page() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let refused = c
-        .browser(
-            &NavigateTo {
-                url: format!("http://{closed}/"),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let conn_refused = refused(
+        c,
+        &NavigateTo {
+            url: format!("http://{closed}/"),
+        },
+    )
+    .await;
     assert_eq!(
-        refused.code(),
+        conn_refused.code(),
         Some(&ErrorCode::NavigationFailed),
-        "{refused}"
+        "{conn_refused}"
     );
     assert!(
-        refused.to_string().contains("ERR_CONNECTION_REFUSED"),
-        "{refused}"
+        conn_refused.to_string().contains("ERR_CONNECTION_REFUSED"),
+        "{conn_refused}"
     );
-    let empty = c
-        .browser(&NavigateTo { url: " ".into() }, LEAN)
-        .await
-        .unwrap_err();
+    let empty = refused(c, &NavigateTo { url: " ".into() }).await;
     assert_eq!(empty.code(), Some(&ErrorCode::InvalidRequest));
-    let scheme = c
-        .browser(
-            &NavigateTo {
-                url: "ftp://example.com/".into(),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let scheme = refused(
+        c,
+        &NavigateTo {
+            url: "ftp://example.com/".into(),
+        },
+    )
+    .await;
     assert_eq!(scheme.code(), Some(&ErrorCode::InvalidRequest));
     // A missing page still loads: the server's 404 page is what a person would see.
     let missing = open(c, &site, "nope.html").await;
@@ -877,15 +826,13 @@ async fn a_hung_page_times_out_in_seconds_and_the_browser_recovers() {
         .unwrap();
     let site = FixtureSite::start().await.unwrap();
     let c = &d.client;
-    let hung = c
-        .browser(
-            &NavigateTo {
-                url: site.url("hang"),
-            },
-            LEAN,
-        )
-        .await
-        .unwrap_err();
+    let hung = refused(
+        c,
+        &NavigateTo {
+            url: site.url("hang"),
+        },
+    )
+    .await;
     assert_eq!(hung.code(), Some(&ErrorCode::Timeout), "{hung}");
     let fine = open(c, &site, "counter.html").await;
     assert_eq!(fine.title, "Counter");
