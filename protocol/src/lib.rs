@@ -5,6 +5,7 @@
 pub mod api;
 pub mod browser;
 pub mod error;
+pub mod events;
 pub mod files;
 pub mod info;
 pub mod shell;

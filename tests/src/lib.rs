@@ -1,10 +1,12 @@
 //! Cove's test harness: a spawner for real `coved` processes and helpers that read the
-//! process table, and the fixture web site the browser tests load. Later: the scripted LLM
-//! server.
+//! process table, the fixture web site the browser tests load, and the scripted model server
+//! the controller's tests run against.
 
 pub mod daemon;
+pub mod llm;
 pub mod procs;
 pub mod site;
 
 pub use daemon::{DaemonBuilder, DaemonProcess};
+pub use llm::{Fault, ScriptedLlm, Turn};
 pub use site::FixtureSite;

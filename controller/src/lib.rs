@@ -1,0 +1,4 @@
+//! The Cove controller: the agent loop, model providers, tools, persistence and sandboxes.
+//! The engine emits typed run events and never prints; the CLI renders them.
+
+pub mod llm;

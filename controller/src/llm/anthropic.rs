@@ -1,0 +1,452 @@
+//! Anthropic Messages, streamed.
+
+use eventsource_stream::Eventsource;
+use futures_util::future::BoxFuture;
+use futures_util::{StreamExt, stream};
+use serde_json::{Value, json};
+
+use super::{
+    ChatMessage, ChatProvider, ChatRequest, ContentPart, EventStream, LlmError, Role, StopReason,
+    StreamEvent, Usage, error_message, parse_retry_after,
+};
+
+const NAME: &str = "anthropic";
+/// The API version this code speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// The Messages API.
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: String,
+}
+
+impl Anthropic {
+    /// A provider for `base_url` (e.g. `https://api.anthropic.com`).
+    pub fn new(http: reqwest::Client, base_url: &str, api_key: String) -> Self {
+        Anthropic {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+        }
+    }
+
+    /// The JSON body for `request`.
+    pub fn body(request: &ChatRequest) -> Value {
+        let mut body = json!({
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "system": request.system,
+            "messages": messages(&request.messages),
+            "stream": true,
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+        }
+        body
+    }
+}
+
+fn blocks(parts: &[ContentPart]) -> Vec<Value> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } if text.is_empty() => None,
+            ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+            ContentPart::Image { mime, data } => Some(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": mime, "data": data},
+            })),
+        })
+        .collect()
+}
+
+/// Messages as the API wants them: tool results as `tool_result` blocks of a user turn, and
+/// consecutive turns of one role merged.
+fn messages(history: &[ChatMessage]) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in history {
+        let (role, content) = match m.role {
+            Role::User => ("user", blocks(&m.content)),
+            Role::Assistant => {
+                let mut content = blocks(&m.content);
+                content.extend(m.tool_calls.iter().map(|c| {
+                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
+                }));
+                ("assistant", content)
+            }
+            Role::Tool => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id,
+                    "content": m.text(),
+                    "is_error": m.is_error,
+                })],
+            ),
+        };
+        if content.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((last, blocks)) if *last == role => blocks.extend(content),
+            _ => out.push((role, content)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+/// Turns Messages stream events into [`StreamEvent`]s.
+#[derive(Debug, Default)]
+struct Decoder {
+    /// Content-block index to tool-call index, for tool_use blocks.
+    tool_blocks: Vec<(u64, usize)>,
+    next_tool: usize,
+    input_tokens: u64,
+    finish: Option<StopReason>,
+    stopped: bool,
+}
+
+impl Decoder {
+    fn event(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        let value: Value = if data.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(data).map_err(|e| LlmError::Malformed {
+                provider: NAME,
+                message: format!("{e}: {data}"),
+            })?
+        };
+        // The event name travels both as the SSE event field and inside the data.
+        let kind = if kind.is_empty() || kind == "message" {
+            value["type"].as_str().unwrap_or_default()
+        } else {
+            kind
+        };
+        match kind {
+            "message_start" => {
+                self.input_tokens = value["message"]["usage"]["input_tokens"]
+                    .as_u64()
+                    .unwrap_or(0);
+            }
+            "content_block_start" => {
+                let block = &value["content_block"];
+                if block["type"] == "tool_use" {
+                    let index = self.next_tool;
+                    self.next_tool += 1;
+                    self.tool_blocks
+                        .push((value["index"].as_u64().unwrap_or(0), index));
+                    out.push(StreamEvent::ToolCallStart {
+                        index,
+                        id: block["id"].as_str().unwrap_or_default().to_string(),
+                        name: block["name"].as_str().unwrap_or_default().to_string(),
+                    });
+                } else if let Some(text) = block["text"].as_str().filter(|t| !t.is_empty()) {
+                    out.push(StreamEvent::TextDelta(text.to_string()));
+                }
+            }
+            "content_block_delta" => {
+                let delta = &value["delta"];
+                match delta["type"].as_str() {
+                    Some("text_delta") => {
+                        if let Some(text) = delta["text"].as_str().filter(|t| !t.is_empty()) {
+                            out.push(StreamEvent::TextDelta(text.to_string()));
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        let block = value["index"].as_u64().unwrap_or(0);
+                        if let Some(index) = self.tool_index(block)
+                            && let Some(json) =
+                                delta["partial_json"].as_str().filter(|j| !j.is_empty())
+                        {
+                            out.push(StreamEvent::ToolCallDelta {
+                                index,
+                                arguments: json.to_string(),
+                            });
+                        }
+                    }
+                    // Thinking and signature deltas carry nothing for the user.
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(index) = self.tool_index(value["index"].as_u64().unwrap_or(0)) {
+                    out.push(StreamEvent::ToolCallEnd { index });
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = value["delta"]["stop_reason"].as_str() {
+                    self.finish = Some(match reason {
+                        "end_turn" | "stop_sequence" => StopReason::Stop,
+                        "max_tokens" => StopReason::Length,
+                        "tool_use" => StopReason::ToolCalls,
+                        other => StopReason::Other(other.to_string()),
+                    });
+                }
+                if let Some(output) = value["usage"]["output_tokens"].as_u64() {
+                    out.push(StreamEvent::Usage(Usage {
+                        input_tokens: self.input_tokens,
+                        output_tokens: output,
+                    }));
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let kind = value["error"]["type"].as_str().unwrap_or_default();
+                return Err(LlmError::Provider {
+                    provider: NAME,
+                    message: value["error"]["message"]
+                        .as_str()
+                        .unwrap_or(kind)
+                        .to_string(),
+                    retryable: matches!(
+                        kind,
+                        "overloaded_error" | "api_error" | "rate_limit_error"
+                    ),
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn tool_index(&self, block: u64) -> Option<usize> {
+        self.tool_blocks
+            .iter()
+            .find(|(b, _)| *b == block)
+            .map(|(_, i)| *i)
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        match (self.stopped, self.finish.take()) {
+            (true, Some(reason)) => {
+                out.push(StreamEvent::Finish(reason));
+                Ok(())
+            }
+            _ => Err(LlmError::StreamCut { provider: NAME }),
+        }
+    }
+}
+
+impl ChatProvider for Anthropic {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>> {
+        Box::pin(async move {
+            let response = self
+                .http
+                .post(format!("{}/v1/messages", self.base_url))
+                .header("x-api-key", &self.api_key)
+                .header("anthropic-version", API_VERSION)
+                .json(&Self::body(request))
+                .send()
+                .await
+                .map_err(|e| LlmError::Transport {
+                    provider: NAME,
+                    message: e.to_string(),
+                })?;
+            let status = response.status();
+            if !status.is_success() {
+                let retry_after = parse_retry_after(response.headers());
+                let body = response.text().await.unwrap_or_default();
+                let message = error_message(&body);
+                return Err(match status.as_u16() {
+                    401 | 403 => LlmError::Unauthorized {
+                        provider: NAME,
+                        status: status.as_u16(),
+                        message,
+                    },
+                    404 => LlmError::ModelNotFound {
+                        provider: NAME,
+                        model: request.model.clone(),
+                        message,
+                    },
+                    code => LlmError::Status {
+                        provider: NAME,
+                        status: code,
+                        message,
+                        retry_after,
+                    },
+                });
+            }
+            let events = response.bytes_stream().eventsource();
+            let stream = stream::unfold(
+                (
+                    events,
+                    Decoder::default(),
+                    Vec::<StreamEvent>::new().into_iter(),
+                    false,
+                ),
+                |(mut events, mut decoder, mut pending, mut finished)| async move {
+                    loop {
+                        if let Some(event) = pending.next() {
+                            return Some((Ok(event), (events, decoder, pending, finished)));
+                        }
+                        if finished {
+                            return None;
+                        }
+                        let mut out = Vec::new();
+                        let step = match events.next().await {
+                            Some(Ok(event)) => {
+                                let r = decoder.event(&event.event, &event.data, &mut out);
+                                if r.is_ok() && decoder.stopped {
+                                    finished = true;
+                                    decoder.end(&mut out)
+                                } else {
+                                    r
+                                }
+                            }
+                            Some(Err(e)) => Err(LlmError::Transport {
+                                provider: NAME,
+                                message: e.to_string(),
+                            }),
+                            None => {
+                                finished = true;
+                                decoder.end(&mut out)
+                            }
+                        };
+                        if let Err(e) = step {
+                            finished = true;
+                            return Some((Err(e), (events, decoder, pending, finished)));
+                        }
+                        pending = out.into_iter();
+                    }
+                },
+            );
+            Ok(Box::pin(stream) as EventStream)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ToolCall, ToolSpec};
+
+    fn decode(events: &[(&str, &str)]) -> Result<Vec<StreamEvent>, LlmError> {
+        let mut d = Decoder::default();
+        let mut out = Vec::new();
+        for (kind, data) in events {
+            d.event(kind, data, &mut out)?;
+        }
+        d.end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn a_full_stream_with_text_and_a_tool_call_is_decoded() {
+        let events = decode(&[
+            ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":30}}}"#),
+            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+            ("ping", r#"{"type":"ping"}"#),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me look."}}"#),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
+            ("content_block_start", r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"ls","input":{}}}"#),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":"}}"#),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\".\"}"}}"#),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":1}"#),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":17}}"#),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ])
+        .unwrap();
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::TextDelta("Let me look.".into()),
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "toolu_1".into(),
+                    name: "ls".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"path\":".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "\".\"}".into()
+                },
+                StreamEvent::ToolCallEnd { index: 0 },
+                StreamEvent::Usage(Usage {
+                    input_tokens: 30,
+                    output_tokens: 17
+                }),
+                StreamEvent::Finish(StopReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn cut_streams_and_overloads_are_retryable_errors() {
+        let cut = decode(&[("message_start", r#"{"message":{"usage":{}}}"#)]).unwrap_err();
+        assert!(matches!(cut, LlmError::StreamCut { .. }));
+        let overloaded = decode(&[(
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )])
+        .unwrap_err();
+        assert!(overloaded.is_retryable());
+    }
+
+    #[test]
+    fn requests_follow_the_wire_format() {
+        let mut assistant = ChatMessage::assistant("checking");
+        assistant.tool_calls.push(ToolCall {
+            id: "t1".into(),
+            name: "ls".into(),
+            arguments: json!({}),
+        });
+        let request = ChatRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: "sys".into(),
+            messages: vec![
+                ChatMessage::user("hi"),
+                assistant,
+                ChatMessage::tool_result("t1", "ls", "a.txt", false),
+                ChatMessage {
+                    content: vec![ContentPart::Image {
+                        mime: "image/jpeg".into(),
+                        data: "BBBB".into(),
+                    }],
+                    ..ChatMessage::user("")
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "ls".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: 64,
+        };
+        let body = Anthropic::body(&request);
+        assert_eq!(body["system"], "sys");
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(
+            msgs.len(),
+            3,
+            "the tool result and the image share one user turn"
+        );
+        assert_eq!(msgs[1]["content"][1]["type"], "tool_use");
+        assert_eq!(msgs[2]["content"][0]["type"], "tool_result");
+        assert_eq!(msgs[2]["content"][0]["tool_use_id"], "t1");
+        assert_eq!(msgs[2]["content"][1]["source"]["media_type"], "image/jpeg");
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+    }
+}

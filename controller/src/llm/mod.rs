@@ -1,0 +1,392 @@
+//! Talking to language models: one provider-neutral conversation format, one streaming
+//! trait, and implementations for OpenAI-compatible Chat Completions and Anthropic Messages.
+
+pub mod anthropic;
+pub mod openai;
+pub mod profile;
+pub mod retry;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::Stream;
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    /// The result of a native tool call.
+    Tool,
+}
+
+/// A piece of message content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text {
+        text: String,
+    },
+    /// A base64-encoded image.
+    Image {
+        mime: String,
+        data: String,
+    },
+}
+
+/// A tool call the model made (native tool calling).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// One message of a conversation, whatever the provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<ContentPart>,
+    /// Native tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool result: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool result: the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// For a tool result: the tool failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl ChatMessage {
+    fn with_text(role: Role, text: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: vec![ContentPart::Text { text: text.into() }],
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+            is_error: false,
+        }
+    }
+
+    /// A user message of plain text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::with_text(Role::User, text)
+    }
+
+    /// An assistant message of plain text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::with_text(Role::Assistant, text)
+    }
+
+    /// The result of native tool call `call_id`.
+    pub fn tool_result(call_id: &str, tool: &str, text: impl Into<String>, is_error: bool) -> Self {
+        ChatMessage {
+            tool_call_id: Some(call_id.to_string()),
+            tool_name: Some(tool.to_string()),
+            is_error,
+            ..Self::with_text(Role::Tool, text)
+        }
+    }
+
+    /// All text parts, joined.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let ContentPart::Text { text } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// A tool the model may call natively.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One call to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    /// Empty in XML tool mode: the tools are then described in the system prompt.
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    Stop,
+    Length,
+    ToolCalls,
+    /// A reason this code does not know (content filters, refusals).
+    Other(String),
+}
+
+/// Token counts a provider reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One step of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    /// A native tool call begins; its arguments follow as deltas.
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallDelta {
+        index: usize,
+        arguments: String,
+    },
+    /// The call's arguments are complete.
+    ToolCallEnd {
+        index: usize,
+    },
+    Usage(Usage),
+    /// The answer is complete. Always the last event of a stream that did not fail.
+    Finish(StopReason),
+}
+
+/// A streamed answer.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// What went wrong talking to a model, by what the caller should do about it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    /// Set the variable; nothing else helps.
+    #[error("no API key for {provider}: set {variable}")]
+    MissingApiKey {
+        provider: &'static str,
+        variable: &'static str,
+    },
+    /// Check the key.
+    #[error("{provider} refused the API key (HTTP {status}): {message}")]
+    Unauthorized {
+        provider: &'static str,
+        status: u16,
+        message: String,
+    },
+    /// Check the model name.
+    #[error("{provider} has no model {model:?}: {message}")]
+    ModelNotFound {
+        provider: &'static str,
+        model: String,
+        message: String,
+    },
+    /// Retry when `retryable`, else fix the request.
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Status {
+        provider: &'static str,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed or dropped: retry.
+    #[error("cannot reach {provider}: {message}")]
+    Transport {
+        provider: &'static str,
+        message: String,
+    },
+    /// The answer stopped before its end: retry.
+    #[error("{provider}'s answer was cut off before its end")]
+    StreamCut { provider: &'static str },
+    /// The provider reported an error inside the stream.
+    #[error("{provider} reported an error mid-answer: {message}")]
+    Provider {
+        provider: &'static str,
+        message: String,
+        retryable: bool,
+    },
+    /// The provider sent something this code cannot read.
+    #[error("unreadable answer from {provider}: {message}")]
+    Malformed {
+        provider: &'static str,
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// Whether trying again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 425 | 429 | 500..=599)
+            }
+            LlmError::Transport { .. } | LlmError::StreamCut { .. } => true,
+            LlmError::Provider { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+
+    /// How long the provider asked to wait before retrying.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A model provider that streams answers.
+pub trait ChatProvider: Send + Sync {
+    /// The provider's name, for messages.
+    fn name(&self) -> &'static str;
+
+    /// Starts a streamed answer.
+    fn stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>>;
+}
+
+/// Reads a `retry-after` header: seconds, or an HTTP date.
+pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return Some(Duration::from_secs_f64(secs.max(0.0)));
+    }
+    let when = humantime::parse_rfc3339_weak(value)
+        .ok()
+        .or_else(|| httpdate(value))?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+/// Parses an IMF-fixdate (`Wed, 21 Oct 2015 07:28:00 GMT`).
+fn httpdate(value: &str) -> Option<std::time::SystemTime> {
+    let mut parts = value.split_whitespace().skip(1);
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: u64 = parts.next()?.parse().ok()?;
+    let time = parts.next()?;
+    let stamp = format!("{year:04}-{month:02}-{day:02}T{time}Z");
+    humantime::parse_rfc3339(&stamp).ok()
+}
+
+/// Reads a provider's error body (`{"error": {"message": ...}}` or plain text).
+fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    let text = message.unwrap_or_else(|| body.trim().to_string());
+    let mut end = text.len().min(500);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn retry_after_reads_seconds_milliseconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(
+            parse_retry_after(&h),
+            Some(Duration::ZERO),
+            "a past date means now"
+        );
+        h.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(parse_retry_after(&h), None);
+    }
+
+    #[test]
+    fn error_bodies_are_read_whatever_their_shape() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_message(r#"{"error":"model missing"}"#),
+            "model missing"
+        );
+        assert_eq!(error_message("  plain  "), "plain");
+    }
+
+    #[test]
+    fn only_transient_failures_are_retried() {
+        let status = |status| LlmError::Status {
+            provider: "p",
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        assert!(status(429).is_retryable());
+        assert!(status(503).is_retryable());
+        assert!(!status(400).is_retryable());
+        assert!(LlmError::StreamCut { provider: "p" }.is_retryable());
+        assert!(
+            !LlmError::MissingApiKey {
+                provider: "p",
+                variable: "X"
+            }
+            .is_retryable()
+        );
+    }
+}

@@ -1,0 +1,506 @@
+//! OpenAI-compatible Chat Completions, streamed: OpenAI itself, OpenRouter, vLLM, Ollama,
+//! llama.cpp, LiteLLM, DeepSeek and anything else speaking the same wire format.
+
+use std::collections::BTreeMap;
+
+use eventsource_stream::Eventsource;
+use futures_util::future::BoxFuture;
+use futures_util::{StreamExt, stream};
+use serde_json::{Value, json};
+
+use super::{
+    ChatMessage, ChatProvider, ChatRequest, ContentPart, EventStream, LlmError, Role, StopReason,
+    StreamEvent, Usage, error_message, parse_retry_after,
+};
+
+/// The provider name for OpenAI itself.
+pub const NAME: &str = "openai";
+
+/// A Chat Completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    name: &'static str,
+}
+
+impl OpenAi {
+    /// A provider for `base_url` (e.g. `https://api.openai.com/v1`); `name` labels messages.
+    pub fn new(
+        http: reqwest::Client,
+        base_url: &str,
+        api_key: Option<String>,
+        name: &'static str,
+    ) -> Self {
+        OpenAi {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            name,
+        }
+    }
+
+    fn is_official(&self) -> bool {
+        self.base_url.contains("api.openai.com")
+    }
+
+    /// The JSON body for `request`.
+    pub fn body(&self, request: &ChatRequest) -> Value {
+        let mut messages = vec![json!({"role": "system", "content": request.system})];
+        messages.extend(request.messages.iter().map(message));
+        let mut body = json!({
+            "model": request.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        // OpenAI's own API wants the newer name (its reasoning models refuse the old one);
+        // compatible servers know `max_tokens`.
+        let cap = if self.is_official() {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[cap] = json!(request.max_tokens);
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                    })
+                })
+                .collect();
+        }
+        body
+    }
+}
+
+fn content(parts: &[ContentPart]) -> Value {
+    let has_image = parts.iter().any(|p| matches!(p, ContentPart::Image { .. }));
+    if !has_image {
+        let text: String = parts
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                ContentPart::Image { .. } => None,
+            })
+            .collect();
+        return Value::String(text);
+    }
+    parts
+        .iter()
+        .map(|p| match p {
+            ContentPart::Text { text } => json!({"type": "text", "text": text}),
+            ContentPart::Image { mime, data } => json!({
+                "type": "image_url",
+                "image_url": {"url": format!("data:{mime};base64,{data}")},
+            }),
+        })
+        .collect()
+}
+
+fn message(m: &ChatMessage) -> Value {
+    match m.role {
+        Role::User => json!({"role": "user", "content": content(&m.content)}),
+        Role::Assistant => {
+            let text = m.text();
+            let mut out = json!({
+                "role": "assistant",
+                "content": if text.is_empty() && !m.tool_calls.is_empty() { Value::Null } else { Value::String(text) },
+            });
+            if !m.tool_calls.is_empty() {
+                out["tool_calls"] = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                        })
+                    })
+                    .collect();
+            }
+            out
+        }
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": m.tool_call_id,
+            "content": m.text(),
+        }),
+    }
+}
+
+/// Turns Chat Completions chunks into [`StreamEvent`]s.
+#[derive(Debug, Default)]
+struct Decoder {
+    /// Open native tool calls by their index in the answer.
+    open_calls: BTreeMap<usize, bool>,
+    finish: Option<StopReason>,
+    done: bool,
+}
+
+impl Decoder {
+    fn chunk(
+        &mut self,
+        provider: &'static str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| LlmError::Malformed {
+            provider,
+            message: format!("{e}: {data}"),
+        })?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error")
+                .to_string();
+            return Err(LlmError::Provider {
+                provider,
+                retryable: message.contains("overloaded") || message.contains("rate"),
+                message,
+            });
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            out.push(StreamEvent::Usage(Usage {
+                input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+                output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+            }));
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        let delta = &choice["delta"];
+        if let Some(text) = delta.get("content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            out.push(StreamEvent::TextDelta(text.to_string()));
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                let index = call["index"].as_u64().unwrap_or(0) as usize;
+                if let std::collections::btree_map::Entry::Vacant(slot) =
+                    self.open_calls.entry(index)
+                {
+                    slot.insert(true);
+                    out.push(StreamEvent::ToolCallStart {
+                        index,
+                        id: call["id"].as_str().unwrap_or_default().to_string(),
+                        name: call["function"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                    });
+                }
+                if let Some(args) = call["function"]["arguments"].as_str()
+                    && !args.is_empty()
+                {
+                    out.push(StreamEvent::ToolCallDelta {
+                        index,
+                        arguments: args.to_string(),
+                    });
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(match reason {
+                "stop" => StopReason::Stop,
+                "length" => StopReason::Length,
+                "tool_calls" | "function_call" => StopReason::ToolCalls,
+                other => StopReason::Other(other.to_string()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Closes open calls and reports the finish, once the stream is over.
+    fn end(&mut self, provider: &'static str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        // Some servers omit [DONE]; a finish reason is just as final.
+        let Some(reason) = self.finish.take() else {
+            return Err(LlmError::StreamCut { provider });
+        };
+        for (index, _) in std::mem::take(&mut self.open_calls) {
+            out.push(StreamEvent::ToolCallEnd { index });
+        }
+        out.push(StreamEvent::Finish(reason));
+        Ok(())
+    }
+}
+
+impl ChatProvider for OpenAi {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>> {
+        Box::pin(async move {
+            let provider = self.name;
+            let mut builder = self
+                .http
+                .post(format!("{}/chat/completions", self.base_url))
+                .json(&self.body(request));
+            if let Some(key) = &self.api_key {
+                builder = builder.bearer_auth(key);
+            }
+            let response = builder.send().await.map_err(|e| LlmError::Transport {
+                provider,
+                message: e.to_string(),
+            })?;
+            let status = response.status();
+            if !status.is_success() {
+                let retry_after = parse_retry_after(response.headers());
+                let body = response.text().await.unwrap_or_default();
+                let message = error_message(&body);
+                return Err(match status.as_u16() {
+                    401 | 403 => LlmError::Unauthorized {
+                        provider,
+                        status: status.as_u16(),
+                        message,
+                    },
+                    404 => LlmError::ModelNotFound {
+                        provider,
+                        model: request.model.clone(),
+                        message,
+                    },
+                    code if message.contains("model_not_found")
+                        || message.contains("does not exist") =>
+                    {
+                        LlmError::ModelNotFound {
+                            provider,
+                            model: request.model.clone(),
+                            message: format!("HTTP {code}: {message}"),
+                        }
+                    }
+                    code => LlmError::Status {
+                        provider,
+                        status: code,
+                        message,
+                        retry_after,
+                    },
+                });
+            }
+            let events = response.bytes_stream().eventsource();
+            let stream = stream::unfold(
+                (
+                    events,
+                    Decoder::default(),
+                    Vec::<StreamEvent>::new().into_iter(),
+                    false,
+                ),
+                move |(mut events, mut decoder, mut pending, mut finished)| async move {
+                    loop {
+                        if let Some(event) = pending.next() {
+                            return Some((Ok(event), (events, decoder, pending, finished)));
+                        }
+                        if finished {
+                            return None;
+                        }
+                        let mut out = Vec::new();
+                        match events.next().await {
+                            Some(Ok(event)) => {
+                                if let Err(e) = decoder.chunk(provider, &event.data, &mut out) {
+                                    finished = true;
+                                    return Some((Err(e), (events, decoder, pending, finished)));
+                                }
+                                if decoder.done {
+                                    finished = true;
+                                    if let Err(e) = decoder.end(provider, &mut out) {
+                                        return Some((
+                                            Err(e),
+                                            (events, decoder, pending, finished),
+                                        ));
+                                    }
+                                }
+                            }
+                            Some(Err(e)) => {
+                                finished = true;
+                                let error = LlmError::Transport {
+                                    provider,
+                                    message: e.to_string(),
+                                };
+                                return Some((Err(error), (events, decoder, pending, finished)));
+                            }
+                            None => {
+                                finished = true;
+                                if let Err(e) = decoder.end(provider, &mut out) {
+                                    return Some((Err(e), (events, decoder, pending, finished)));
+                                }
+                            }
+                        }
+                        pending = out.into_iter();
+                    }
+                },
+            );
+            Ok(Box::pin(stream) as EventStream)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ToolCall, ToolSpec};
+
+    fn decode(chunks: &[&str], with_done: bool) -> Result<Vec<StreamEvent>, LlmError> {
+        let mut d = Decoder::default();
+        let mut out = Vec::new();
+        for c in chunks {
+            d.chunk(NAME, c, &mut out)?;
+        }
+        if with_done {
+            d.chunk(NAME, "[DONE]", &mut out)?;
+        }
+        d.end(NAME, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn text_tool_calls_usage_and_finish_are_decoded() {
+        let events = decode(
+            &[
+                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"content":"lo"}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"ls","arguments":""}}]}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\".\"}"}}]}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+                r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5}}"#,
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::TextDelta("Hel".into()),
+                StreamEvent::TextDelta("lo".into()),
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "call_1".into(),
+                    name: "ls".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"pa".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "th\":\".\"}".into()
+                },
+                StreamEvent::Usage(Usage {
+                    input_tokens: 12,
+                    output_tokens: 5
+                }),
+                StreamEvent::ToolCallEnd { index: 0 },
+                StreamEvent::Finish(StopReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_without_a_finish_is_cut() {
+        let cut = decode(
+            &[r#"{"choices":[{"index":0,"delta":{"content":"par"}}]}"#],
+            false,
+        );
+        assert!(matches!(cut, Err(LlmError::StreamCut { .. })));
+        let no_done = decode(
+            &[r#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}]}"#],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            no_done.last(),
+            Some(&StreamEvent::Finish(StopReason::Length))
+        );
+    }
+
+    #[test]
+    fn errors_inside_the_stream_surface() {
+        let err = decode(&[r#"{"error":{"message":"server overloaded"}}"#], true).unwrap_err();
+        assert!(err.is_retryable(), "{err}");
+    }
+
+    #[test]
+    fn requests_follow_the_wire_format() {
+        let p = OpenAi::new(
+            reqwest::Client::new(),
+            "https://api.openai.com/v1/",
+            None,
+            NAME,
+        );
+        let mut assistant = ChatMessage::assistant("");
+        assistant.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "ls".into(),
+            arguments: json!({"path": "."}),
+        });
+        let request = ChatRequest {
+            model: "gpt-4o".into(),
+            system: "be good".into(),
+            messages: vec![
+                ChatMessage {
+                    content: vec![
+                        ContentPart::Text {
+                            text: "look".into(),
+                        },
+                        ContentPart::Image {
+                            mime: "image/png".into(),
+                            data: "AAAA".into(),
+                        },
+                    ],
+                    ..ChatMessage::user("")
+                },
+                assistant,
+                ChatMessage::tool_result("c1", "ls", "a.txt", false),
+            ],
+            tools: vec![ToolSpec {
+                name: "ls".into(),
+                description: "list".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: 100,
+        };
+        let body = p.body(&request);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "be good"})
+        );
+        assert_eq!(
+            body["messages"][1]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AAAA"
+        );
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            r#"{"path":"."}"#
+        );
+        assert_eq!(
+            body["messages"][3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"})
+        );
+        assert_eq!(body["tools"][0]["function"]["name"], "ls");
+        assert_eq!(body["max_completion_tokens"], 100);
+        assert_eq!(body["stream"], true);
+        let local = OpenAi::new(
+            reqwest::Client::new(),
+            "http://localhost:11434/v1",
+            None,
+            NAME,
+        );
+        assert_eq!(local.body(&request)["max_tokens"], 100);
+    }
+}

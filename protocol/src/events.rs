@@ -1,0 +1,151 @@
+//! The run event vocabulary: what an agent run reports as it goes, in order. The engine
+//! emits these; terminals, `--json` output and any server only render them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Why one model answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The answer hit the output cap; the run continues it automatically.
+    Length,
+    /// The answer ended to let tools run.
+    ToolCalls,
+    /// The answer made more tool calls than allowed; the rest were not run.
+    XmlToolLimitReached,
+    /// A tool ended the run (`ask`, `complete`, `web_browser_takeover`), or the run was stopped.
+    AgentTerminated,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The agent finished (`complete`, or an answer without tool calls).
+    Completed,
+    /// The agent is waiting for the user (`ask`) or for a person to hand the browser back.
+    Paused,
+    /// The run hit its iteration cap.
+    Stopped,
+    /// The run failed; an `error` event says why.
+    Failed,
+}
+
+/// One event of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunEvent {
+    /// Position in the run, from 0, without gaps.
+    pub seq: u64,
+    pub thread_id: String,
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began.
+    ThreadRunStart { model: String, sandbox: String },
+    /// The model is about to be called for the `iteration`-th time in this run (from 1).
+    AssistantResponseStart { iteration: u32 },
+    /// A piece of the model's answer, as it streams.
+    AssistantText { text: String },
+    /// The model call failed in a way worth retrying; the answer so far is discarded.
+    LlmRetry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// A tool call began.
+    ToolStarted {
+        call_id: String,
+        tool: String,
+        /// The argument that says most about the call (the command, the path, the URL).
+        summary: Option<String>,
+        arguments: serde_json::Value,
+    },
+    /// A tool call succeeded.
+    ToolCompleted {
+        call_id: String,
+        tool: String,
+        /// The result as the model will read it (shortened for display by renderers).
+        output: String,
+    },
+    /// A tool call failed; the failure goes back to the model.
+    ToolFailed {
+        call_id: String,
+        tool: String,
+        error: String,
+    },
+    /// The agent asks the user something; the run pauses until `cove reply`.
+    Ask {
+        text: String,
+        attachments: Vec<String>,
+    },
+    /// A person is asked to take over the browser; the run pauses until they hand it back.
+    Takeover { text: String, url: Option<String> },
+    /// The agent declares the task done.
+    Complete {
+        text: Option<String>,
+        attachments: Vec<String>,
+    },
+    /// One model answer ended.
+    Finish { finish_reason: FinishReason },
+    /// Something went wrong; `fatal` errors end the run.
+    Error { message: String, fatal: bool },
+    /// The run ended.
+    ThreadRunEnd { status: RunStatus },
+}
+
+impl EventKind {
+    /// The event's `type`, as on the wire.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::ThreadRunStart { .. } => "thread_run_start",
+            EventKind::AssistantResponseStart { .. } => "assistant_response_start",
+            EventKind::AssistantText { .. } => "assistant_text",
+            EventKind::LlmRetry { .. } => "llm_retry",
+            EventKind::ToolStarted { .. } => "tool_started",
+            EventKind::ToolCompleted { .. } => "tool_completed",
+            EventKind::ToolFailed { .. } => "tool_failed",
+            EventKind::Ask { .. } => "ask",
+            EventKind::Takeover { .. } => "takeover",
+            EventKind::Complete { .. } => "complete",
+            EventKind::Finish { .. } => "finish",
+            EventKind::Error { .. } => "error",
+            EventKind::ThreadRunEnd { .. } => "thread_run_end",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_flat_with_a_type_tag() {
+        let event = RunEvent {
+            seq: 3,
+            thread_id: "t1".into(),
+            run_id: "r1".into(),
+            timestamp_ms: 1,
+            kind: EventKind::Finish {
+                finish_reason: FinishReason::XmlToolLimitReached,
+            },
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["type"], "finish");
+        assert_eq!(json["finish_reason"], "xml_tool_limit_reached");
+        assert_eq!(json["seq"], 3);
+        let back: RunEvent = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+        assert_eq!(back.kind.name(), "finish");
+    }
+}

@@ -1,0 +1,533 @@
+//! A scripted language model over real HTTP, speaking the OpenAI Chat Completions and the
+//! Anthropic Messages streaming formats, with chunk boundaries in awkward places.
+//!
+//! A script is a list of steps; each request is answered by the next step. A step renders its
+//! tool calls natively when the request offers `tools`, and as Suna's XML in the text when it
+//! does not, so one script drives both tool modes. Faults (429, 500, a cut stream, a hang)
+//! apply to a step's first attempts; a step is used up only once it was answered in full.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// Which wire format a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub wire: Wire,
+    pub body: Value,
+    pub headers: HeaderMap,
+}
+
+impl Received {
+    /// Whether the request offered native tools.
+    pub fn native_tools(&self) -> bool {
+        self.body["tools"].as_array().is_some_and(|t| !t.is_empty())
+    }
+
+    /// Every text of the request (system prompt and messages) joined, for searching.
+    pub fn all_text(&self) -> String {
+        let mut out = String::new();
+        collect_text(&self.body["system"], &mut out);
+        collect_text(&self.body["messages"], &mut out);
+        out
+    }
+
+    /// The text of the last message.
+    pub fn last_message_text(&self) -> String {
+        let mut out = String::new();
+        if let Some(last) = self.body["messages"].as_array().and_then(|m| m.last()) {
+            collect_text(last, &mut out);
+        }
+        out
+    }
+
+    /// How many images the request carries.
+    pub fn image_count(&self) -> usize {
+        let text = self.body.to_string();
+        text.matches("\"type\":\"image_url\"").count() + text.matches("\"type\":\"image\"").count()
+    }
+}
+
+fn collect_text(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_text(v, out)),
+        Value::Object(map) => {
+            for (key, v) in map {
+                if matches!(
+                    key.as_str(),
+                    "content" | "text" | "arguments" | "input" | "function" | "tool_calls"
+                ) {
+                    collect_text(v, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A tool call in a scripted answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptedCall {
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// How a step's first attempts fail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// 429 with `retry-after` (seconds).
+    RateLimited { retry_after_secs: u64 },
+    /// 500.
+    ServerError,
+    /// The stream stops (the connection closes) after this many bytes.
+    CutAfter(usize),
+    /// The server never answers (until the client gives up).
+    Hang,
+}
+
+/// One scripted answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub text: String,
+    pub calls: Vec<ScriptedCall>,
+    /// `stop`, `length` or `tool_calls`; inferred when absent.
+    pub finish: Option<&'static str>,
+    /// In XML form, text sent raw after the calls (to script malformed XML).
+    pub raw_xml: Option<String>,
+    faults: VecDeque<Fault>,
+}
+
+impl Turn {
+    /// An answer of plain text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Turn {
+            text: text.into(),
+            calls: Vec::new(),
+            finish: None,
+            raw_xml: None,
+            faults: VecDeque::new(),
+        }
+    }
+
+    /// Adds a tool call.
+    pub fn call(mut self, name: &str, arguments: Value) -> Self {
+        self.calls.push(ScriptedCall {
+            name: name.into(),
+            arguments,
+        });
+        self
+    }
+
+    /// Sets the finish reason.
+    pub fn finish(mut self, reason: &'static str) -> Self {
+        self.finish = Some(reason);
+        self
+    }
+
+    /// Appends raw text to the XML rendering (for malformed calls).
+    pub fn raw_xml(mut self, xml: impl Into<String>) -> Self {
+        self.raw_xml = Some(xml.into());
+        self
+    }
+
+    /// The next attempt at this step fails with `fault` (call several times to fail more).
+    pub fn failing(mut self, fault: Fault) -> Self {
+        self.faults.push_back(fault);
+        self
+    }
+}
+
+type Dynamic = Box<dyn Fn(&Received) -> Turn + Send + Sync>;
+
+enum Step {
+    Fixed(Turn),
+    Dynamic(Dynamic, VecDeque<Fault>),
+}
+
+#[derive(Default)]
+struct Shared {
+    steps: Mutex<VecDeque<Step>>,
+    received: Mutex<Vec<Received>>,
+}
+
+/// A running scripted model.
+pub struct ScriptedLlm {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedLlm {
+    /// Serves on a free localhost port, with an empty script.
+    pub async fn start() -> Result<ScriptedLlm> {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(ScriptedLlm { addr, shared, task })
+    }
+
+    /// `OPENAI_BASE_URL` for this server.
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// `ANTHROPIC_BASE_URL` for this server.
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queues a fixed answer.
+    pub fn push(&self, turn: Turn) {
+        if let Ok(mut steps) = self.shared.steps.lock() {
+            steps.push_back(Step::Fixed(turn));
+        }
+    }
+
+    /// Queues an answer computed from the request it answers.
+    pub fn push_fn(&self, f: impl Fn(&Received) -> Turn + Send + Sync + 'static) {
+        if let Ok(mut steps) = self.shared.steps.lock() {
+            steps.push_back(Step::Dynamic(Box::new(f), VecDeque::new()));
+        }
+    }
+
+    /// Queues a computed answer whose first attempts fail.
+    pub fn push_fn_failing(
+        &self,
+        faults: Vec<Fault>,
+        f: impl Fn(&Received) -> Turn + Send + Sync + 'static,
+    ) {
+        if let Ok(mut steps) = self.shared.steps.lock() {
+            steps.push_back(Step::Dynamic(Box::new(f), faults.into()));
+        }
+    }
+
+    /// Every request received so far, in order.
+    pub fn received(&self) -> Vec<Received> {
+        self.shared
+            .received
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Steps not yet used.
+    pub fn remaining(&self) -> usize {
+        self.shared.steps.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// Waits up to `within` for the server to have received `n` requests.
+    pub async fn wait_for_requests(&self, n: usize, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            if self.received().len() >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+}
+
+impl Drop for ScriptedLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The next answer, or the fault this attempt must suffer. Steps are used up on success.
+fn next(shared: &Shared, received: &Received) -> Result<Turn, Fault> {
+    let Ok(mut steps) = shared.steps.lock() else {
+        return Err(Fault::ServerError);
+    };
+    let Some(front) = steps.front_mut() else {
+        return Ok(Turn::text("(the script has no more answers)"));
+    };
+    match front {
+        Step::Fixed(turn) => {
+            if let Some(fault) = turn.faults.pop_front() {
+                return Err(fault);
+            }
+        }
+        Step::Dynamic(_, faults) => {
+            if let Some(fault) = faults.pop_front() {
+                return Err(fault);
+            }
+        }
+    }
+    match steps.pop_front() {
+        Some(Step::Fixed(turn)) => Ok(turn),
+        Some(Step::Dynamic(f, _)) => Ok(f(received)),
+        None => Ok(Turn::text("")),
+    }
+}
+
+fn record(shared: &Shared, wire: Wire, headers: HeaderMap, body: &Bytes) -> Received {
+    let received = Received {
+        wire,
+        body: serde_json::from_slice(body).unwrap_or(Value::Null),
+        headers,
+    };
+    if let Ok(mut all) = shared.received.lock() {
+        all.push(received.clone());
+    }
+    received
+}
+
+async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request = record(&shared, Wire::OpenAi, headers, &body);
+    match next(&shared, &request) {
+        Ok(turn) => sse(openai_events(&turn, request.native_tools()), None).await,
+        Err(fault) => fail(fault, openai_events(&Turn::text("partial answer"), false)).await,
+    }
+}
+
+async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request = record(&shared, Wire::Anthropic, headers, &body);
+    match next(&shared, &request) {
+        Ok(turn) => sse(anthropic_events(&turn, request.native_tools()), None).await,
+        Err(fault) => {
+            fail(
+                fault,
+                anthropic_events(&Turn::text("partial answer"), false),
+            )
+            .await
+        }
+    }
+}
+
+async fn fail(fault: Fault, partial: String) -> Response {
+    match fault {
+        Fault::RateLimited { retry_after_secs } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, retry_after_secs.to_string())],
+            r#"{"error":{"message":"rate limited","type":"rate_limit_error"}}"#,
+        )
+            .into_response(),
+        Fault::ServerError => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"error":{"message":"internal error","type":"api_error"}}"#,
+        )
+            .into_response(),
+        Fault::CutAfter(bytes) => sse(partial, Some(bytes)).await,
+        Fault::Hang => {
+            std::future::pending::<()>().await;
+            StatusCode::OK.into_response()
+        }
+    }
+}
+
+/// Chunk sizes that put boundaries inside `data:`, inside JSON strings and inside UTF-8.
+const CHUNKS: [usize; 9] = [1, 7, 3, 17, 2, 29, 5, 64, 11];
+
+async fn sse(text: String, cut_after: Option<usize>) -> Response {
+    let bytes = text.into_bytes();
+    let end = cut_after.map_or(bytes.len(), |n| n.min(bytes.len()));
+    let mut pieces = Vec::new();
+    let (mut at, mut i) = (0, 0);
+    while at < end {
+        let n = CHUNKS[i % CHUNKS.len()].min(end - at);
+        pieces.push(Bytes::copy_from_slice(&bytes[at..at + n]));
+        at += n;
+        i += 1;
+    }
+    let cut = cut_after.is_some();
+    let stream =
+        futures_util::stream::unfold((pieces.into_iter(), cut), |(mut it, cut)| async move {
+            match it.next() {
+                Some(piece) => {
+                    tokio::task::yield_now().await;
+                    Some((Ok::<Bytes, std::io::Error>(piece), (it, cut)))
+                }
+                // A cut stream ends in an error, which drops the connection mid-body.
+                None if cut => Some((
+                    Err(std::io::Error::other("cut")),
+                    (Vec::new().into_iter(), false),
+                )),
+                None => None,
+            }
+        });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// Splits `s` into pieces of `n` characters (never inside a character).
+fn pieces(s: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    chars.chunks(n.max(1)).map(|c| c.iter().collect()).collect()
+}
+
+/// The text a turn shows the model in XML tool mode.
+pub fn xml_text(turn: &Turn) -> String {
+    let mut text = turn.text.clone();
+    if !turn.calls.is_empty() {
+        text.push_str("\n<function_calls>\n");
+        for call in &turn.calls {
+            text.push_str(&format!("<invoke name=\"{}\">\n", call.name));
+            if let Some(args) = call.arguments.as_object() {
+                for (key, value) in args {
+                    let raw = match value {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    text.push_str(&format!("<parameter name=\"{key}\">{raw}</parameter>\n"));
+                }
+            }
+            text.push_str("</invoke>\n");
+        }
+        text.push_str("</function_calls>");
+    }
+    if let Some(raw) = &turn.raw_xml {
+        text.push_str(raw);
+    }
+    text
+}
+
+fn finish_of(turn: &Turn, native: bool) -> &'static str {
+    turn.finish.unwrap_or(if native && !turn.calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    })
+}
+
+fn openai_events(turn: &Turn, native: bool) -> String {
+    let mut out = String::new();
+    let mut chunk = |delta: Value, finish: Option<&str>| {
+        let body = json!({
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        out.push_str(&format!("data: {body}\n\n"));
+    };
+    chunk(json!({"role": "assistant", "content": ""}), None);
+    let text = if native {
+        turn.text.clone()
+    } else {
+        xml_text(turn)
+    };
+    for piece in pieces(&text, 9) {
+        chunk(json!({"content": piece}), None);
+    }
+    if native {
+        for (i, call) in turn.calls.iter().enumerate() {
+            chunk(
+                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                    "function": {"name": call.name, "arguments": ""}}]}),
+                None,
+            );
+            for piece in pieces(&call.arguments.to_string(), 7) {
+                chunk(
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
+                    None,
+                );
+            }
+        }
+    }
+    chunk(json!({}), Some(finish_of(turn, native)));
+    out.push_str(&format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-scripted", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+    ));
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+fn anthropic_events(turn: &Turn, native: bool) -> String {
+    let mut out = String::new();
+    let mut event = |name: &str, data: Value| {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_scripted", "type": "message", "role": "assistant",
+            "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    );
+    let text = if native {
+        turn.text.clone()
+    } else {
+        xml_text(turn)
+    };
+    let mut block = 0;
+    if !text.is_empty() {
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": block, "content_block": {"type": "text", "text": ""}}),
+        );
+        event("ping", json!({"type": "ping"}));
+        for piece in pieces(&text, 9) {
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": piece}}),
+            );
+        }
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": block}),
+        );
+        block += 1;
+    }
+    if native {
+        for (i, call) in turn.calls.iter().enumerate() {
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": block, "content_block":
+                    {"type": "tool_use", "id": format!("toolu_{i}"), "name": call.name, "input": {}}}),
+            );
+            for piece in pieces(&call.arguments.to_string(), 7) {
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": block,
+                        "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                );
+            }
+            event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": block}),
+            );
+            block += 1;
+        }
+    }
+    let stop = match finish_of(turn, native) {
+        "length" => "max_tokens",
+        "tool_calls" => "tool_use",
+        _ => "end_turn",
+    };
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    out
+}
