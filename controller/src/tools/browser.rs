@@ -1,0 +1,381 @@
+//! Browser tools: Suna's action set on the sandbox's Chromium. Each result is short; the
+//! page's elements (and a screenshot, for models with vision) ride along in the next call.
+
+use cove_protocol::browser::{
+    BrowserAction, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
+    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
+    StateQuery, SwitchTab, Wait,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ToolContext, ToolDef, ToolResult, tool};
+
+/// Performs `action` and reports the page it left the browser on.
+async fn act<A: BrowserAction>(ctx: &ToolContext, action: &A) -> ToolResult {
+    let query = StateQuery {
+        screenshot: ctx.vision,
+        content: false,
+    };
+    match ctx.sandbox.browser(action, query).await {
+        Ok(state) => {
+            let mut text = state.message.clone().unwrap_or_else(|| "Done.".to_string());
+            if let Some(options) = &state.dropdown_options {
+                for o in options {
+                    let mark = if o.selected { " (selected)" } else { "" };
+                    text.push_str(&format!(
+                        "\n{}: {:?} value={:?}{mark}",
+                        o.index, o.text, o.value
+                    ));
+                }
+            }
+            text.push_str(&format!(
+                "\nNow on {:?} ({}), {} tab(s). The page's elements{} are in the next message.",
+                state.title,
+                state.url,
+                state.tabs.len(),
+                if ctx.vision { " and a screenshot" } else { "" }
+            ));
+            if let Some(notice) = &state.notice {
+                text.push_str(&format!("\nNote: {notice}"));
+            }
+            let mut result = ToolResult::ok(text);
+            result.browser_state = Some(state);
+            result
+        }
+        Err(e) => ToolResult::from_client(&e),
+    }
+}
+
+fn snapshot(ctx: &ToolContext) -> Option<u64> {
+    ctx.snapshot_id.lock().ok().and_then(|s| *s)
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Url {
+    /// The address to open (https:// is assumed when missing).
+    url: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Nothing {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Seconds {
+    /// How long to wait (default 3, at most 30).
+    seconds: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Index {
+    /// The element's number in the latest page state, as in [12].
+    index: u32,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Point {
+    /// Horizontal position in the viewport, in pixels from the left.
+    x: f64,
+    /// Vertical position in the viewport, in pixels from the top.
+    y: f64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IndexText {
+    /// The element's number in the latest page state.
+    index: u32,
+    /// The text to type (it replaces what the field holds).
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    /// Keys to press: Enter, Escape, Tab, ArrowDown, a chord like Control+a, several separated
+    /// by spaces (Tab Tab Enter), or plain text to type.
+    keys: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Tab {
+    /// The tab's id from the page state's tab list.
+    tab_id: u32,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Amount {
+    /// Pixels to scroll (default: one screen).
+    amount: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Text {
+    /// Visible text to find on the page.
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IndexOption {
+    /// The select element's number in the latest page state.
+    index: u32,
+    /// The visible text of the option to pick.
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Drag {
+    /// Element to drag, by number (or give source_x and source_y).
+    source_index: Option<u32>,
+    source_x: Option<f64>,
+    source_y: Option<f64>,
+    /// Element to drop on, by number (or give target_x and target_y).
+    target_index: Option<u32>,
+    target_x: Option<f64>,
+    target_y: Option<f64>,
+}
+
+async fn navigate_to(ctx: &ToolContext, a: Url) -> ToolResult {
+    act(ctx, &NavigateTo { url: a.url }).await
+}
+
+async fn go_back(ctx: &ToolContext, _a: Nothing) -> ToolResult {
+    act(ctx, &GoBack {}).await
+}
+
+async fn wait(ctx: &ToolContext, a: Seconds) -> ToolResult {
+    act(
+        ctx,
+        &Wait {
+            seconds: a.seconds.unwrap_or(3.0),
+        },
+    )
+    .await
+}
+
+async fn click_element(ctx: &ToolContext, a: Index) -> ToolResult {
+    let action = ClickElement {
+        index: a.index,
+        snapshot_id: snapshot(ctx),
+    };
+    act(ctx, &action).await
+}
+
+async fn click_coordinates(ctx: &ToolContext, a: Point) -> ToolResult {
+    act(ctx, &ClickCoordinates { x: a.x, y: a.y }).await
+}
+
+async fn input_text(ctx: &ToolContext, a: IndexText) -> ToolResult {
+    let action = InputText {
+        index: a.index,
+        text: a.text,
+        snapshot_id: snapshot(ctx),
+    };
+    act(ctx, &action).await
+}
+
+async fn send_keys(ctx: &ToolContext, a: Keys) -> ToolResult {
+    act(ctx, &SendKeys { keys: a.keys }).await
+}
+
+async fn switch_tab(ctx: &ToolContext, a: Tab) -> ToolResult {
+    act(ctx, &SwitchTab { tab_id: a.tab_id }).await
+}
+
+async fn close_tab(ctx: &ToolContext, a: Tab) -> ToolResult {
+    act(ctx, &CloseTab { tab_id: a.tab_id }).await
+}
+
+async fn scroll_down(ctx: &ToolContext, a: Amount) -> ToolResult {
+    act(ctx, &ScrollDown { amount: a.amount }).await
+}
+
+async fn scroll_up(ctx: &ToolContext, a: Amount) -> ToolResult {
+    act(ctx, &ScrollUp { amount: a.amount }).await
+}
+
+async fn scroll_to_text(ctx: &ToolContext, a: Text) -> ToolResult {
+    act(ctx, &ScrollToText { text: a.text }).await
+}
+
+async fn get_dropdown_options(ctx: &ToolContext, a: Index) -> ToolResult {
+    let action = GetDropdownOptions {
+        index: a.index,
+        snapshot_id: snapshot(ctx),
+    };
+    act(ctx, &action).await
+}
+
+async fn select_dropdown_option(ctx: &ToolContext, a: IndexOption) -> ToolResult {
+    let action = SelectDropdownOption {
+        index: a.index,
+        text: a.text,
+        snapshot_id: snapshot(ctx),
+    };
+    act(ctx, &action).await
+}
+
+async fn drag_drop(ctx: &ToolContext, a: Drag) -> ToolResult {
+    let action = DragDrop {
+        source_index: a.source_index,
+        source_x: a.source_x,
+        source_y: a.source_y,
+        target_index: a.target_index,
+        target_x: a.target_x,
+        target_y: a.target_y,
+        snapshot_id: snapshot(ctx),
+    };
+    act(ctx, &action).await
+}
+
+/// The browser tools.
+pub fn tools() -> Vec<ToolDef> {
+    vec![
+        tool! {
+            name: "browser_navigate_to",
+            args: Url,
+            summary: Some("url"),
+            raw: &[],
+            description: "Open a URL in the browser's active tab.",
+            example: json!({"url": "https://example.com"}),
+            run: navigate_to,
+        },
+        tool! {
+            name: "browser_go_back",
+            args: Nothing,
+            summary: None,
+            raw: &[],
+            description: "Go back to the previous page of the active tab.",
+            example: json!({}),
+            run: go_back,
+        },
+        tool! {
+            name: "browser_wait",
+            args: Seconds,
+            summary: Some("seconds"),
+            raw: &[],
+            description: "Wait a few seconds for the page to finish what it is doing, then look again.",
+            example: json!({"seconds": 3.0}),
+            run: wait,
+        },
+        tool! {
+            name: "browser_click_element",
+            args: Index,
+            summary: Some("index"),
+            raw: &[],
+            description: "Click an element of the latest page state by its number.",
+            example: json!({"index": 5}),
+            run: click_element,
+        },
+        tool! {
+            name: "browser_click_coordinates",
+            args: Point,
+            summary: None,
+            raw: &[],
+            description: "Click a point of the viewport (use when the element list lacks what you see in the screenshot).",
+            example: json!({"x": 640.0, "y": 360.0}),
+            run: click_coordinates,
+        },
+        tool! {
+            name: "browser_input_text",
+            args: IndexText,
+            summary: Some("text"),
+            raw: &["text"],
+            description: "Type text into an input, textarea or editable element by its number, replacing its content.",
+            example: json!({"index": 3, "text": "hello@example.com"}),
+            run: input_text,
+        },
+        tool! {
+            name: "browser_send_keys",
+            args: Keys,
+            summary: Some("keys"),
+            raw: &[],
+            description: "Press keys in the focused element: Enter to submit, Escape, Tab, arrows, chords like Control+a.",
+            example: json!({"keys": "Enter"}),
+            run: send_keys,
+        },
+        tool! {
+            name: "browser_switch_tab",
+            args: Tab,
+            summary: Some("tab_id"),
+            raw: &[],
+            description: "Make another tab the active one.",
+            example: json!({"tab_id": 2}),
+            run: switch_tab,
+        },
+        tool! {
+            name: "browser_close_tab",
+            args: Tab,
+            summary: Some("tab_id"),
+            raw: &[],
+            description: "Close a tab.",
+            example: json!({"tab_id": 2}),
+            run: close_tab,
+        },
+        tool! {
+            name: "browser_scroll_down",
+            args: Amount,
+            summary: Some("amount"),
+            raw: &[],
+            description: "Scroll the page down (by a screen, or by amount pixels).",
+            example: json!({"amount": 600}),
+            run: scroll_down,
+        },
+        tool! {
+            name: "browser_scroll_up",
+            args: Amount,
+            summary: Some("amount"),
+            raw: &[],
+            description: "Scroll the page up (by a screen, or by amount pixels).",
+            example: json!({"amount": 600}),
+            run: scroll_up,
+        },
+        tool! {
+            name: "browser_scroll_to_text",
+            args: Text,
+            summary: Some("text"),
+            raw: &[],
+            description: "Scroll until a visible text is in view.",
+            example: json!({"text": "Pricing"}),
+            run: scroll_to_text,
+        },
+        tool! {
+            name: "browser_get_dropdown_options",
+            args: Index,
+            summary: Some("index"),
+            raw: &[],
+            description: "List the options of a native <select> element.",
+            example: json!({"index": 7}),
+            run: get_dropdown_options,
+        },
+        tool! {
+            name: "browser_select_dropdown_option",
+            args: IndexOption,
+            summary: Some("text"),
+            raw: &[],
+            description: "Pick an option of a native <select> by its visible text.",
+            example: json!({"index": 7, "text": "Germany"}),
+            run: select_dropdown_option,
+        },
+        tool! {
+            name: "browser_drag_drop",
+            args: Drag,
+            summary: None,
+            raw: &[],
+            description: "Drag an element (or a point) and drop it on another element (or point).",
+            example: json!({"source_index": 4, "target_index": 9}),
+            run: drag_drop,
+        },
+    ]
+}
