@@ -2,5 +2,7 @@
 //! The engine emits typed run events and never prints; the CLI renders them.
 
 pub mod agent;
+pub mod context;
 pub mod llm;
+pub mod store;
 pub mod tools;

@@ -2,11 +2,13 @@
 //! process table, the fixture web site the browser tests load, and the scripted model server
 //! the controller's tests run against.
 
+pub mod bins;
 pub mod daemon;
 pub mod llm;
 pub mod procs;
 pub mod site;
 
+pub use bins::workspace_binary;
 pub use daemon::{DaemonBuilder, DaemonProcess};
 pub use llm::{Fault, ScriptedLlm, Turn};
 pub use site::FixtureSite;

@@ -17,6 +17,7 @@
 use memchr::memmem;
 
 const OPEN_BLOCK: &str = "<function_calls>";
+const CLOSE_BLOCK: &str = "</function_calls>";
 const CLOSE_INVOKE: &str = "</invoke>";
 const CLOSE_PARAMETER: &str = "</parameter>";
 
@@ -49,6 +50,8 @@ enum State {
     Invoke,
     /// Inside a `<parameter>` value.
     Value,
+    /// Skipping a malformed call up to its `</invoke>`.
+    SkipInvoke,
 }
 
 /// The incremental parser for one model answer.
@@ -62,6 +65,10 @@ pub struct XmlParser {
     state: State,
     invoke: Option<XmlInvoke>,
     parameter: Option<String>,
+    /// Bytes dropped from the front of `buf` so far.
+    drained: usize,
+    /// Offset (in the whole answer) just past the last complete `</invoke>`.
+    last_invoke_end: Option<usize>,
 }
 
 impl Default for XmlParser {
@@ -80,7 +87,14 @@ impl XmlParser {
             state: State::Text,
             invoke: None,
             parameter: None,
+            drained: 0,
+            last_invoke_end: None,
         }
+    }
+
+    /// Offset in the whole answer just past the last complete `</invoke>`, if any.
+    pub fn last_invoke_end(&self) -> Option<usize> {
+        self.last_invoke_end
     }
 
     /// Whether the parser is inside a tool-call block.
@@ -104,7 +118,7 @@ impl XmlParser {
                     out.push(XmlEvent::Text(rest.to_string()));
                 }
             }
-            State::Block => {}
+            State::Block | State::SkipInvoke => {}
             State::Invoke | State::Value => {
                 let name = self.invoke.as_ref().map_or("?", |i| i.name.as_str());
                 out.push(XmlEvent::Malformed {
@@ -120,6 +134,7 @@ impl XmlParser {
     fn compact(&mut self) {
         if self.pos > 4096 && self.pos * 2 > self.buf.len() {
             self.buf.drain(..self.pos);
+            self.drained += self.pos;
             self.scan -= self.pos.min(self.scan);
             self.pos = 0;
         }
@@ -132,6 +147,7 @@ impl XmlParser {
             State::Block => self.step_block(out),
             State::Invoke => self.step_invoke(out),
             State::Value => self.step_value(),
+            State::SkipInvoke => self.step_skip(),
         }
     }
 
@@ -225,7 +241,7 @@ impl XmlParser {
                     out.push(XmlEvent::Malformed {
                         reason: format!("<{tag}> has no name=\"...\" attribute"),
                     });
-                    self.skip_past(CLOSE_INVOKE);
+                    self.skip_invoke();
                 }
             }
         } else {
@@ -239,13 +255,41 @@ impl XmlParser {
         true
     }
 
-    /// Drops everything up to and including `closing` (or all, until it arrives).
-    fn skip_past(&mut self, closing: &str) {
-        match memmem::find(&self.buf.as_bytes()[self.pos..], closing.as_bytes()) {
-            Some(o) => self.pos += o + closing.len(),
-            None => self.pos = self.buf.len(),
-        }
+    /// Drops the rest of a malformed call, up to and including its `</invoke>` (which may
+    /// not have arrived yet).
+    fn skip_invoke(&mut self) {
         self.scan = self.pos;
+        self.state = State::SkipInvoke;
+    }
+
+    fn step_skip(&mut self) -> bool {
+        let from = self.scan.max(self.pos);
+        let hay = &self.buf.as_bytes()[from..];
+        let invoke = memmem::find(hay, CLOSE_INVOKE.as_bytes());
+        let block = memmem::find(hay, CLOSE_BLOCK.as_bytes());
+        match (invoke, block) {
+            // The block ends first: the malformed call had no </invoke>.
+            (_, Some(b)) if invoke.is_none_or(|i| b < i) => {
+                self.pos = from + b + CLOSE_BLOCK.len();
+                self.scan = self.pos;
+                self.state = State::Text;
+                true
+            }
+            (Some(i), _) => {
+                self.pos = from + i + CLOSE_INVOKE.len();
+                self.scan = self.pos;
+                self.state = State::Block;
+                true
+            }
+            _ => {
+                self.scan = self
+                    .buf
+                    .len()
+                    .saturating_sub(CLOSE_BLOCK.len() - 1)
+                    .max(self.pos);
+                false
+            }
+        }
     }
 
     fn step_invoke(&mut self, out: &mut Vec<XmlEvent>) -> bool {
@@ -270,6 +314,7 @@ impl XmlParser {
         let tag = tag.trim().to_string();
         if tag == "/invoke" {
             self.pos = end;
+            self.last_invoke_end = Some(self.drained + end);
             self.state = State::Block;
             if let Some(invoke) = self.invoke.take() {
                 out.push(XmlEvent::Invoke(invoke));
@@ -287,8 +332,7 @@ impl XmlParser {
                     out.push(XmlEvent::Malformed {
                         reason: format!("a <{tag}> of {name:?} has no name=\"...\" attribute; the call was not run"),
                     });
-                    self.skip_past(CLOSE_INVOKE);
-                    self.state = State::Block;
+                    self.skip_invoke();
                 }
             }
         } else if tag == "/function_calls" {
@@ -307,8 +351,7 @@ impl XmlParser {
                 ),
             });
             self.pos = end;
-            self.skip_past(CLOSE_INVOKE);
-            self.state = State::Block;
+            self.skip_invoke();
         }
         true
     }
@@ -455,6 +498,7 @@ mod tests {
                 .any(|e| matches!(e, XmlEvent::Invoke(i) if i.name == "create_file"))
         );
         assert!(parser.in_block());
+        assert_eq!(parser.last_invoke_end(), Some(first_invoke_end));
     }
 
     #[test]
@@ -484,9 +528,21 @@ mod tests {
                 "<function_calls><thinking>hm</thinking></function_calls>",
                 "unexpected <thinking>",
             ),
+            (
+                "<function_calls><invoke><parameter name=\"a\">1</parameter></function_calls>tail",
+                "no name",
+            ),
         ];
         for (text, why) in cases {
             let events = parse_all(text);
+            for cut in (0..=text.len()).filter(|i| text.is_char_boundary(*i)) {
+                let mut parser = XmlParser::new();
+                let mut out = Vec::new();
+                parser.push(&text[..cut], &mut out);
+                parser.push(&text[cut..], &mut out);
+                parser.finish(&mut out);
+                assert_eq!(merge_text(out), events, "{text} split at {cut}");
+            }
             let reasons: Vec<_> = events
                 .iter()
                 .filter_map(|e| match e {
@@ -503,6 +559,11 @@ mod tests {
                 "{text} ran a call"
             );
         }
+        // Text after a block whose malformed call never closed is still shown.
+        let events = parse_all(
+            "<function_calls><invoke><parameter name=\"a\">1</parameter></function_calls>tail",
+        );
+        assert_eq!(events.last(), Some(&XmlEvent::Text("tail".into())));
         // A good call after a bad one in the same block still runs.
         let events = parse_all(
             "<function_calls><invoke><parameter name=\"a\">1</parameter></invoke><invoke name=\"ok\"></invoke></function_calls>",

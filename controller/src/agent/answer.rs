@@ -1,0 +1,398 @@
+//! One model answer: streamed, its tool calls found as they complete (native deltas or XML)
+//! and started at once, retried whole when the stream fails.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use cove_protocol::events::{EventKind, FinishReason};
+use futures_util::future::{BoxFuture, Shared};
+use futures_util::{FutureExt, StreamExt};
+use serde_json::{Value, json};
+
+use super::events::Emitter;
+use super::prompt::ToolMode;
+use super::xml::{XmlEvent, XmlParser};
+use crate::llm::retry::RetryPolicy;
+use crate::llm::{ChatProvider, ChatRequest, LlmError, StopReason, StreamEvent, Usage};
+use crate::tools::{ToolContext, ToolRegistry, ToolResult};
+
+/// A tool execution that may be awaited from several places.
+pub type Execution = Shared<BoxFuture<'static, ToolResult>>;
+
+/// One tool call of an answer.
+#[derive(Clone)]
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model gave them (an object; `{"_raw": ...}` when unreadable).
+    pub arguments: Value,
+    pub execution: Execution,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("arguments", &self.arguments)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A complete answer.
+#[derive(Debug)]
+pub struct Answer {
+    /// The text as the model wrote it (in XML mode, with its tool-call blocks).
+    pub raw_text: String,
+    pub calls: Vec<Call>,
+    pub finish: FinishReason,
+    pub usage: Usage,
+}
+
+/// Runs the tool calls of one answer, in parallel or one after another.
+pub struct Executor {
+    ctx: Arc<ToolContext>,
+    registry: Arc<ToolRegistry>,
+    emitter: Arc<Emitter>,
+    parallel: bool,
+    /// The latest execution, which a sequential one waits for.
+    previous: Option<Execution>,
+    /// Executions of earlier attempts at this answer, by call: a retried stream that repeats
+    /// a call reuses its execution instead of running it twice.
+    earlier: HashMap<String, Vec<Execution>>,
+    /// Executions of the current attempt, by call.
+    current: HashMap<String, Vec<Execution>>,
+}
+
+fn call_key(name: &str, arguments: &Value) -> String {
+    format!("{name}\u{0}{arguments}")
+}
+
+impl Executor {
+    /// An executor for one answer.
+    pub fn new(
+        ctx: Arc<ToolContext>,
+        registry: Arc<ToolRegistry>,
+        emitter: Arc<Emitter>,
+        parallel: bool,
+    ) -> Self {
+        Executor {
+            ctx,
+            registry,
+            emitter,
+            parallel,
+            previous: None,
+            earlier: HashMap::new(),
+            current: HashMap::new(),
+        }
+    }
+
+    /// A new attempt at the answer begins: what ran so far becomes reusable.
+    fn next_attempt(&mut self) {
+        for (key, runs) in self.current.drain() {
+            self.earlier.entry(key).or_default().extend(runs);
+        }
+    }
+
+    /// Executions started by failed attempts and not reused by the final one.
+    fn orphans(&self) -> usize {
+        self.earlier.values().map(Vec::len).sum()
+    }
+
+    /// Starts a call (or reuses the same call of an earlier attempt).
+    fn start(&mut self, id: String, name: String, arguments: Result<Value, String>) -> Call {
+        let stored_args = match &arguments {
+            Ok(v) => v.clone(),
+            Err(_) => json!({}),
+        };
+        let key = call_key(&name, &stored_args);
+        if arguments.is_ok()
+            && let Some(reused) = self
+                .earlier
+                .get_mut(&key)
+                .and_then(|runs| (!runs.is_empty()).then(|| runs.remove(0)))
+        {
+            self.current.entry(key).or_default().push(reused.clone());
+            return Call {
+                id,
+                name,
+                arguments: stored_args,
+                execution: reused,
+            };
+        }
+        let def = self.registry.get(&name).copied();
+        let ctx = self.ctx.clone();
+        let emitter = self.emitter.clone();
+        let previous = if self.parallel {
+            None
+        } else {
+            self.previous.clone()
+        };
+        let call_id = id.clone();
+        let tool = name.clone();
+        let args_for_run = arguments.clone();
+        let task = tokio::spawn(async move {
+            if let Some(previous) = previous {
+                previous.await;
+            }
+            let summary = match (&def, &args_for_run) {
+                (Some(def), Ok(args)) => def.summarize(args),
+                _ => None,
+            };
+            emitter.emit(EventKind::ToolStarted {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                summary,
+                arguments: args_for_run.clone().unwrap_or(Value::Null),
+            });
+            let result = match (def, args_for_run) {
+                (_, Err(why)) => ToolResult::error(why),
+                (None, Ok(_)) => ToolResult::error(format!("there is no tool named {tool:?}")),
+                (Some(def), Ok(args)) => def.call(&ctx, args).await,
+            };
+            emitter.emit(if result.ok {
+                EventKind::ToolCompleted {
+                    call_id,
+                    tool,
+                    output: result.text.clone(),
+                }
+            } else {
+                EventKind::ToolFailed {
+                    call_id,
+                    tool,
+                    error: result.text.clone(),
+                }
+            });
+            result
+        });
+        let execution: Execution = async move {
+            task.await
+                .unwrap_or_else(|e| ToolResult::error(format!("the tool crashed: {e}")))
+        }
+        .boxed()
+        .shared();
+        self.previous = Some(execution.clone());
+        self.current.entry(key).or_default().push(execution.clone());
+        Call {
+            id,
+            name,
+            arguments: stored_args,
+            execution,
+        }
+    }
+}
+
+/// The answer's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerSettings {
+    pub mode: ToolMode,
+    /// Most tool calls one XML answer may make; the rest are not run.
+    pub max_calls: usize,
+    pub retry: RetryPolicy,
+}
+
+/// Streams one answer, retrying transient failures, and starts its tools as calls complete.
+pub async fn answer(
+    provider: &dyn ChatProvider,
+    request: &ChatRequest,
+    settings: AnswerSettings,
+    executor: &mut Executor,
+    iteration: u32,
+) -> Result<Answer, LlmError> {
+    let emitter = executor.emitter.clone();
+    let mut attempt = 1;
+    loop {
+        match attempt_answer(provider, request, settings, executor, iteration).await {
+            Ok(answer) => {
+                let orphans = executor.orphans();
+                if orphans > 0 {
+                    emitter.emit(EventKind::Error {
+                        message: format!(
+                            "{orphans} tool call(s) of an interrupted answer ran, and the retried answer did not repeat them"
+                        ),
+                        fatal: false,
+                    });
+                }
+                return Ok(answer);
+            }
+            Err(e) if e.is_retryable() && attempt < settings.retry.max_attempts => {
+                let delay = settings.retry.delay(attempt, e.retry_after());
+                emitter.emit(EventKind::LlmRetry {
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    reason: e.to_string(),
+                });
+                tokio::time::sleep(delay).await;
+                executor.next_attempt();
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn attempt_answer(
+    provider: &dyn ChatProvider,
+    request: &ChatRequest,
+    settings: AnswerSettings,
+    executor: &mut Executor,
+    iteration: u32,
+) -> Result<Answer, LlmError> {
+    let emitter = executor.emitter.clone();
+    let mut stream = provider.stream(request).await?;
+    let mut raw_text = String::new();
+    let mut parser = XmlParser::new();
+    let mut parsed = Vec::new();
+    let mut native: BTreeMap<usize, (String, String, String)> = BTreeMap::new();
+    let mut calls: Vec<Call> = Vec::new();
+    let mut finish: Option<FinishReason> = None;
+    let mut usage = Usage::default();
+    let xml = settings.mode == ToolMode::Xml;
+    let xml_id = |n: usize| format!("xml_{iteration}_{n}");
+
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::TextDelta(text) => {
+                raw_text.push_str(&text);
+                if !xml {
+                    emitter.emit(EventKind::AssistantText { text });
+                    continue;
+                }
+                parser.push(&text, &mut parsed);
+                for event in parsed.drain(..) {
+                    match event {
+                        XmlEvent::Text(text) => emitter.emit(EventKind::AssistantText { text }),
+                        XmlEvent::Invoke(invoke) => {
+                            let id = xml_id(calls.len());
+                            let arguments = match executor.registry.get(&invoke.name) {
+                                Some(def) => def.arguments_from_xml(&invoke.parameters),
+                                None => Err(format!("there is no tool named {:?}", invoke.name)),
+                            };
+                            calls.push(executor.start(id, invoke.name, arguments));
+                        }
+                        XmlEvent::Malformed { reason } => {
+                            let id = xml_id(calls.len());
+                            calls.push(executor.start(
+                                id,
+                                "invalid_tool_call".into(),
+                                Err(format!("malformed tool call: {reason}")),
+                            ));
+                        }
+                    }
+                }
+                if calls.len() >= settings.max_calls && settings.max_calls > 0 {
+                    // Enough calls for one answer: stop reading and keep the text up to the
+                    // end of the last call that will run.
+                    if let Some(end) = parser.last_invoke_end() {
+                        raw_text.truncate(end.min(raw_text.len()));
+                        raw_text.push_str("\n</function_calls>");
+                    }
+                    finish = Some(FinishReason::XmlToolLimitReached);
+                    break;
+                }
+            }
+            StreamEvent::ToolCallStart { index, id, name } => {
+                native.insert(index, (id, name, String::new()));
+            }
+            StreamEvent::ToolCallDelta { index, arguments } => {
+                if let Some(call) = native.get_mut(&index) {
+                    call.2.push_str(&arguments);
+                }
+            }
+            StreamEvent::ToolCallEnd { index } => {
+                if let Some((id, name, args)) = native.remove(&index) {
+                    calls.push(start_native(
+                        executor,
+                        id,
+                        name,
+                        &args,
+                        iteration,
+                        calls.len(),
+                    ));
+                }
+            }
+            StreamEvent::Usage(u) => usage = u,
+            StreamEvent::Finish(reason) => {
+                finish = Some(match reason {
+                    StopReason::Length => FinishReason::Length,
+                    StopReason::ToolCalls => FinishReason::ToolCalls,
+                    StopReason::Stop | StopReason::Other(_) => FinishReason::Stop,
+                });
+            }
+        }
+    }
+    if xml && finish != Some(FinishReason::XmlToolLimitReached) {
+        parser.finish(&mut parsed);
+        for event in parsed.drain(..) {
+            match event {
+                XmlEvent::Text(text) => emitter.emit(EventKind::AssistantText { text }),
+                XmlEvent::Malformed { reason } => {
+                    let id = xml_id(calls.len());
+                    calls.push(executor.start(
+                        id,
+                        "invalid_tool_call".into(),
+                        Err(format!("malformed tool call: {reason}")),
+                    ));
+                }
+                XmlEvent::Invoke(_) => {}
+            }
+        }
+    }
+    // Calls whose end never arrived (some servers skip it) are complete with the stream.
+    for (_, (id, name, args)) in std::mem::take(&mut native) {
+        calls.push(start_native(
+            executor,
+            id,
+            name,
+            &args,
+            iteration,
+            calls.len(),
+        ));
+    }
+    let finish = finish.unwrap_or(FinishReason::Stop);
+    let finish = if !calls.is_empty() && finish == FinishReason::Stop && !xml {
+        FinishReason::ToolCalls
+    } else {
+        finish
+    };
+    Ok(Answer {
+        raw_text,
+        calls,
+        finish,
+        usage,
+    })
+}
+
+fn start_native(
+    executor: &mut Executor,
+    id: String,
+    name: String,
+    args: &str,
+    iteration: u32,
+    n: usize,
+) -> Call {
+    let id = if id.is_empty() {
+        format!("call_{iteration}_{n}")
+    } else {
+        id
+    };
+    let arguments = if args.trim().is_empty() {
+        Ok(json!({}))
+    } else {
+        match serde_json::from_str::<Value>(args) {
+            Ok(v) if v.is_object() => Ok(v),
+            Ok(_) => Err("the arguments are not a JSON object".to_string()),
+            Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
+        }
+    };
+    let raw = args.to_string();
+    let mut call = executor.start(id, name, arguments);
+    if call.arguments == json!({})
+        && !raw.trim().is_empty()
+        && serde_json::from_str::<Value>(&raw).is_err()
+    {
+        // Keep what the model wrote, in a form every provider accepts back.
+        call.arguments = json!({"_raw": raw});
+    }
+    call
+}

@@ -1,0 +1,371 @@
+//! The run loop: call the model, run its tools, store everything, repeat until the agent is
+//! done, asks, or hits the iteration cap.
+
+use std::sync::Arc;
+
+use cove_protocol::browser::BrowserState;
+use cove_protocol::events::{EventKind, FinishReason, RunEvent, RunStatus};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::answer::{AnswerSettings, Executor, answer};
+use super::events::Emitter;
+use super::prompt::{ToolMode, system_prompt};
+use super::xml;
+use crate::context::temporary_message;
+use crate::llm::profile::ModelProfile;
+use crate::llm::retry::RetryPolicy;
+use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall};
+use crate::store::{Store, StoreError, Thread};
+use crate::tools::{Control, Image, ToolContext, ToolRegistry, ToolResult};
+
+/// How runs behave.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The model's name at its provider.
+    pub model: String,
+    /// `provider/model`, for people and the store.
+    pub model_label: String,
+    pub profile: ModelProfile,
+    /// Output cap of each call.
+    pub max_tokens: u32,
+    pub mode: ToolMode,
+    pub max_iterations: u32,
+    /// How often an answer cut by the output cap is continued.
+    pub max_auto_continues: u32,
+    pub parallel_tools: bool,
+    /// Most tool calls one XML answer may make.
+    pub max_calls_per_answer: usize,
+    pub retry: RetryPolicy,
+    /// The workspace as the agent should think of it.
+    pub workspace_label: String,
+}
+
+/// How a run ended (when it did not fail).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    Completed {
+        text: Option<String>,
+        attachments: Vec<String>,
+    },
+    /// Waiting for the user (`ask`) or for a person to hand the browser back.
+    Paused {
+        takeover: bool,
+        text: String,
+        attachments: Vec<String>,
+    },
+    /// The iteration cap was reached.
+    Stopped,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The model could not be used (bad key, unknown model, retries exhausted).
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An agent over one sandbox, model and database.
+pub struct Agent {
+    pub config: AgentConfig,
+    pub provider: Arc<dyn ChatProvider>,
+    pub store: Arc<Store>,
+    pub registry: Arc<ToolRegistry>,
+    pub ctx: Arc<ToolContext>,
+}
+
+const INTERRUPTED: &str = "This call was interrupted when Cove stopped, before its result was recorded; its effect is unknown. Check before running it again.";
+
+fn xml_result(name: &str, result: &ToolResult) -> ChatMessage {
+    let status = if result.ok { "success" } else { "error" };
+    ChatMessage::user(format!(
+        "<function_results>\n<result tool=\"{name}\" status=\"{status}\">\n{}\n</result>\n</function_results>",
+        result.text
+    ))
+}
+
+impl Agent {
+    /// Runs the thread: stores `input` (if any) as the user's message, then works until the
+    /// agent completes, pauses or stops. Events go to `sink` as they happen.
+    pub async fn run(
+        &self,
+        thread: &Thread,
+        input: Option<ChatMessage>,
+        sink: Option<UnboundedSender<RunEvent>>,
+    ) -> Result<RunOutcome, RunError> {
+        let run = self.store.start_run(&thread.id)?;
+        let emitter = Arc::new(Emitter::new(&thread.id, &run.id, self.store.clone(), sink));
+        emitter.emit(EventKind::ThreadRunStart {
+            model: self.config.model_label.clone(),
+            sandbox: thread.sandbox.clone(),
+        });
+        let outcome = self.run_inner(thread, &run.id, input, &emitter).await;
+        let (status, error, pause) = match &outcome {
+            Ok(RunOutcome::Completed { .. }) => (RunStatus::Completed, None, None),
+            Ok(RunOutcome::Paused { takeover, text, .. }) => (
+                RunStatus::Paused,
+                None,
+                Some((if *takeover { "takeover" } else { "ask" }, text.as_str())),
+            ),
+            Ok(RunOutcome::Stopped) => (RunStatus::Stopped, None, None),
+            Err(e) => {
+                emitter.emit(EventKind::Error {
+                    message: e.to_string(),
+                    fatal: true,
+                });
+                (RunStatus::Failed, Some(e.to_string()), None)
+            }
+        };
+        let status_name = match status {
+            RunStatus::Completed => "completed",
+            RunStatus::Paused => "paused",
+            RunStatus::Stopped => "stopped",
+            RunStatus::Failed => "failed",
+        };
+        self.store
+            .end_run(&run, status_name, error.as_deref(), pause)?;
+        emitter.emit(EventKind::ThreadRunEnd { status });
+        outcome
+    }
+
+    /// Answers left without results by a run that was killed get an "interrupted" result, so
+    /// the conversation stays well formed.
+    fn repair(&self, thread: &str, run: &str) -> Result<(), RunError> {
+        let history = self.store.llm_messages(thread)?;
+        let Some(last_assistant) = history.iter().rposition(|(_, m)| m.role == Role::Assistant)
+        else {
+            return Ok(());
+        };
+        let after = &history[last_assistant + 1..];
+        let assistant = &history[last_assistant].1;
+        match self.config.mode {
+            ToolMode::Native => {
+                for call in &assistant.tool_calls {
+                    let answered = after
+                        .iter()
+                        .any(|(_, m)| m.tool_call_id.as_deref() == Some(&call.id));
+                    if !answered {
+                        let result =
+                            ChatMessage::tool_result(&call.id, &call.name, INTERRUPTED, true);
+                        self.store.append_llm(thread, Some(run), &result)?;
+                    }
+                }
+            }
+            ToolMode::Xml => {
+                let calls = xml::parse_all(&assistant.text())
+                    .into_iter()
+                    .filter(|e| !matches!(e, xml::XmlEvent::Text(_)))
+                    .count();
+                let results = after
+                    .iter()
+                    .filter(|(_, m)| {
+                        m.role == Role::User && m.text().starts_with("<function_results>")
+                    })
+                    .count();
+                if results < calls {
+                    let text = format!(
+                        "<function_results>\n<result tool=\"(interrupted)\" status=\"error\">\n{} of the {calls} tool calls of your last answer have no result. {INTERRUPTED}\n</result>\n</function_results>",
+                        calls - results
+                    );
+                    self.store
+                        .append_llm(thread, Some(run), &ChatMessage::user(text))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn run_inner(
+        &self,
+        thread: &Thread,
+        run: &str,
+        input: Option<ChatMessage>,
+        emitter: &Arc<Emitter>,
+    ) -> Result<RunOutcome, RunError> {
+        self.repair(&thread.id, run)?;
+        if let Some(message) = input {
+            self.store.append_llm(&thread.id, Some(run), &message)?;
+        }
+        let system = system_prompt(
+            &self.registry,
+            self.config.mode,
+            &self.config.workspace_label,
+        );
+        let tools = match self.config.mode {
+            ToolMode::Native => self.registry.specs(),
+            ToolMode::Xml => Vec::new(),
+        };
+        let settings = AnswerSettings {
+            mode: self.config.mode,
+            max_calls: self.config.max_calls_per_answer,
+            retry: self.config.retry,
+        };
+        let mut browser: Option<BrowserState> = None;
+        let mut images: Vec<Image> = Vec::new();
+        let mut continues = 0;
+        for iteration in 1..=self.config.max_iterations {
+            self.store.count_iteration(run, iteration)?;
+            emitter.emit(EventKind::AssistantResponseStart { iteration });
+            let mut messages: Vec<ChatMessage> = self
+                .store
+                .llm_messages(&thread.id)?
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect();
+            if let Some(state) = &browser
+                && let Ok(mut seen) = self.ctx.snapshot_id.lock()
+            {
+                *seen = Some(state.snapshot_id);
+            }
+            if let Some(temp) = temporary_message(
+                browser.take().as_ref(),
+                &std::mem::take(&mut images),
+                self.ctx.vision,
+            ) {
+                messages.push(temp);
+            }
+            let request = ChatRequest {
+                model: self.config.model.clone(),
+                system: system.clone(),
+                messages,
+                tools: tools.clone(),
+                max_tokens: self.config.max_tokens,
+            };
+            let mut executor = Executor::new(
+                self.ctx.clone(),
+                self.registry.clone(),
+                emitter.clone(),
+                self.config.parallel_tools,
+            );
+            let answer = answer(
+                self.provider.as_ref(),
+                &request,
+                settings,
+                &mut executor,
+                iteration,
+            )
+            .await?;
+
+            let mut assistant = ChatMessage::assistant(answer.raw_text.clone());
+            if self.config.mode == ToolMode::Native {
+                assistant.tool_calls = answer
+                    .calls
+                    .iter()
+                    .map(|c| ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect();
+            }
+            if !answer.raw_text.is_empty() || !assistant.tool_calls.is_empty() {
+                self.store.append_llm(&thread.id, Some(run), &assistant)?;
+            }
+
+            // Store each result as its tool finishes (after the answer, whatever the order).
+            let mut pending: FuturesUnordered<_> = answer
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(i, call)| {
+                    let execution = call.execution.clone();
+                    async move { (i, execution.await) }
+                })
+                .collect();
+            let mut results: Vec<Option<ToolResult>> = vec![None; answer.calls.len()];
+            while let Some((i, result)) = pending.next().await {
+                let call = &answer.calls[i];
+                let message = match self.config.mode {
+                    ToolMode::Native => ChatMessage::tool_result(
+                        &call.id,
+                        &call.name,
+                        result.text.clone(),
+                        !result.ok,
+                    ),
+                    ToolMode::Xml => xml_result(&call.name, &result),
+                };
+                self.store.append_llm(&thread.id, Some(run), &message)?;
+                results[i] = Some(result);
+            }
+
+            let mut control = None;
+            for result in results.into_iter().flatten() {
+                if let Some(state) = result.browser_state
+                    && browser
+                        .as_ref()
+                        .is_none_or(|b| b.snapshot_id < state.snapshot_id)
+                {
+                    browser = Some(state);
+                }
+                images.extend(result.image);
+                if control.is_none() {
+                    control = result.control;
+                }
+            }
+            if let Some(control) = control {
+                emitter.emit(EventKind::Finish {
+                    finish_reason: FinishReason::AgentTerminated,
+                });
+                return Ok(match control {
+                    Control::Ask { text, attachments } => {
+                        emitter.emit(EventKind::Ask {
+                            text: text.clone(),
+                            attachments: attachments.clone(),
+                        });
+                        RunOutcome::Paused {
+                            takeover: false,
+                            text,
+                            attachments,
+                        }
+                    }
+                    Control::Takeover { text } => {
+                        emitter.emit(EventKind::Takeover {
+                            text: text.clone(),
+                            url: None,
+                        });
+                        RunOutcome::Paused {
+                            takeover: true,
+                            text,
+                            attachments: Vec::new(),
+                        }
+                    }
+                    Control::Complete { text, attachments } => {
+                        emitter.emit(EventKind::Complete {
+                            text: text.clone(),
+                            attachments: attachments.clone(),
+                        });
+                        RunOutcome::Completed { text, attachments }
+                    }
+                });
+            }
+            emitter.emit(EventKind::Finish {
+                finish_reason: answer.finish,
+            });
+            if answer.calls.is_empty() {
+                if answer.finish == FinishReason::Length
+                    && continues < self.config.max_auto_continues
+                {
+                    continues += 1;
+                    continue;
+                }
+                return Ok(RunOutcome::Completed {
+                    text: None,
+                    attachments: Vec::new(),
+                });
+            }
+        }
+        emitter.emit(EventKind::Error {
+            message: format!(
+                "the run stopped after {} iterations; `cove resume` continues it",
+                self.config.max_iterations
+            ),
+            fatal: false,
+        });
+        Ok(RunOutcome::Stopped)
+    }
+}

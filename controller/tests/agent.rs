@@ -1,0 +1,253 @@
+//! The agent loop in-process, against the scripted model and a real coved.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cove::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
+use cove::llm::anthropic::Anthropic;
+use cove::llm::openai::OpenAi;
+use cove::llm::profile::ModelProfile;
+use cove::llm::retry::RetryPolicy;
+use cove::llm::{ChatMessage, ChatProvider};
+use cove::store::{Store, Thread};
+use cove::tools::{ToolContext, ToolRegistry};
+use cove_protocol::events::{EventKind, RunEvent};
+use cove_tests::llm::Wire;
+use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
+use serde_json::json;
+
+struct Setup {
+    agent: Agent,
+    daemon: DaemonProcess,
+    thread: Thread,
+}
+
+async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
+    let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let provider: Arc<dyn ChatProvider> = match wire {
+        Wire::OpenAi => Arc::new(OpenAi::new(
+            http,
+            &llm.openai_base_url(),
+            Some("k".into()),
+            "openai",
+        )),
+        Wire::Anthropic => Arc::new(Anthropic::new(http, &llm.anthropic_base_url(), "k".into())),
+    };
+    let store = Arc::new(Store::in_memory().unwrap());
+    let thread = store
+        .create_thread("test", "scripted/model", mode.as_str(), "test")
+        .unwrap();
+    let agent = Agent {
+        config: AgentConfig {
+            model: "scripted".into(),
+            model_label: "scripted/model".into(),
+            profile: ModelProfile::UNKNOWN,
+            max_tokens: 1000,
+            mode,
+            max_iterations: 20,
+            max_auto_continues: 3,
+            parallel_tools: true,
+            max_calls_per_answer: 10,
+            retry: RetryPolicy {
+                max_attempts: 4,
+                base: Duration::from_millis(10),
+                cap: Duration::from_secs(2),
+            },
+            workspace_label: "/workspace".into(),
+        },
+        provider,
+        store,
+        registry: Arc::new(ToolRegistry::standard()),
+        ctx: Arc::new(ToolContext::new(daemon.client.clone(), true)),
+    };
+    Setup {
+        agent,
+        daemon,
+        thread,
+    }
+}
+
+async fn run(s: &Setup, input: &str) -> (RunOutcome, Vec<RunEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = s
+        .agent
+        .run(&s.thread, Some(ChatMessage::user(input)), Some(tx))
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    (outcome, events)
+}
+
+fn names(events: &[RunEvent]) -> Vec<&'static str> {
+    events
+        .iter()
+        .map(|e| e.kind.name())
+        .filter(|n| *n != "assistant_text")
+        .collect()
+}
+
+#[tokio::test]
+async fn a_task_plans_acts_asks_and_completes_in_every_wire_and_mode() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        for mode in [ToolMode::Native, ToolMode::Xml] {
+            let llm = ScriptedLlm::start().await.unwrap();
+            let s = setup(&llm, wire, mode).await;
+            llm.push(Turn::text("I'll plan first.").call(
+                "create_file",
+                json!({"file_path": "/workspace/todo.md", "file_contents": "- [ ] count files\n"}),
+            ));
+            llm.push(Turn::text("").call("execute_command", json!({"command": "ls | wc -l"})));
+            llm.push(
+                Turn::text("One question.").call("ask", json!({"text": "Shall I delete todo.md?"})),
+            );
+            let (outcome, events) = run(&s, "Count the files.").await;
+            assert_eq!(
+                outcome,
+                RunOutcome::Paused {
+                    takeover: false,
+                    text: "Shall I delete todo.md?".into(),
+                    attachments: vec![],
+                },
+                "{wire:?} {mode:?}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(s.daemon.path("todo.md")).unwrap(),
+                "- [ ] count files\n",
+                "{wire:?} {mode:?}"
+            );
+            assert_eq!(
+                names(&events),
+                [
+                    "thread_run_start",
+                    "assistant_response_start",
+                    "tool_started",
+                    "tool_completed",
+                    "finish",
+                    "assistant_response_start",
+                    "tool_started",
+                    "tool_completed",
+                    "finish",
+                    "assistant_response_start",
+                    "tool_started",
+                    "tool_completed",
+                    "finish",
+                    "ask",
+                    "thread_run_end",
+                ],
+                "{wire:?} {mode:?}"
+            );
+            assert!(
+                events.windows(2).all(|w| w[1].seq == w[0].seq + 1),
+                "sequence numbers without gaps"
+            );
+            let text: String = events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::AssistantText { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert!(
+                text.contains("I'll plan first.") && !text.contains("<invoke"),
+                "{text:?}"
+            );
+            // The command's result reached the model.
+            let requests = llm.received();
+            assert_eq!(requests.len(), 3);
+            assert!(
+                requests[2].all_text().contains("exit code 0\n1"),
+                "{wire:?} {mode:?}"
+            );
+            assert_eq!(requests[0].native_tools(), mode == ToolMode::Native);
+
+            // The reply resumes the thread; the model completes.
+            llm.push(Turn::text("Done.").call(
+                "complete",
+                json!({"text": "1 file", "attachments": ["todo.md"]}),
+            ));
+            let (outcome, events) = run(&s, "No, keep it.").await;
+            assert_eq!(
+                outcome,
+                RunOutcome::Completed {
+                    text: Some("1 file".into()),
+                    attachments: vec!["todo.md".into()],
+                }
+            );
+            assert_eq!(names(&events).last(), Some(&"thread_run_end"));
+            assert!(llm.received()[3].all_text().contains("No, keep it."));
+            let stored = s.agent.store.llm_messages(&s.thread.id).unwrap();
+            let roles: Vec<_> = stored
+                .iter()
+                .map(|(_, m)| format!("{:?}", m.role))
+                .collect();
+            let expected_result = if mode == ToolMode::Native {
+                "Tool"
+            } else {
+                "User"
+            };
+            assert_eq!(
+                roles,
+                [
+                    "User",
+                    "Assistant",
+                    expected_result,
+                    "Assistant",
+                    expected_result,
+                    "Assistant",
+                    expected_result,
+                    "User",
+                    "Assistant",
+                    expected_result,
+                ],
+                "{wire:?} {mode:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn failures_go_back_to_the_model_and_an_answer_without_tools_ends_the_run() {
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(&llm, Wire::OpenAi, ToolMode::Xml).await;
+    llm.push(
+        Turn::text("Two at once.")
+            .call("read_file", json!({"file_path": "missing.txt"}))
+            .call("create_file", json!({"file_path": "ok.txt", "file_contents": "fine"}))
+            .raw_xml("<function_calls><invoke><parameter name=\"x\">1</parameter></invoke></function_calls>"),
+    );
+    llm.push(Turn::text("All done, nothing more to do."));
+    let (outcome, events) = run(&s, "go").await;
+    assert_eq!(
+        outcome,
+        RunOutcome::Completed {
+            text: None,
+            attachments: vec![]
+        }
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.daemon.path("ok.txt")).unwrap(),
+        "fine"
+    );
+    let failed = events
+        .iter()
+        .filter(|e| e.kind.name() == "tool_failed")
+        .count();
+    assert_eq!(failed, 2, "the missing file and the malformed call");
+    let second = &llm.received()[1];
+    let text = second.all_text();
+    assert!(
+        text.contains("missing.txt") && text.contains("not_found"),
+        "{text}"
+    );
+    assert!(text.contains("malformed tool call"), "{text}");
+    assert!(text.contains("Created ok.txt"), "{text}");
+}
