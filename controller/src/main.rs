@@ -1,22 +1,15 @@
-//! `cove`: the Cove controller. The agent loop is not built yet; this binary says so plainly
-//! rather than pretending.
+//! `cove`: the Cove controller.
 
 use clap::Parser;
+use tracing_subscriber::EnvFilter;
 
-/// The Cove controller (not implemented yet: this release ships the sandbox daemon, `coved`).
-#[derive(Debug, Parser)]
-#[command(name = "cove", version)]
-struct Cli {
-    /// Anything: no command is implemented yet.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    args: Vec<String>,
-}
-
-fn main() -> std::process::ExitCode {
-    let _cli = Cli::parse();
-    eprintln!(
-        "cove: the agent controller is not implemented yet.\n\
-         This release ships the sandbox daemon: run `coved --help`, and see README.md."
-    );
-    std::process::ExitCode::from(2)
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("COVE_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    cove::cli::main(cove::cli::Cli::parse()).await
 }

@@ -269,6 +269,15 @@ impl Store {
         Ok(())
     }
 
+    /// Records where a thread's sandbox is.
+    pub fn set_thread_sandbox(&self, thread: &str, sandbox: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE threads SET sandbox = ?2, updated_at = ?3 WHERE id = ?1",
+            params![thread, sandbox, now_ms()],
+        )?;
+        Ok(())
+    }
+
     /// Stores a message; returns its id.
     pub fn append(
         &self,

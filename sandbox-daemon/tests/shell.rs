@@ -76,7 +76,11 @@ async fn exit_codes_are_exact() {
     assert_eq!(run(c, "codes", "sh -c 'kill -9 $$'").await.1, Some(137));
     // `exit` ends the shell itself; its status is the command's, and the next call gets a
     // fresh shell in the same session.
-    assert_eq!(run(c, "codes", "echo bye; exit 3").await.1, Some(3));
+    assert_eq!(
+        run(c, "codes", "echo bye; exit 3").await,
+        ("bye\n".to_string(), Some(3)),
+        "bash's own `exit` line is not output"
+    );
     assert_eq!(
         run(c, "codes", "echo again").await,
         ("again\n".to_string(), Some(0))

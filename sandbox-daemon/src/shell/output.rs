@@ -55,6 +55,15 @@ impl OutputLog {
         self.bytes.extend(keep);
     }
 
+    /// Whether the newest bytes are `suffix`.
+    pub fn ends_with(&self, suffix: &[u8]) -> bool {
+        self.bytes.len() >= suffix.len()
+            && self
+                .bytes
+                .range(self.bytes.len() - suffix.len()..)
+                .eq(suffix.iter())
+    }
+
     /// The end offset, moved back before a UTF-8 character whose last bytes have not arrived.
     pub fn stable_end(&self) -> u64 {
         let len = self.bytes.len();

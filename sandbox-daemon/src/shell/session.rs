@@ -151,7 +151,12 @@ impl State {
     fn settle(&mut self) {
         let Some(r) = &self.running else { return };
         let done = if let Some((code, at)) = self.shell_exit {
-            (self.reader_done || at.elapsed() >= EXIT_DRAIN_GRACE).then(|| (code, self.log.end()))
+            (self.reader_done || at.elapsed() >= EXIT_DRAIN_GRACE).then(|| {
+                // An interactive bash announces its own `exit`; that line is not the command's.
+                let end = self.log.end();
+                let ends_with_exit = end >= r.start + 5 && self.log.ends_with(b"exit\n");
+                (code, if ends_with_exit { end - 5 } else { end })
+            })
         } else {
             match (r.status, r.end) {
                 (Some((code, _)), Some(end)) => Some((code, end)),

@@ -1,0 +1,715 @@
+//! The `cove` command line.
+
+mod render;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use cove_protocol::browser::{NavigateTo, StateQuery};
+use cove_protocol::files::{ListQuery, ReadRequest};
+use cove_protocol::shell::ExecRequest;
+
+use crate::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
+use crate::config::{self, FileConfig, ModelChoice};
+use crate::llm::ChatMessage;
+use crate::llm::profile::profile;
+use crate::llm::retry::RetryPolicy;
+use crate::sandbox::{LocalDaemon, Sandbox, SandboxSpec};
+use crate::store::{Store, Thread};
+use crate::tools::{ToolContext, ToolRegistry};
+use render::Renderer;
+
+/// Exit code of a run that waits for the user's answer.
+pub const EXIT_PAUSED: u8 = 3;
+/// Exit code of a run stopped at its iteration cap.
+pub const EXIT_STOPPED: u8 = 4;
+
+/// Cove: an autonomous agent that works in a sandbox with a shell, files and a browser.
+#[derive(Debug, Parser)]
+#[command(name = "cove", version)]
+pub struct Cli {
+    /// Print run events (and command results) as JSON lines.
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// The database file (default ~/.local/share/cove/cove.db).
+    #[arg(long, global = true, env = "COVE_DB")]
+    db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run an agent on a task.
+    Run(RunArgs),
+    /// Answer the question a paused thread asked, and continue it.
+    Reply {
+        thread: String,
+        text: String,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+    /// Continue a thread whose run stopped (killed, failed, or at its iteration cap).
+    Resume {
+        thread: String,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+    /// List threads.
+    Threads,
+    /// Show a thread's messages.
+    Show { thread: String },
+    /// Manage sandboxes.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// Run a shell command in the sandbox (no model involved).
+    Exec {
+        command: String,
+        #[arg(long, default_value = "default")]
+        session: String,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// List files of the sandbox's workspace.
+    Ls {
+        #[arg(default_value = ".")]
+        path: String,
+        #[arg(long, default_value_t = 1)]
+        depth: u32,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Print a text file of the sandbox's workspace.
+    Cat {
+        path: String,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Open a URL in the sandbox's browser and print what the agent would see.
+    Browse {
+        url: String,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Save a screenshot of the sandbox's browser.
+    Screenshot {
+        #[arg(short, long, default_value = "screenshot.jpg")]
+        output: PathBuf,
+        /// Open this URL first.
+        #[arg(long)]
+        url: Option<String>,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SandboxCommand {
+    /// Start a local sandbox and print its URL and token; runs until interrupted.
+    Up {
+        /// Workspace folder (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+    },
+    /// Check the configured sandbox.
+    Status {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+struct SandboxArgs {
+    /// `local` (start coved here) or the URL of a running coved.
+    #[arg(long, env = "COVE_SANDBOX_URL")]
+    sandbox: Option<String>,
+    /// Token of a remote sandbox.
+    #[arg(long, env = "COVE_SANDBOX_TOKEN", hide_env_values = true)]
+    sandbox_token: Option<String>,
+    /// Workspace folder of a local sandbox.
+    #[arg(long, env = "COVE_WORKSPACE")]
+    workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+struct RunFlags {
+    /// Iteration cap of the run (default 100).
+    #[arg(long)]
+    max_iterations: Option<u32>,
+    /// Run a batch of tool calls one after another instead of in parallel.
+    #[arg(long)]
+    sequential_tools: bool,
+    /// Override the model's context window (tokens), for local models.
+    #[arg(long)]
+    context_window: Option<u32>,
+    /// Override the output cap of each call (tokens).
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// Never prompt for answers in the terminal; pause and exit instead.
+    #[arg(long)]
+    no_prompt: bool,
+    /// Whether the model accepts images (default: known from the model's name).
+    #[arg(long, env = "COVE_VISION")]
+    vision: Option<bool>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// What the agent should do.
+    task: String,
+    /// `provider/model`: openai/gpt-4o, anthropic/claude-sonnet-4-5, ollama/llama3.1, ...
+    #[arg(long, env = "COVE_MODEL")]
+    model: Option<String>,
+    /// How the model calls tools.
+    #[arg(long, value_parser = ["native", "xml"])]
+    tool_calls: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+/// A failure with one line for the user.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Failure(String);
+
+fn fail(e: impl std::fmt::Display) -> Failure {
+    Failure(e.to_string())
+}
+
+struct Context {
+    json: bool,
+    store: Arc<Store>,
+    file: FileConfig,
+}
+
+/// Runs the command line; returns the process exit code.
+pub async fn main(cli: Cli) -> ExitCode {
+    match dispatch(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("cove: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    let file = config::load_file().map_err(fail)?;
+    let db = cli
+        .db
+        .clone()
+        .or_else(|| file.db.clone())
+        .unwrap_or_else(|| config::data_dir().join("cove.db"));
+    let store = Arc::new(Store::open(&db).map_err(fail)?);
+    let ctx = Context {
+        json: cli.json,
+        store,
+        file,
+    };
+    match cli.command {
+        Command::Run(args) => run(&ctx, args).await,
+        Command::Reply {
+            thread,
+            text,
+            sandbox,
+            run,
+        } => {
+            let thread = ctx.store.thread(&thread).map_err(fail)?;
+            drive(&ctx, thread, Some(ChatMessage::user(text)), &sandbox, &run).await
+        }
+        Command::Resume {
+            thread,
+            sandbox,
+            run,
+        } => {
+            let thread = ctx.store.thread(&thread).map_err(fail)?;
+            if let Some(last) = ctx.store.last_run(&thread.id).map_err(fail)?
+                && last.status == "paused"
+            {
+                return Err(Failure(format!(
+                    "thread {} is waiting for your answer to: {}\nanswer with: cove reply {} \"...\"",
+                    thread.id,
+                    last.pause_text.unwrap_or_default(),
+                    thread.id
+                )));
+            }
+            drive(&ctx, thread, None, &sandbox, &run).await
+        }
+        Command::Threads => threads(&ctx),
+        Command::Show { thread } => show(&ctx, &thread),
+        Command::Sandbox(cmd) => sandbox_command(&ctx, cmd).await,
+        Command::Exec {
+            command,
+            session,
+            sandbox,
+        } => {
+            let sb = open_operator_sandbox(&ctx, &sandbox).await?;
+            let result = sb
+                .client
+                .exec(
+                    &ExecRequest::new(command)
+                        .in_session(session)
+                        .with_timeout(600),
+                )
+                .await;
+            sb.close().await;
+            let out = result.map_err(fail)?;
+            if ctx.json {
+                println!("{}", serde_json::to_string(&out).unwrap_or_default());
+            } else {
+                print!("{}", out.output);
+                if !out.completed {
+                    eprintln!("cove: still running after 600 s");
+                }
+            }
+            Ok(ExitCode::from(
+                u8::try_from(out.exit_code.unwrap_or(1).clamp(0, 255)).unwrap_or(1),
+            ))
+        }
+        Command::Ls {
+            path,
+            depth,
+            sandbox,
+        } => {
+            let sb = open_operator_sandbox(&ctx, &sandbox).await?;
+            let result = sb.client.list(&ListQuery { path, depth }).await;
+            sb.close().await;
+            let list = result.map_err(fail)?;
+            if ctx.json {
+                println!("{}", serde_json::to_string(&list).unwrap_or_default());
+            } else {
+                for e in list.entries {
+                    let suffix = if e.is_dir { "/" } else { "" };
+                    println!("{}{suffix}", e.path);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cat { path, sandbox } => {
+            let sb = open_operator_sandbox(&ctx, &sandbox).await?;
+            let result = sb.client.read(&ReadRequest::whole(path)).await;
+            sb.close().await;
+            print!("{}", result.map_err(fail)?.content);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Browse { url, sandbox } => {
+            let sb = open_operator_sandbox(&ctx, &sandbox).await?;
+            let result = sb
+                .client
+                .browser(&NavigateTo { url }, StateQuery::lean())
+                .await;
+            sb.close().await;
+            let state = result.map_err(fail)?;
+            if ctx.json {
+                println!("{}", serde_json::to_string(&state).unwrap_or_default());
+            } else {
+                println!("{} — {}\n{}", state.title, state.url, state.elements);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Screenshot {
+            output,
+            url,
+            sandbox,
+        } => {
+            let sb = open_operator_sandbox(&ctx, &sandbox).await?;
+            let result = async {
+                if let Some(url) = url {
+                    sb.client
+                        .browser(&NavigateTo { url }, StateQuery::lean())
+                        .await?;
+                }
+                sb.client.screenshot().await
+            }
+            .await;
+            sb.close().await;
+            let jpeg = result.map_err(fail)?;
+            std::fs::write(&output, &jpeg)
+                .map_err(|e| Failure(format!("cannot write {}: {e}", output.display())))?;
+            println!("{} ({} bytes)", output.display(), jpeg.len());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn sandbox_spec(
+    ctx: &Context,
+    args: &SandboxArgs,
+    default_workspace: impl FnOnce() -> PathBuf,
+) -> Result<(SandboxSpec, Option<String>), Failure> {
+    let choice = args.sandbox.clone().or_else(|| ctx.file.sandbox.clone());
+    let token = args
+        .sandbox_token
+        .clone()
+        .or_else(|| ctx.file.sandbox_token.clone());
+    match choice.as_deref() {
+        None | Some("local") => {
+            let workspace = args.workspace.clone().unwrap_or_else(default_workspace);
+            let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+            Ok((SandboxSpec::Local { workspace }, None))
+        }
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok((
+            SandboxSpec::Remote {
+                url: url.to_string(),
+            },
+            token,
+        )),
+        Some(other) => Err(Failure(format!(
+            "--sandbox must be `local` or a URL, not {other:?}"
+        ))),
+    }
+}
+
+fn coved_log() -> PathBuf {
+    config::data_dir().join("logs/coved.log")
+}
+
+async fn open_operator_sandbox(ctx: &Context, args: &SandboxArgs) -> Result<Sandbox, Failure> {
+    let (spec, token) = sandbox_spec(ctx, args, || PathBuf::from("."))?;
+    Sandbox::open(spec, token, Some(&coved_log()))
+        .await
+        .map_err(fail)
+}
+
+async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
+    let model = args
+        .model
+        .clone()
+        .or_else(|| ctx.file.model.clone())
+        .map(|m| ModelChoice::parse(&m))
+        .transpose()
+        .map_err(fail)?
+        .unwrap_or_else(ModelChoice::default_for_environment);
+    // Fail on a missing key before starting a sandbox.
+    config::provider(&model).map_err(fail)?;
+    let mode = args
+        .tool_calls
+        .clone()
+        .or_else(|| ctx.file.tool_calls.clone())
+        .unwrap_or_else(|| "native".into());
+    let mode = ToolMode::parse(&mode)
+        .ok_or_else(|| Failure(format!("--tool-calls must be native or xml, not {mode:?}")))?;
+    // The thread is created first so a local workspace can be named after it.
+    let title: String = args
+        .task
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(100)
+        .collect();
+    let thread = ctx
+        .store
+        .create_thread(&title, &model.label(), mode.as_str(), "pending")
+        .map_err(fail)?;
+    let workspaces = ctx
+        .file
+        .workspaces
+        .clone()
+        .unwrap_or_else(|| config::data_dir().join("workspaces"));
+    let (spec, _) = sandbox_spec(ctx, &args.sandbox, || workspaces.join(&thread.id))?;
+    ctx.store
+        .set_thread_sandbox(&thread.id, &spec.label())
+        .map_err(fail)?;
+    let thread = ctx.store.thread(&thread.id).map_err(fail)?;
+    drive(
+        ctx,
+        thread,
+        Some(ChatMessage::user(args.task)),
+        &args.sandbox,
+        &args.run,
+    )
+    .await
+}
+
+/// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
+/// interactive terminal).
+async fn drive(
+    ctx: &Context,
+    thread: Thread,
+    mut input: Option<ChatMessage>,
+    sandbox_args: &SandboxArgs,
+    flags: &RunFlags,
+) -> Result<ExitCode, Failure> {
+    let model = ModelChoice::parse(&thread.model).map_err(fail)?;
+    let provider = config::provider(&model).map_err(fail)?;
+    // A run still marked running belongs to a controller that was killed.
+    if let Some(last) = ctx.store.last_run(&thread.id).map_err(fail)?
+        && last.status == "running"
+    {
+        ctx.store
+            .end_run(
+                &last,
+                "stopped",
+                Some("interrupted: the controller stopped"),
+                None,
+            )
+            .map_err(fail)?;
+    }
+    let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
+    let spec = SandboxSpec::from_label(&thread.sandbox);
+    let token = sandbox_args
+        .sandbox_token
+        .clone()
+        .or_else(|| ctx.file.sandbox_token.clone());
+    let sandbox = Sandbox::open(spec.clone(), token, Some(&coved_log()))
+        .await
+        .map_err(fail)?;
+    let mut prof = profile(model.provider.as_str(), &model.name);
+    if let Some(window) = flags.context_window.or(ctx.file.context_window) {
+        prof.context_window = window;
+    }
+    if let Some(vision) = flags.vision.or(ctx.file.vision) {
+        prof.vision = vision;
+    }
+    let max_tokens = flags
+        .max_tokens
+        .or(ctx.file.max_tokens)
+        .unwrap_or(prof.max_output)
+        .min(prof.context_window / 2)
+        .max(256);
+    let workspace_label = sandbox
+        .client
+        .info()
+        .await
+        .map(|i| i.workspace)
+        .unwrap_or_else(|_| "/workspace".into());
+    let agent = Agent {
+        config: AgentConfig {
+            model: model.name.clone(),
+            model_label: model.label(),
+            profile: prof,
+            max_tokens,
+            mode,
+            max_iterations: flags
+                .max_iterations
+                .or(ctx.file.max_iterations)
+                .unwrap_or(100)
+                .max(1),
+            max_auto_continues: 25,
+            parallel_tools: !(flags.sequential_tools || ctx.file.sequential_tools.unwrap_or(false)),
+            max_calls_per_answer: 10,
+            retry: RetryPolicy::default(),
+            workspace_label: workspace_label.clone(),
+        },
+        provider,
+        store: ctx.store.clone(),
+        registry: Arc::new(ToolRegistry::standard()),
+        ctx: Arc::new(ToolContext::new(sandbox.client.clone(), prof.vision)),
+    };
+    let interactive = !ctx.json && !flags.no_prompt && std::io::stdin().is_terminal();
+    let code = loop {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let json = ctx.json;
+        let renderer = tokio::spawn(async move {
+            let mut renderer = Renderer::new(json);
+            while let Some(event) = rx.recv().await {
+                renderer.event(&event);
+            }
+            renderer.done();
+        });
+        let outcome = tokio::select! {
+            outcome = agent.run(&thread, input.take(), Some(tx)) => Some(outcome),
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let _ = renderer.await;
+        let Some(outcome) = outcome else {
+            if let Ok(Some(last)) = ctx.store.last_run(&thread.id)
+                && last.status == "running"
+            {
+                let _ = ctx
+                    .store
+                    .end_run(&last, "stopped", Some("interrupted"), None);
+            }
+            eprintln!(
+                "cove: interrupted; continue with: cove resume {}",
+                thread.id
+            );
+            sandbox.close().await;
+            return Ok(ExitCode::from(130));
+        };
+        match outcome {
+            Ok(RunOutcome::Completed { .. }) => break ExitCode::SUCCESS,
+            Ok(RunOutcome::Stopped) => break ExitCode::from(EXIT_STOPPED),
+            Ok(RunOutcome::Paused { takeover, .. }) => {
+                if interactive {
+                    let prompt = if takeover {
+                        "When you are done in the browser, press Enter (or type a note): "
+                    } else {
+                        "Your answer (empty to stop here): "
+                    };
+                    let answer = read_line(prompt).await;
+                    if !answer.trim().is_empty() || takeover {
+                        let text = if answer.trim().is_empty() {
+                            "I have handed the browser back.".to_string()
+                        } else {
+                            answer
+                        };
+                        input = Some(ChatMessage::user(text));
+                        continue;
+                    }
+                }
+                if !ctx.json {
+                    println!("Answer with: cove reply {} \"...\"", thread.id);
+                }
+                break ExitCode::from(EXIT_PAUSED);
+            }
+            Err(e) => {
+                if !ctx.json {
+                    eprintln!("cove: {e}");
+                }
+                break ExitCode::FAILURE;
+            }
+        }
+    };
+    if !ctx.json
+        && let SandboxSpec::Local { workspace } = &spec
+    {
+        println!("workspace: {}", workspace.display());
+    }
+    sandbox.close().await;
+    Ok(code)
+}
+
+async fn read_line(prompt: &str) -> String {
+    let prompt = prompt.to_string();
+    tokio::task::spawn_blocking(move || {
+        print!("{prompt}");
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        line.trim_end().to_string()
+    })
+    .await
+    .unwrap_or_default()
+}
+
+fn threads(ctx: &Context) -> Result<ExitCode, Failure> {
+    let threads = ctx.store.threads().map_err(fail)?;
+    if ctx.json {
+        for t in &threads {
+            println!("{}", serde_json::to_string(t).unwrap_or_default());
+        }
+    } else if threads.is_empty() {
+        println!("No threads yet. Start one with: cove run \"...\"");
+    } else {
+        for t in &threads {
+            let when = humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::from_millis(u64::try_from(t.updated_at).unwrap_or(0)),
+            );
+            println!("{}  {:<9}  {when}  {}", t.id, t.status, t.title);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(ctx: &Context, id: &str) -> Result<ExitCode, Failure> {
+    let thread = ctx.store.thread(id).map_err(fail)?;
+    let messages = ctx.store.messages(&thread.id).map_err(fail)?;
+    if ctx.json {
+        for m in &messages {
+            println!("{}", serde_json::to_string(m).unwrap_or_default());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "thread {} · {} · {} · {}",
+        thread.id, thread.status, thread.model, thread.sandbox
+    );
+    for m in &messages {
+        if !m.is_llm_message {
+            continue;
+        }
+        let Ok(message) = serde_json::from_value::<ChatMessage>(m.content.clone()) else {
+            continue;
+        };
+        let text = message.text();
+        let calls: Vec<String> = message
+            .tool_calls
+            .iter()
+            .map(|c| format!("{}({})", c.name, c.arguments))
+            .collect();
+        println!("\n[{}] {}", m.kind, text.trim());
+        for call in calls {
+            println!("  → {call}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn sandbox_command(ctx: &Context, cmd: SandboxCommand) -> Result<ExitCode, Failure> {
+    match cmd {
+        SandboxCommand::Up { workspace, listen } => {
+            let workspace = workspace.unwrap_or_else(|| PathBuf::from("."));
+            let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+            std::fs::create_dir_all(&workspace).map_err(fail)?;
+            let mut daemon = LocalDaemon::start_at(&workspace, &listen, Some(&coved_log()))
+                .await
+                .map_err(fail)?;
+            if ctx.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"url": daemon.url, "token": daemon.token, "workspace": workspace})
+                );
+            } else {
+                println!(
+                    "sandbox: {}\ntoken: {}\nworkspace: {}",
+                    daemon.url,
+                    daemon.token,
+                    workspace.display()
+                );
+                println!(
+                    "Use it with: COVE_SANDBOX_URL={} COVE_SANDBOX_TOKEN={} cove run \"...\"",
+                    daemon.url, daemon.token
+                );
+                println!("Press Ctrl-C to stop it.");
+            }
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = daemon.wait() => {
+                    return Err(Failure(format!("the sandbox stopped; see {}", coved_log().display())));
+                }
+            }
+            daemon.stop().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        SandboxCommand::Status { sandbox } => {
+            let (spec, token) = sandbox_spec(ctx, &sandbox, || PathBuf::from("."))?;
+            match spec {
+                SandboxSpec::Local { .. } => {
+                    let coved = crate::sandbox::find_coved().map_err(fail)?;
+                    println!("local sandboxes start per command with {}", coved.display());
+                }
+                SandboxSpec::Remote { url } => {
+                    let sb = Sandbox::open(SandboxSpec::Remote { url: url.clone() }, token, None)
+                        .await
+                        .map_err(fail)?;
+                    let info = sb.client.info().await.map_err(fail)?;
+                    println!(
+                        "{url}: coved {} (API {}), workspace {}, serves {}",
+                        info.version,
+                        info.api_version,
+                        info.workspace,
+                        info.capabilities.join(", ")
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
