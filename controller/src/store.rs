@@ -288,11 +288,19 @@ impl Store {
         content: &Value,
     ) -> Result<i64, StoreError> {
         let conn = self.conn();
-        conn.execute(
+        // Cached: a run stores several messages per iteration.
+        conn.prepare_cached(
             "INSERT INTO messages (thread_id, run_id, kind, is_llm_message, content, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![thread, run, kind, is_llm, content.to_string(), now_ms()],
-        )?;
+        )?
+        .execute(params![
+            thread,
+            run,
+            kind,
+            is_llm,
+            content.to_string(),
+            now_ms()
+        ])?;
         Ok(conn.last_insert_rowid())
     }
 
@@ -339,13 +347,19 @@ impl Store {
 
     /// The LLM messages of a thread with their ids, oldest first.
     pub fn llm_messages(&self, thread: &str) -> Result<Vec<(i64, ChatMessage)>, StoreError> {
-        self.messages(thread)?
-            .into_iter()
-            .filter(|m| m.is_llm_message)
-            .map(|m| {
-                serde_json::from_value(m.content)
-                    .map(|c| (m.id, c))
-                    .map_err(|e| StoreError::Corrupt(format!("message {}: {e}", m.id)))
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, content FROM messages
+             WHERE thread_id = ?1 AND is_llm_message = 1 ORDER BY id",
+        )?;
+        let rows: Vec<(i64, String)> = stmt
+            .query_map(params![thread], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter()
+            .map(|(id, content)| {
+                serde_json::from_str(&content)
+                    .map(|m| (id, m))
+                    .map_err(|e| StoreError::Corrupt(format!("message {id}: {e}")))
             })
             .collect()
     }
@@ -373,10 +387,9 @@ impl Store {
 
     /// Counts an iteration of a run.
     pub fn count_iteration(&self, run: &str, iterations: u32) -> Result<(), StoreError> {
-        self.conn().execute(
-            "UPDATE runs SET iterations = ?2 WHERE id = ?1",
-            params![run, iterations],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE runs SET iterations = ?2 WHERE id = ?1")?
+            .execute(params![run, iterations])?;
         Ok(())
     }
 

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::serve::ListenerExt;
 use bytes::Bytes;
 use cove_protocol::api::{API_VERSION, openapi_document};
 use cove_protocol::info::InfoResponse;
@@ -247,6 +248,13 @@ impl Daemon {
                 stopping.notify_one();
             }
         };
+        // Streamed output and screenshots are several writes each; Nagle's algorithm would hold
+        // them back until the client's delayed ACK.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         let server = axum::serve(listener, self.router()).with_graceful_shutdown(graceful);
         let drained = tokio::select! {
             result = server => result,

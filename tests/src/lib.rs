@@ -10,5 +10,5 @@ pub mod site;
 
 pub use bins::workspace_binary;
 pub use daemon::{DaemonBuilder, DaemonProcess};
-pub use llm::{Fault, ScriptedLlm, Turn};
+pub use llm::{Chunking, Fault, ScriptedLlm, Turn};
 pub use site::FixtureSite;

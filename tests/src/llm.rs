@@ -18,6 +18,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 /// Which wire format a request used.
@@ -165,10 +166,22 @@ enum Step {
     Dynamic(Dynamic, VecDeque<Fault>),
 }
 
+/// How the server cuts its streamed answers into writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Chunking {
+    /// Boundaries inside `data:` lines, JSON strings and UTF-8 characters (the default: the
+    /// client must cope).
+    #[default]
+    Awkward,
+    /// One write per SSE event, as real providers send them (for benchmarks).
+    PerEvent,
+}
+
 #[derive(Default)]
 struct Shared {
     steps: Mutex<VecDeque<Step>>,
-    received: Mutex<Vec<Received>>,
+    received: Mutex<Vec<Arc<Received>>>,
+    chunking: Mutex<Chunking>,
 }
 
 /// A running scripted model.
@@ -189,6 +202,11 @@ impl ScriptedLlm {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
+            // Streamed answers are many small writes: Nagle's algorithm would hold each one
+            // back until the client's delayed ACK, 40 ms per exchange.
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).await;
         });
         Ok(ScriptedLlm { addr, shared, task })
@@ -229,13 +247,25 @@ impl ScriptedLlm {
         }
     }
 
+    /// Sets how answers are cut into writes from now on.
+    pub fn set_chunking(&self, chunking: Chunking) {
+        if let Ok(mut c) = self.shared.chunking.lock() {
+            *c = chunking;
+        }
+    }
+
     /// Every request received so far, in order.
     pub fn received(&self) -> Vec<Received> {
         self.shared
             .received
             .lock()
-            .map(|r| r.clone())
+            .map(|r| r.iter().map(|one| Received::clone(one)).collect())
             .unwrap_or_default()
+    }
+
+    /// How many requests the server has received.
+    pub fn request_count(&self) -> usize {
+        self.shared.received.lock().map(|r| r.len()).unwrap_or(0)
     }
 
     /// Steps not yet used.
@@ -247,7 +277,7 @@ impl ScriptedLlm {
     pub async fn wait_for_requests(&self, n: usize, within: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + within;
         while tokio::time::Instant::now() < deadline {
-            if self.received().len() >= n {
+            if self.request_count() >= n {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -289,12 +319,12 @@ fn next(shared: &Shared, received: &Received) -> Result<Turn, Fault> {
     }
 }
 
-fn record(shared: &Shared, wire: Wire, headers: HeaderMap, body: &Bytes) -> Received {
-    let received = Received {
+fn record(shared: &Shared, wire: Wire, headers: HeaderMap, body: &Bytes) -> Arc<Received> {
+    let received = Arc::new(Received {
         wire,
         body: serde_json::from_slice(body).unwrap_or(Value::Null),
         headers,
-    };
+    });
     if let Ok(mut all) = shared.received.lock() {
         all.push(received.clone());
     }
@@ -304,7 +334,11 @@ fn record(shared: &Shared, wire: Wire, headers: HeaderMap, body: &Bytes) -> Rece
 async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&shared, Wire::OpenAi, headers, &body);
     match next(&shared, &request) {
-        Ok(turn) => sse(openai_events(&turn, request.native_tools()), None).await,
+        Ok(turn) => sse(
+            openai_events(&turn, request.native_tools()),
+            None,
+            chunking(&shared),
+        ),
         Err(fault) => fail(fault, openai_events(&Turn::text("partial answer"), false)).await,
     }
 }
@@ -312,7 +346,11 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
 async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&shared, Wire::Anthropic, headers, &body);
     match next(&shared, &request) {
-        Ok(turn) => sse(anthropic_events(&turn, request.native_tools()), None).await,
+        Ok(turn) => sse(
+            anthropic_events(&turn, request.native_tools()),
+            None,
+            chunking(&shared),
+        ),
         Err(fault) => {
             fail(
                 fault,
@@ -336,7 +374,7 @@ async fn fail(fault: Fault, partial: String) -> Response {
             r#"{"error":{"message":"internal error","type":"api_error"}}"#,
         )
             .into_response(),
-        Fault::CutAfter(bytes) => sse(partial, Some(bytes)).await,
+        Fault::CutAfter(bytes) => sse(partial, Some(bytes), Chunking::Awkward),
         Fault::Hang => {
             std::future::pending::<()>().await;
             StatusCode::OK.into_response()
@@ -347,13 +385,24 @@ async fn fail(fault: Fault, partial: String) -> Response {
 /// Chunk sizes that put boundaries inside `data:`, inside JSON strings and inside UTF-8.
 const CHUNKS: [usize; 9] = [1, 7, 3, 17, 2, 29, 5, 64, 11];
 
-async fn sse(text: String, cut_after: Option<usize>) -> Response {
+fn chunking(shared: &Shared) -> Chunking {
+    shared.chunking.lock().map(|c| *c).unwrap_or_default()
+}
+
+fn sse(text: String, cut_after: Option<usize>, chunking: Chunking) -> Response {
     let bytes = text.into_bytes();
     let end = cut_after.map_or(bytes.len(), |n| n.min(bytes.len()));
     let mut pieces = Vec::new();
     let (mut at, mut i) = (0, 0);
     while at < end {
-        let n = CHUNKS[i % CHUNKS.len()].min(end - at);
+        let n = match chunking {
+            Chunking::Awkward => CHUNKS[i % CHUNKS.len()],
+            Chunking::PerEvent => bytes[at..end]
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .map_or(end - at, |p| p + 2),
+        }
+        .min(end - at);
         pieces.push(Bytes::copy_from_slice(&bytes[at..at + n]));
         at += n;
         i += 1;

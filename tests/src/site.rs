@@ -16,6 +16,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use serde_json::Value;
 
 /// The static pages, by file name.
@@ -77,6 +78,11 @@ impl FixtureSite {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
+            // Streamed answers are many small writes: Nagle's algorithm would hold each one
+            // back until the client's delayed ACK, 40 ms per exchange.
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).await;
         });
         Ok(FixtureSite { addr, shared, task })

@@ -205,18 +205,21 @@ impl Agent {
             max_calls: self.config.max_calls_per_answer,
             retry: self.config.retry,
         };
+        // Kept in step with the store rather than reloaded each iteration: every message is
+        // stored first, then added here.
+        let mut history: Vec<ChatMessage> = self
+            .store
+            .llm_messages(&thread.id)?
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
         let mut browser: Option<BrowserState> = None;
         let mut images: Vec<Image> = Vec::new();
         let mut continues = 0;
         for iteration in 1..=self.config.max_iterations {
             self.store.count_iteration(run, iteration)?;
             emitter.emit(EventKind::AssistantResponseStart { iteration });
-            let mut messages: Vec<ChatMessage> = self
-                .store
-                .llm_messages(&thread.id)?
-                .into_iter()
-                .map(|(_, m)| m)
-                .collect();
+            let mut messages = history.clone();
             if let Some(state) = &browser
                 && let Ok(mut seen) = self.ctx.snapshot_id.lock()
             {
@@ -265,6 +268,7 @@ impl Agent {
             }
             if !answer.raw_text.is_empty() || !assistant.tool_calls.is_empty() {
                 self.store.append_llm(&thread.id, Some(run), &assistant)?;
+                history.push(assistant);
             }
 
             // Store each result as its tool finishes (after the answer, whatever the order).
@@ -290,6 +294,7 @@ impl Agent {
                     ToolMode::Xml => xml_result(&call.name, &result),
                 };
                 self.store.append_llm(&thread.id, Some(run), &message)?;
+                history.push(message);
                 results[i] = Some(result);
             }
 

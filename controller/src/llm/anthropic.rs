@@ -260,7 +260,7 @@ impl ChatProvider for Anthropic {
                 .await
                 .map_err(|e| LlmError::Transport {
                     provider: NAME,
-                    message: e.to_string(),
+                    message: super::error_chain(&e),
                 })?;
             let status = response.status();
             if !status.is_success() {
@@ -315,7 +315,7 @@ impl ChatProvider for Anthropic {
                             }
                             Some(Err(e)) => Err(LlmError::Transport {
                                 provider: NAME,
-                                message: e.to_string(),
+                                message: super::error_chain(&e),
                             }),
                             None => {
                                 finished = true;

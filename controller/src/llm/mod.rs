@@ -330,6 +330,22 @@ fn error_message(body: &str) -> String {
     text[..end].to_string()
 }
 
+/// An error with its causes ("error sending request: dns error: failed to lookup ..."): the
+/// top-level message of an HTTP error rarely says what went wrong.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -257,7 +257,7 @@ impl ChatProvider for OpenAi {
             }
             let response = builder.send().await.map_err(|e| LlmError::Transport {
                 provider,
-                message: e.to_string(),
+                message: super::error_chain(&e),
             })?;
             let status = response.status();
             if !status.is_success() {
@@ -329,7 +329,7 @@ impl ChatProvider for OpenAi {
                                 finished = true;
                                 let error = LlmError::Transport {
                                     provider,
-                                    message: e.to_string(),
+                                    message: super::error_chain(&e),
                                 };
                                 return Some((Err(error), (events, decoder, pending, finished)));
                             }

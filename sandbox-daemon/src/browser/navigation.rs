@@ -13,10 +13,19 @@ use chromiumoxide::cdp::browser_protocol::page::{
     EventFrameNavigated, EventFrameStartedLoading, EventFrameStoppedLoading, EventLoadEventFired,
     EventNavigatedWithinDocument, FrameId, StopLoadingParams,
 };
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::listeners::EventStream;
 use futures_util::StreamExt;
 
 use super::{BrowserError, cdp};
+
+/// Resolves once the page has drawn a frame after the tasks already queued (or after 100 ms
+/// where frames are not drawn).
+const NEXT_FRAME: &str =
+    "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 100); })";
+
+/// How long after the page's next frame a navigation's first event may still arrive.
+const EVENT_GRACE: Duration = Duration::from_millis(30);
 
 /// Subscriptions to one tab's navigation events, taken before the action that may navigate.
 pub struct NavigationWatch {
@@ -80,9 +89,28 @@ impl NavigationWatch {
         self.main.as_ref().is_none_or(|m| m == frame)
     }
 
-    /// Waits up to `window` for the main frame to start loading.
-    pub async fn started_within(&mut self, window: Duration) -> bool {
-        let deadline = Instant::now() + window;
+    /// Waits for an input to start a navigation of the main frame: until the page has run
+    /// the input's handlers and drawn the next frame, then [`EVENT_GRACE`] for the browser's
+    /// events to arrive, and never longer than `window`. Handlers that navigate do so
+    /// synchronously or from a task queued right away, so the common "nothing happened" case
+    /// costs one frame instead of the whole window.
+    pub async fn started_after_input(&mut self, window: Duration) -> bool {
+        let mut deadline = Instant::now() + window;
+        let page = self.page.clone();
+        let next_frame = async move {
+            let params = EvaluateParams::builder()
+                .expression(NEXT_FRAME)
+                .await_promise(true)
+                .return_by_value(true)
+                .build();
+            match params {
+                // An error (the document went away) also means the page has moved on.
+                Ok(params) => drop(page.execute(params).await),
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::pin!(next_frame);
+        let mut framed = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             tokio::select! {
@@ -90,6 +118,10 @@ impl NavigationWatch {
                     if self.is_main(&ev.frame_id) { return true; }
                 }
                 Some(_) = self.within.next() => return true,
+                () = &mut next_frame, if !framed => {
+                    framed = true;
+                    deadline = deadline.min(Instant::now() + EVENT_GRACE);
+                }
                 () = tokio::time::sleep(left) => return false,
             }
         }

@@ -34,7 +34,7 @@ use crate::procs::ChildRegistry;
 
 /// Longest page text returned with `content=true`.
 const CONTENT_CHARS: usize = 20_000;
-/// How long after an input to watch for a navigation or a new tab starting.
+/// Longest wait after an input for a navigation or a new tab to start.
 const SETTLE: Duration = Duration::from_millis(150);
 /// How long a state read waits for a background tab's title.
 const BACKGROUND_TAB_WAIT: Duration = Duration::from_secs(1);
@@ -321,7 +321,7 @@ impl Session {
     {
         let mut watch = NavigationWatch::new(page, self.limit()).await?;
         let result = input.await?;
-        let settled = if watch.started_within(SETTLE).await {
+        let settled = if watch.started_after_input(SETTLE).await {
             watch.settle(self.limit()).await
         } else {
             Settled::Idle
