@@ -112,6 +112,7 @@ async fn iteration(client: &CovedClient, wire: Wire, mode: ToolMode, tool_p50: f
                 cap: Duration::from_secs(1),
             },
             workspace_label: "/workspace".into(),
+            context: Default::default(),
         },
         provider,
         store: store.clone(),

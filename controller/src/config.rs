@@ -26,6 +26,10 @@ pub struct FileConfig {
     pub vision: Option<bool>,
     /// Run a batch of tool calls one after another instead of in parallel.
     pub sequential_tools: Option<bool>,
+    /// `truncate` (default), `summarize` or `off`.
+    pub context: Option<String>,
+    /// Tokens the knowledge section of the system prompt may take (default 4000).
+    pub knowledge_budget: Option<usize>,
     /// `local` or a coved URL.
     pub sandbox: Option<String>,
     pub sandbox_token: Option<String>,

@@ -80,6 +80,27 @@ pub struct StoredMessage {
     pub created_at: i64,
 }
 
+/// A knowledge entry: for every thread (`thread_id` none) or for one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knowledge {
+    pub id: i64,
+    pub thread_id: Option<String>,
+    pub name: String,
+    pub content: String,
+    pub created_at: i64,
+}
+
+/// A summary that stands for a range of a thread's LLM messages in what the model is sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The summary's own message id.
+    pub id: i64,
+    /// The first and last LLM message ids it replaces.
+    pub first: i64,
+    pub last: i64,
+    pub text: String,
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -133,6 +154,13 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_thread ON messages(thread_id, id);
+CREATE TABLE IF NOT EXISTS knowledge (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT REFERENCES threads(id),
+    name TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
 ";
 
 /// The database.
@@ -362,6 +390,112 @@ impl Store {
                     .map_err(|e| StoreError::Corrupt(format!("message {id}: {e}")))
             })
             .collect()
+    }
+
+    /// One stored LLM message of `thread`, if it has that id.
+    pub fn llm_message(&self, thread: &str, id: i64) -> Result<Option<ChatMessage>, StoreError> {
+        let conn = self.conn();
+        let content: Option<String> = conn
+            .query_row(
+                "SELECT content FROM messages WHERE id = ?1 AND thread_id = ?2 AND is_llm_message = 1",
+                params![id, thread],
+                |r| r.get(0),
+            )
+            .optional()?;
+        content
+            .map(|c| {
+                serde_json::from_str(&c)
+                    .map_err(|e| StoreError::Corrupt(format!("message {id}: {e}")))
+            })
+            .transpose()
+    }
+
+    /// Stores a summary of messages `first..=last` of `thread` (the messages stay).
+    pub fn add_summary(
+        &self,
+        thread: &str,
+        run: Option<&str>,
+        first: i64,
+        last: i64,
+        text: &str,
+    ) -> Result<i64, StoreError> {
+        let content = serde_json::json!({"first": first, "last": last, "text": text});
+        self.append(thread, run, "summary", false, &content)
+    }
+
+    /// The newest summary of `thread`.
+    pub fn latest_summary(&self, thread: &str) -> Result<Option<Summary>, StoreError> {
+        let conn = self.conn();
+        let row: Option<(i64, String)> = conn
+            .query_row(
+                "SELECT id, content FROM messages WHERE thread_id = ?1 AND kind = 'summary' ORDER BY id DESC LIMIT 1",
+                params![thread],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((id, content)) = row else {
+            return Ok(None);
+        };
+        let value: Value = serde_json::from_str(&content)
+            .map_err(|e| StoreError::Corrupt(format!("summary {id}: {e}")))?;
+        match (
+            value["first"].as_i64(),
+            value["last"].as_i64(),
+            value["text"].as_str(),
+        ) {
+            (Some(first), Some(last), Some(text)) => Ok(Some(Summary {
+                id,
+                first,
+                last,
+                text: text.to_string(),
+            })),
+            _ => Err(StoreError::Corrupt(format!("summary {id}: missing fields"))),
+        }
+    }
+
+    /// Adds a knowledge entry for every thread (`thread` none) or for one; returns its id.
+    pub fn add_knowledge(
+        &self,
+        thread: Option<&str>,
+        name: &str,
+        content: &str,
+    ) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO knowledge (thread_id, name, content, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![thread, name, content, now_ms()],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    /// The entries a run of `thread` sees (every-thread entries and its own), or, for no
+    /// thread, every entry.
+    pub fn knowledge(&self, thread: Option<&str>) -> Result<Vec<Knowledge>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT id, thread_id, name, content, created_at FROM knowledge
+             WHERE ?1 IS NULL OR thread_id IS NULL OR thread_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map(params![thread], |r| {
+                Ok(Knowledge {
+                    id: r.get(0)?,
+                    thread_id: r.get(1)?,
+                    name: r.get(2)?,
+                    content: r.get(3)?,
+                    created_at: r.get(4)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Removes a knowledge entry; false if there was none.
+    pub fn remove_knowledge(&self, id: i64) -> Result<bool, StoreError> {
+        Ok(self
+            .conn()
+            .execute("DELETE FROM knowledge WHERE id = ?1", params![id])?
+            > 0)
     }
 
     /// Starts a run of a thread.

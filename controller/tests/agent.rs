@@ -60,6 +60,7 @@ async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
                 cap: Duration::from_secs(2),
             },
             workspace_label: "/workspace".into(),
+            context: Default::default(),
         },
         provider,
         store,

@@ -96,6 +96,26 @@ pub enum EventKind {
         text: Option<String>,
         attachments: Vec<String>,
     },
+    /// The history was cut to fit the model's window for this call (the stored messages are
+    /// untouched; `expand_message` reads them back).
+    ContextCompressed {
+        /// Prompt tokens before and after.
+        tokens_before: u64,
+        tokens_after: u64,
+        /// Older answers whose long tool-call arguments were dropped.
+        arguments_dropped: u32,
+        /// Messages cut to a threshold.
+        truncated: u32,
+        /// Messages left out whole.
+        omitted: u32,
+    },
+    /// The model summarized older history, which the summary stands in for from now on.
+    ContextSummarized {
+        first_message: i64,
+        last_message: i64,
+        /// How many messages the summary replaces.
+        messages: u32,
+    },
     /// One model answer ended.
     Finish { finish_reason: FinishReason },
     /// Something went wrong; `fatal` errors end the run.
@@ -118,6 +138,8 @@ impl EventKind {
             EventKind::Ask { .. } => "ask",
             EventKind::Takeover { .. } => "takeover",
             EventKind::Complete { .. } => "complete",
+            EventKind::ContextCompressed { .. } => "context_compressed",
+            EventKind::ContextSummarized { .. } => "context_summarized",
             EventKind::Finish { .. } => "finish",
             EventKind::Error { .. } => "error",
             EventKind::ThreadRunEnd { .. } => "thread_run_end",

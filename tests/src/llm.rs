@@ -59,10 +59,64 @@ impl Received {
         out
     }
 
+    /// The output cap the request asked for.
+    pub fn max_tokens(&self) -> u64 {
+        self.body["max_tokens"]
+            .as_u64()
+            .or_else(|| self.body["max_completion_tokens"].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// The prompt's tokens as this scripted provider bills them: o200k over every text
+    /// (system, messages, tool calls and results, tool descriptions), 4 per message, 1,600
+    /// per image. It is what the server reports as usage, and what tests hold windows to.
+    pub fn prompt_tokens(&self) -> usize {
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        let count = |s: &str| bpe.encode_ordinary(s).len();
+        let mut tokens = 0;
+        if let Some(system) = self.body["system"].as_str() {
+            tokens += count(system) + 4;
+        }
+        for message in self.body["messages"].as_array().into_iter().flatten() {
+            tokens += 4;
+            tokens += billed(&message["content"], &count);
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                tokens += count(call["function"]["name"].as_str().unwrap_or_default());
+                tokens += count(call["function"]["arguments"].as_str().unwrap_or_default()) + 8;
+            }
+        }
+        if let Some(tools) = self.body["tools"].as_array().filter(|t| !t.is_empty()) {
+            tokens += count(&Value::Array(tools.clone()).to_string());
+        }
+        tokens
+    }
+
     /// How many images the request carries.
     pub fn image_count(&self) -> usize {
         let text = self.body.to_string();
         text.matches("\"type\":\"image_url\"").count() + text.matches("\"type\":\"image\"").count()
+    }
+}
+
+/// Tokens of one message's content, in either wire format.
+fn billed(content: &Value, count: &impl Fn(&str) -> usize) -> usize {
+    match content {
+        Value::String(s) => count(s),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match b["type"].as_str().unwrap_or_default() {
+                "text" => count(b["text"].as_str().unwrap_or_default()),
+                "image" | "image_url" => 1_600,
+                "tool_use" => {
+                    count(b["name"].as_str().unwrap_or_default())
+                        + count(&b["input"].to_string())
+                        + 8
+                }
+                "tool_result" => billed(&b["content"], count),
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
     }
 }
 
@@ -198,6 +252,8 @@ impl ScriptedLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            // Uncompressed long runs send bodies of many megabytes (as real APIs allow).
+            .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -335,11 +391,17 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let request = record(&shared, Wire::OpenAi, headers, &body);
     match next(&shared, &request) {
         Ok(turn) => sse(
-            openai_events(&turn, request.native_tools()),
+            openai_events(&turn, request.native_tools(), request.prompt_tokens()),
             None,
             chunking(&shared),
         ),
-        Err(fault) => fail(fault, openai_events(&Turn::text("partial answer"), false)).await,
+        Err(fault) => {
+            fail(
+                fault,
+                openai_events(&Turn::text("partial answer"), false, 0),
+            )
+            .await
+        }
     }
 }
 
@@ -347,14 +409,14 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
     let request = record(&shared, Wire::Anthropic, headers, &body);
     match next(&shared, &request) {
         Ok(turn) => sse(
-            anthropic_events(&turn, request.native_tools()),
+            anthropic_events(&turn, request.native_tools(), request.prompt_tokens()),
             None,
             chunking(&shared),
         ),
         Err(fault) => {
             fail(
                 fault,
-                anthropic_events(&Turn::text("partial answer"), false),
+                anthropic_events(&Turn::text("partial answer"), false, 0),
             )
             .await
         }
@@ -470,7 +532,7 @@ fn finish_of(turn: &Turn, native: bool) -> &'static str {
     })
 }
 
-fn openai_events(turn: &Turn, native: bool) -> String {
+fn openai_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
     let mut out = String::new();
     let mut chunk = |delta: Value, finish: Option<&str>| {
         let body = json!({
@@ -507,13 +569,13 @@ fn openai_events(turn: &Turn, native: bool) -> String {
     chunk(json!({}), Some(finish_of(turn, native)));
     out.push_str(&format!(
         "data: {}\n\n",
-        json!({"id": "chatcmpl-scripted", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+        json!({"id": "chatcmpl-scripted", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5}})
     ));
     out.push_str("data: [DONE]\n\n");
     out
 }
 
-fn anthropic_events(turn: &Turn, native: bool) -> String {
+fn anthropic_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
     let mut out = String::new();
     let mut event = |name: &str, data: Value| {
         out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
@@ -521,7 +583,7 @@ fn anthropic_events(turn: &Turn, native: bool) -> String {
     event(
         "message_start",
         json!({"type": "message_start", "message": {"id": "msg_scripted", "type": "message", "role": "assistant",
-            "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            "content": [], "usage": {"input_tokens": prompt_tokens, "output_tokens": 1}}}),
     );
     let text = if native {
         turn.text.clone()

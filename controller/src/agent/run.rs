@@ -13,12 +13,16 @@ use super::answer::{AnswerSettings, Executor, answer};
 use super::events::Emitter;
 use super::prompt::{ToolMode, system_prompt};
 use super::xml;
-use crate::context::temporary_message;
+use crate::context::summarize::{self, summarize};
+use crate::context::{
+    Budget, Calibration, ContextError, ContextMode, ContextSettings, Entry, TokenCounter, fit,
+    knowledge, temporary_message,
+};
 use crate::llm::profile::ModelProfile;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall};
 use crate::store::{Store, StoreError, Thread};
-use crate::tools::{Control, Image, ToolContext, ToolRegistry, ToolResult};
+use crate::tools::{Control, Image, MessageArchive, ToolContext, ToolRegistry, ToolResult};
 
 /// How runs behave.
 #[derive(Debug, Clone)]
@@ -40,6 +44,8 @@ pub struct AgentConfig {
     pub retry: RetryPolicy,
     /// The workspace as the agent should think of it.
     pub workspace_label: String,
+    /// How the history is kept within the window, and the knowledge budget.
+    pub context: ContextSettings,
 }
 
 /// How a run ended (when it did not fail).
@@ -68,6 +74,9 @@ pub enum RunError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The conversation cannot be made to fit the model's window.
+    #[error(transparent)]
+    Context(#[from] ContextError),
 }
 
 /// An agent over one sandbox, model and database.
@@ -180,6 +189,81 @@ impl Agent {
         Ok(())
     }
 
+    /// With `--context summarize`: when the history no longer fits, has the model summarize
+    /// its older part, stores the summary, and returns the history with the summary in its
+    /// place. A failed summary is reported and the history goes on to be truncated instead.
+    #[allow(clippy::too_many_arguments)]
+    async fn maybe_summarize(
+        &self,
+        thread: &Thread,
+        run: &str,
+        history: Vec<Entry>,
+        budget: Budget,
+        calibration: &Calibration,
+        counter: &TokenCounter,
+        emitter: &Arc<Emitter>,
+    ) -> Result<Vec<Entry>, RunError> {
+        let needed = fit(&history, budget, calibration)
+            .map(|f| f.stats.compressed())
+            .unwrap_or(true);
+        let Some(range) = needed
+            .then(|| summarize::summarizable(&history, budget.window / 4))
+            .flatten()
+        else {
+            return Ok(history);
+        };
+        let part = &history[range.clone()];
+        match summarize(
+            self.provider.as_ref(),
+            &self.config.model,
+            part,
+            budget.window,
+            counter,
+            self.config.retry,
+        )
+        .await
+        {
+            Ok(text) if !text.is_empty() => {
+                // A new summary takes in the previous one, so it covers from where that began.
+                let previous = self.store.latest_summary(&thread.id)?;
+                let first = match previous {
+                    Some(p) if part.iter().any(|e| e.id == p.id) => p.first,
+                    _ => part[0].id,
+                };
+                let last = part[part.len() - 1].id;
+                let id = self
+                    .store
+                    .add_summary(&thread.id, Some(run), first, last, &text)?;
+                emitter.emit(EventKind::ContextSummarized {
+                    first_message: first,
+                    last_message: last,
+                    messages: part.len() as u32,
+                });
+                let summary = crate::store::Summary {
+                    id,
+                    first,
+                    last,
+                    text,
+                };
+                Ok(summarize::apply(history, &summary, counter))
+            }
+            Ok(_) => {
+                emitter.emit(EventKind::Error {
+                    message: "the model wrote an empty summary; truncating instead".into(),
+                    fatal: false,
+                });
+                Ok(history)
+            }
+            Err(e) => {
+                emitter.emit(EventKind::Error {
+                    message: format!("summarizing the history failed ({e}); truncating instead"),
+                    fatal: false,
+                });
+                Ok(history)
+            }
+        }
+    }
+
     async fn run_inner(
         &self,
         thread: &Thread,
@@ -191,11 +275,18 @@ impl Agent {
         if let Some(message) = input {
             self.store.append_llm(&thread.id, Some(run), &message)?;
         }
-        let system = system_prompt(
+        let counter = TokenCounter::for_model(&self.config.model);
+        let window = self.config.profile.context_window as usize;
+        let mut system = system_prompt(
             &self.registry,
             self.config.mode,
             &self.config.workspace_label,
         );
+        system.push_str(&knowledge::section(
+            &self.store.knowledge(Some(&thread.id))?,
+            self.config.context.knowledge_budget,
+            &counter,
+        ));
         let tools = match self.config.mode {
             ToolMode::Native => self.registry.specs(),
             ToolMode::Xml => Vec::new(),
@@ -205,39 +296,89 @@ impl Agent {
             max_calls: self.config.max_calls_per_answer,
             retry: self.config.retry,
         };
+        // A page of expand_message takes at most a quarter of what the answer leaves free.
+        let page_tokens = window.saturating_sub(self.config.max_tokens as usize) / 4;
+        if let Ok(mut archive) = self.ctx.archive.lock() {
+            *archive = Some(MessageArchive {
+                store: self.store.clone(),
+                thread: thread.id.clone(),
+                page_chars: (page_tokens * 3).clamp(2_000, 200_000),
+            });
+        }
+        let fixed = counter.text(&system) + counter.tools(&tools) + 4;
+        let mut calibration = Calibration::default();
         // Kept in step with the store rather than reloaded each iteration: every message is
-        // stored first, then added here.
-        let mut history: Vec<ChatMessage> = self
+        // stored first, then added here, counted once.
+        let mut history: Vec<Entry> = self
             .store
             .llm_messages(&thread.id)?
             .into_iter()
-            .map(|(_, m)| m)
+            .map(|(id, m)| Entry::new(id, m, &counter))
             .collect();
+        if let Some(summary) = self.store.latest_summary(&thread.id)? {
+            history = summarize::apply(history, &summary, &counter);
+        }
         let mut browser: Option<BrowserState> = None;
         let mut images: Vec<Image> = Vec::new();
         let mut continues = 0;
         for iteration in 1..=self.config.max_iterations {
             self.store.count_iteration(run, iteration)?;
             emitter.emit(EventKind::AssistantResponseStart { iteration });
-            let mut messages = history.clone();
             if let Some(state) = &browser
                 && let Ok(mut seen) = self.ctx.snapshot_id.lock()
             {
                 *seen = Some(state.snapshot_id);
             }
-            if let Some(temp) = temporary_message(
+            let temp = temporary_message(
                 browser.take().as_ref(),
                 &std::mem::take(&mut images),
                 self.ctx.vision,
-            ) {
-                messages.push(temp);
+            );
+            let budget = Budget {
+                window,
+                max_tokens: self.config.max_tokens as usize,
+                fixed: fixed + temp.as_ref().map_or(0, |m| counter.message(m)),
+            };
+            if self.config.context.mode == ContextMode::Summarize {
+                history = self
+                    .maybe_summarize(
+                        thread,
+                        run,
+                        history,
+                        budget,
+                        &calibration,
+                        &counter,
+                        emitter,
+                    )
+                    .await?;
             }
+            let (mut messages, max_tokens, counted) = match self.config.context.mode {
+                ContextMode::Off => (
+                    history.iter().map(|e| e.message().clone()).collect(),
+                    self.config.max_tokens,
+                    budget.fixed + history.iter().map(Entry::tokens).sum::<usize>(),
+                ),
+                _ => {
+                    let fitted = fit(&history, budget, &calibration)?;
+                    if fitted.stats.compressed() {
+                        emitter.emit(EventKind::ContextCompressed {
+                            tokens_before: fitted.stats.tokens_before as u64,
+                            tokens_after: fitted.stats.tokens_after as u64,
+                            arguments_dropped: fitted.stats.arguments_dropped as u32,
+                            truncated: fitted.stats.truncated as u32,
+                            omitted: fitted.stats.omitted as u32,
+                        });
+                    }
+                    (fitted.messages, fitted.max_tokens as u32, fitted.counted)
+                }
+            };
+            messages.extend(temp);
             let request = ChatRequest {
                 model: self.config.model.clone(),
                 system: system.clone(),
                 messages,
                 tools: tools.clone(),
-                max_tokens: self.config.max_tokens,
+                max_tokens,
             };
             let mut executor = Executor::new(
                 self.ctx.clone(),
@@ -253,6 +394,7 @@ impl Agent {
                 iteration,
             )
             .await?;
+            calibration.observe(counted, answer.usage.input_tokens);
 
             let mut assistant = ChatMessage::assistant(answer.raw_text.clone());
             if self.config.mode == ToolMode::Native {
@@ -267,8 +409,8 @@ impl Agent {
                     .collect();
             }
             if !answer.raw_text.is_empty() || !assistant.tool_calls.is_empty() {
-                self.store.append_llm(&thread.id, Some(run), &assistant)?;
-                history.push(assistant);
+                let id = self.store.append_llm(&thread.id, Some(run), &assistant)?;
+                history.push(Entry::new(id, assistant, &counter));
             }
 
             // Store each result as its tool finishes (after the answer, whatever the order).
@@ -293,8 +435,8 @@ impl Agent {
                     ),
                     ToolMode::Xml => xml_result(&call.name, &result),
                 };
-                self.store.append_llm(&thread.id, Some(run), &message)?;
-                history.push(message);
+                let id = self.store.append_llm(&thread.id, Some(run), &message)?;
+                history.push(Entry::new(id, message, &counter));
                 results[i] = Some(result);
             }
 

@@ -14,6 +14,8 @@ use cove_protocol::shell::ExecRequest;
 
 use crate::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
 use crate::config::{self, FileConfig, ModelChoice};
+use crate::context::knowledge::{MAX_ENTRY_BYTES, cap_entry};
+use crate::context::{ContextMode, ContextSettings};
 use crate::llm::ChatMessage;
 use crate::llm::profile::profile;
 use crate::llm::retry::RetryPolicy;
@@ -71,6 +73,9 @@ enum Command {
     /// Manage sandboxes.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Manage the knowledge the agent keeps in mind (in its system prompt).
+    #[command(subcommand)]
+    Knowledge(KnowledgeCommand),
     /// Run a shell command in the sandbox (no model involved).
     Exec {
         command: String,
@@ -130,6 +135,32 @@ enum SandboxCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum KnowledgeCommand {
+    /// Add an entry: for every thread, or with --thread for one (the first 100 KB of text).
+    Add {
+        /// Read the entry from this text file.
+        #[arg(long, conflicts_with = "text", required_unless_present = "text")]
+        file: Option<PathBuf>,
+        /// The entry's text.
+        #[arg(long)]
+        text: Option<String>,
+        /// A short name (default: the file name or the first words).
+        #[arg(long)]
+        name: Option<String>,
+        /// Only for this thread.
+        #[arg(long)]
+        thread: Option<String>,
+    },
+    /// List entries (every-thread ones, and the thread's with --thread).
+    Ls {
+        #[arg(long)]
+        thread: Option<String>,
+    },
+    /// Remove an entry.
+    Rm { id: i64 },
+}
+
 #[derive(Debug, Clone, Args)]
 struct SandboxArgs {
     /// `local` (start coved here) or the URL of a running coved.
@@ -163,6 +194,13 @@ struct RunFlags {
     /// Whether the model accepts images (default: known from the model's name).
     #[arg(long, env = "COVE_VISION")]
     vision: Option<bool>,
+    /// How the history is kept within the model's window: truncate (default), summarize
+    /// (the model summarizes older history first) or off.
+    #[arg(long, value_parser = ["truncate", "summarize", "off"])]
+    context: Option<String>,
+    /// Tokens the knowledge section of the system prompt may take (default 4000).
+    #[arg(long)]
+    knowledge_budget: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -252,6 +290,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Threads => threads(&ctx),
         Command::Show { thread } => show(&ctx, &thread),
         Command::Sandbox(cmd) => sandbox_command(&ctx, cmd).await,
+        Command::Knowledge(cmd) => knowledge_command(&ctx, cmd),
         Command::Exec {
             command,
             session,
@@ -482,6 +521,22 @@ async fn drive(
         .unwrap_or(prof.max_output)
         .min(prof.context_window / 2)
         .max(256);
+    let context_mode = flags
+        .context
+        .clone()
+        .or_else(|| ctx.file.context.clone())
+        .unwrap_or_else(|| "truncate".into());
+    let context = ContextSettings {
+        mode: ContextMode::parse(&context_mode).ok_or_else(|| {
+            Failure(format!(
+                "context must be truncate, summarize or off, not {context_mode:?}"
+            ))
+        })?,
+        knowledge_budget: flags
+            .knowledge_budget
+            .or(ctx.file.knowledge_budget)
+            .unwrap_or(crate::context::knowledge::DEFAULT_BUDGET),
+    };
     let workspace_label = sandbox
         .client
         .info()
@@ -505,6 +560,7 @@ async fn drive(
             max_calls_per_answer: 10,
             retry: RetryPolicy::default(),
             workspace_label: workspace_label.clone(),
+            context,
         },
         provider,
         store: ctx.store.clone(),
@@ -650,6 +706,124 @@ fn show(ctx: &Context, id: &str) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn knowledge_command(ctx: &Context, cmd: KnowledgeCommand) -> Result<ExitCode, Failure> {
+    match cmd {
+        KnowledgeCommand::Add {
+            file,
+            text,
+            name,
+            thread,
+        } => {
+            let thread = thread
+                .map(|t| ctx.store.thread(&t).map(|t| t.id))
+                .transpose()
+                .map_err(fail)?;
+            let (content, default_name, full_len) = match (file, text) {
+                (Some(path), _) => {
+                    let bytes = std::fs::read(&path)
+                        .map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+                    if bytes.iter().take(8192).any(|b| *b == 0) {
+                        return Err(Failure(format!(
+                            "{} is not a text file; knowledge entries are text",
+                            path.display()
+                        )));
+                    }
+                    // A character cut at the 100 KB mark must not become a replacement sign.
+                    let head = &bytes[..bytes.len().min(MAX_ENTRY_BYTES + 4)];
+                    let text = String::from_utf8_lossy(head).into_owned();
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "file".into());
+                    (cap_entry(&text).to_string(), name, bytes.len())
+                }
+                (None, Some(text)) => {
+                    let name: String = text
+                        .split_whitespace()
+                        .take(6)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .chars()
+                        .take(60)
+                        .collect();
+                    let len = text.len();
+                    (cap_entry(&text).to_string(), name, len)
+                }
+                (None, None) => return Err(Failure("give --file or --text".into())),
+            };
+            if content.trim().is_empty() {
+                return Err(Failure("the entry is empty".into()));
+            }
+            let name = name.unwrap_or(default_name);
+            let id = ctx
+                .store
+                .add_knowledge(thread.as_deref(), &name, &content)
+                .map_err(fail)?;
+            let scope = thread
+                .as_deref()
+                .map_or("every thread".to_string(), |t| format!("thread {t}"));
+            if ctx.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"id": id, "name": name, "bytes": content.len(), "truncated": full_len > content.len()})
+                );
+            } else {
+                println!(
+                    "knowledge {id} \"{name}\" ({} bytes) added for {scope}",
+                    content.len()
+                );
+                if full_len > content.len() {
+                    println!(
+                        "note: only the first 100 KB of {} bytes were kept",
+                        full_len
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::Ls { thread } => {
+            let thread = thread
+                .map(|t| ctx.store.thread(&t).map(|t| t.id))
+                .transpose()
+                .map_err(fail)?;
+            let entries = ctx.store.knowledge(thread.as_deref()).map_err(fail)?;
+            let entries: Vec<_> = entries
+                .into_iter()
+                .filter(|e| thread.is_some() || e.thread_id.is_none())
+                .collect();
+            if ctx.json {
+                for e in &entries {
+                    println!("{}", serde_json::to_string(e).unwrap_or_default());
+                }
+            } else if entries.is_empty() {
+                println!("No knowledge yet. Add some with: cove knowledge add --text \"...\"");
+            } else {
+                for e in entries.iter().rev() {
+                    let scope = e.thread_id.as_deref().unwrap_or("all");
+                    println!(
+                        "{:>4}  {:<8}  {:>7} B  {}",
+                        e.id,
+                        scope,
+                        e.content.len(),
+                        e.name
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::Rm { id } => {
+            if ctx.store.remove_knowledge(id).map_err(fail)? {
+                println!("knowledge {id} removed");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                Err(Failure(format!(
+                    "no knowledge entry {id}; `cove knowledge ls` lists them"
+                )))
+            }
+        }
+    }
 }
 
 async fn sandbox_command(ctx: &Context, cmd: SandboxCommand) -> Result<ExitCode, Failure> {

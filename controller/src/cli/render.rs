@@ -72,6 +72,8 @@ pub struct Renderer {
     spinner: Spinner,
     /// Text was printed without a final newline.
     mid_line: bool,
+    /// (truncated, omitted) of the last compression shown.
+    last_compression: Option<(u32, u32)>,
 }
 
 fn first_line(text: &str, max: usize) -> String {
@@ -97,6 +99,7 @@ impl Renderer {
             color: terminal && std::env::var_os("NO_COLOR").is_none(),
             spinner: Spinner::new(!json && std::io::stderr().is_terminal()),
             mid_line: false,
+            last_compression: None,
         }
     }
 
@@ -197,6 +200,39 @@ impl Renderer {
                 for a in attachments {
                     self.line(&format!("  · {a}"));
                 }
+            }
+            EventKind::ContextCompressed {
+                tokens_before,
+                tokens_after,
+                truncated,
+                omitted,
+                ..
+            } => {
+                // Compression repeats every call once a run is long; say so when it changes.
+                let shape = (*truncated, *omitted);
+                if self.last_compression != Some(shape) {
+                    self.last_compression = Some(shape);
+                    let text = self.paint(
+                        "2",
+                        &format!(
+                            "  ⋯ context {tokens_before} → {tokens_after} tokens ({truncated} messages truncated, {omitted} left out; expand_message reads them)"
+                        ),
+                    );
+                    self.line(&text);
+                }
+            }
+            EventKind::ContextSummarized {
+                first_message,
+                last_message,
+                messages,
+            } => {
+                let text = self.paint(
+                    "2",
+                    &format!(
+                        "  ⋯ summarized {messages} older messages ({first_message}–{last_message}) to fit the context"
+                    ),
+                );
+                self.line(&text);
             }
             EventKind::Finish { .. } => {}
             EventKind::Error { message, fatal } => {

@@ -137,9 +137,16 @@ impl Decoder {
         };
         match kind {
             "message_start" => {
-                self.input_tokens = value["message"]["usage"]["input_tokens"]
-                    .as_u64()
-                    .unwrap_or(0);
+                // Cached prompt parts are reported apart; together they are the prompt.
+                let usage = &value["message"]["usage"];
+                self.input_tokens = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]
+                .iter()
+                .filter_map(|k| usage[*k].as_u64())
+                .sum();
             }
             "content_block_start" => {
                 let block = &value["content_block"];

@@ -5,6 +5,7 @@
 //! documentation, and an async function that calls the sandbox.
 
 mod browser;
+mod expand;
 mod files;
 mod message;
 mod shell;
@@ -19,6 +20,8 @@ use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
+
+pub use expand::{EXPAND_MESSAGE, MessageArchive};
 
 use crate::llm::ToolSpec;
 
@@ -110,6 +113,8 @@ pub struct ToolContext {
     pub snapshot_id: Mutex<Option<u64>>,
     /// Per shell session, how much output `check_command_output` has already shown.
     pub read_offsets: Mutex<HashMap<String, u64>>,
+    /// The thread's stored messages, for `expand_message` (set by the run).
+    pub archive: Mutex<Option<MessageArchive>>,
 }
 
 impl ToolContext {
@@ -120,6 +125,7 @@ impl ToolContext {
             vision,
             snapshot_id: Mutex::new(None),
             read_offsets: Mutex::new(HashMap::new()),
+            archive: Mutex::new(None),
         }
     }
 }
@@ -182,7 +188,10 @@ impl ToolDef {
     /// Runs the tool. Arguments that do not fit its schema come back as an error.
     pub async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolResult {
         let mut result = (self.run)(ctx, arguments).await;
-        result.text = cap_text(&result.text, MAX_RESULT_CHARS);
+        // expand_message pages its own output to fit the window: capping it would defeat it.
+        if self.name != EXPAND_MESSAGE {
+            result.text = cap_text(&result.text, MAX_RESULT_CHARS);
+        }
         result
     }
 
@@ -377,6 +386,7 @@ impl ToolRegistry {
         tools.extend(browser::tools());
         tools.extend(vision::tools());
         tools.extend(message::tools());
+        tools.extend(expand::tools());
         ToolRegistry { tools }
     }
 
@@ -506,6 +516,7 @@ mod tests {
             "ask",
             "complete",
             "web_browser_takeover",
+            "expand_message",
         ] {
             assert!(registry.get(wanted).is_some(), "{wanted} missing");
         }

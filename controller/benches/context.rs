@@ -1,0 +1,207 @@
+//! `cargo bench -p cove --bench context`: context management figures, printed as JSON.
+//!
+//! - `run`: a 300-iteration scripted run (OpenAI wire, native tools, `gpt-4o` counted with
+//!   tiktoken) whose every tool result is a ~20 KB file read, in a 40,000-token window, with
+//!   compression on and off: prompt tokens sent per iteration as the scripted provider bills
+//!   them, and whether any request exceeded the window.
+//! - `fit_ms`: planning and building one call's context over 500 stored messages (250 tool
+//!   calls and their 20 KB results), in a 40k and a 128k window (target <= 5 ms).
+//! - `count_ms_per_20kb_message`: counting a new message once, when it is stored.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cove::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
+use cove::context::{Budget, Calibration, ContextMode, ContextSettings, Entry, TokenCounter, fit};
+use cove::llm::openai::OpenAi;
+use cove::llm::profile::ModelProfile;
+use cove::llm::retry::RetryPolicy;
+use cove::llm::{ChatMessage, ToolCall};
+use cove::store::Store;
+use cove::tools::{ToolContext, ToolRegistry};
+use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
+use serde_json::{Value, json};
+
+const ITERATIONS: usize = 300;
+const WINDOW: u32 = 40_000;
+
+fn log_text() -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < 19_400 {
+        out.push_str(&format!(
+            "line {i}: worker {} finished job {} in {} ms with status ok\n",
+            i % 7,
+            i * 13,
+            (i * 37) % 1000
+        ));
+        i += 1;
+    }
+    out
+}
+
+fn round(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn summary(mut samples: Vec<f64>) -> Value {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize];
+    json!({
+        "n": samples.len(),
+        "p50": round(at(0.5)),
+        "p99": round(at(0.99)),
+        "max": round(at(1.0)),
+        "mean": round(samples.iter().sum::<f64>() / samples.len() as f64),
+    })
+}
+
+async fn scripted_run(mode: ContextMode) -> Value {
+    let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    std::fs::write(daemon.path("log.txt"), log_text()).unwrap();
+    let llm = ScriptedLlm::start().await.unwrap();
+    llm.set_chunking(Chunking::PerEvent);
+    for i in 1..ITERATIONS {
+        llm.push(
+            Turn::text(format!("Pass {i}.")).call("read_file", json!({"file_path": "log.txt"})),
+        );
+    }
+    llm.push(Turn::text("").call("complete", json!({"text": "done"})));
+    let store = Arc::new(Store::in_memory().unwrap());
+    let thread = store
+        .create_thread("bench", "gpt-4o", "native", "bench")
+        .unwrap();
+    let agent = Agent {
+        config: AgentConfig {
+            model: "gpt-4o".into(),
+            model_label: "scripted/gpt-4o".into(),
+            profile: ModelProfile {
+                context_window: WINDOW,
+                max_output: 4_000,
+                vision: false,
+            },
+            max_tokens: 4_000,
+            mode: ToolMode::Native,
+            max_iterations: ITERATIONS as u32 + 10,
+            max_auto_continues: 3,
+            parallel_tools: true,
+            max_calls_per_answer: 10,
+            retry: RetryPolicy::default(),
+            workspace_label: "/workspace".into(),
+            context: ContextSettings {
+                mode,
+                ..ContextSettings::default()
+            },
+        },
+        provider: Arc::new(OpenAi::new(
+            reqwest::Client::new(),
+            &llm.openai_base_url(),
+            Some("k".into()),
+            "openai",
+        )),
+        store,
+        registry: Arc::new(ToolRegistry::standard()),
+        ctx: Arc::new(ToolContext::new(daemon.client.clone(), false)),
+    };
+    let started = Instant::now();
+    let outcome = agent
+        .run(&thread, Some(ChatMessage::user("Audit the log.")), None)
+        .await
+        .unwrap();
+    let wall = started.elapsed();
+    assert!(matches!(outcome, RunOutcome::Completed { .. }));
+    let requests = llm.received();
+    assert_eq!(requests.len(), ITERATIONS);
+    let tokens: Vec<f64> = requests.iter().map(|r| r.prompt_tokens() as f64).collect();
+    let over = requests
+        .iter()
+        .filter(|r| r.prompt_tokens() as u64 + r.max_tokens() > u64::from(WINDOW))
+        .count();
+    json!({
+        "context": mode.as_str(),
+        "prompt_tokens_per_iteration": summary(tokens.clone()),
+        "prompt_tokens_last": tokens.last().copied().unwrap_or(0.0),
+        "prompt_tokens_total": tokens.iter().sum::<f64>(),
+        "requests_over_window": over,
+        "run_s": round(wall.as_secs_f64()),
+    })
+}
+
+/// 500 stored messages: the task, then 250 calls with long arguments and their results.
+fn history(counter: &TokenCounter) -> (Vec<Entry>, Vec<f64>) {
+    let log = log_text();
+    let mut count_ms = Vec::new();
+    let mut entries = vec![Entry::new(1, ChatMessage::user("Audit the log."), counter)];
+    for t in 0..250 {
+        let id = 2 + 2 * t as i64;
+        let mut a = ChatMessage::assistant(format!("Pass {t}."));
+        a.tool_calls.push(ToolCall {
+            id: format!("c{t}"),
+            name: "create_file".into(),
+            arguments: json!({"file_path": format!("out{t}.txt"), "file_contents": &log[..2_000]}),
+        });
+        entries.push(Entry::new(id, a, counter));
+        let result = ChatMessage::tool_result(&format!("c{t}"), "read_file", log.clone(), false);
+        let started = Instant::now();
+        let entry = Entry::new(id + 1, result, counter);
+        count_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        entries.push(entry);
+    }
+    entries.truncate(500);
+    (entries, count_ms)
+}
+
+fn fit_ms(entries: &[Entry], window: usize) -> Value {
+    let budget = Budget {
+        window,
+        max_tokens: 4_000,
+        fixed: 8_000,
+    };
+    let calibration = Calibration::default();
+    for _ in 0..5 {
+        fit(entries, budget, &calibration).unwrap();
+    }
+    let mut samples = Vec::new();
+    let mut stats = None;
+    for _ in 0..100 {
+        let started = Instant::now();
+        let fitted = fit(entries, budget, &calibration).unwrap();
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        stats = Some(fitted.stats);
+    }
+    let stats = stats.unwrap();
+    json!({
+        "window": window,
+        "messages": entries.len(),
+        "ms": summary(samples),
+        "tokens_before": stats.tokens_before,
+        "tokens_after": stats.tokens_after,
+        "truncated": stats.truncated,
+        "omitted": stats.omitted,
+    })
+}
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let counter = TokenCounter::for_model("gpt-4o");
+    let (entries, count_ms) = history(&counter);
+    let fits = vec![fit_ms(&entries, 40_000), fit_ms(&entries, 128_000)];
+    let runs = runtime.block_on(async {
+        let on = scripted_run(ContextMode::Truncate).await;
+        let off = scripted_run(ContextMode::Off).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        vec![on, off]
+    });
+    let report = json!({
+        "bench": "cove-context",
+        "run": runs,
+        "fit_ms": fits,
+        "count_ms_per_20kb_message": summary(count_ms),
+    });
+    println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}

@@ -1,0 +1,247 @@
+//! Token counting: OpenAI's own tokenizers (tiktoken) for OpenAI models, a calibrated
+//! estimate for every other model, and a correction learnt from the usage each provider
+//! reports, so the count tracks what the provider really bills.
+
+use tiktoken_rs::CoreBPE;
+use tiktoken_rs::tokenizer::get_tokenizer;
+
+use crate::llm::{ChatMessage, ContentPart, ToolSpec};
+
+/// What one image costs, whatever its size: a 1280×800 screenshot is about 1,100 tokens for
+/// OpenAI (high detail) and 1,400 for Anthropic; this errs above both.
+pub const IMAGE_TOKENS: usize = 1_600;
+
+/// The framing every message costs besides its content (role, separators).
+pub const MESSAGE_OVERHEAD: usize = 4;
+
+/// Counts tokens the way one model family does.
+#[derive(Clone, Copy)]
+pub struct TokenCounter {
+    bpe: Option<&'static CoreBPE>,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter")
+            .field("exact", &self.is_exact())
+            .finish()
+    }
+}
+
+impl TokenCounter {
+    /// The counter for `model` (`gpt-4o`, `openai/gpt-4.1` through OpenRouter, `claude-…`):
+    /// tiktoken where OpenAI publishes the tokenizer, the estimate elsewhere.
+    pub fn for_model(model: &str) -> Self {
+        let name = model.rsplit('/').next().unwrap_or(model);
+        let bpe = get_tokenizer(name).map(tiktoken_rs::bpe_for_tokenizer);
+        TokenCounter {
+            bpe: bpe.and_then(Result::ok),
+        }
+    }
+
+    /// The estimate only (models whose tokenizer Cove does not have).
+    pub fn estimate() -> Self {
+        TokenCounter { bpe: None }
+    }
+
+    /// Whether counts come from the model's own tokenizer.
+    pub fn is_exact(&self) -> bool {
+        self.bpe.is_some()
+    }
+
+    /// Tokens of `text`.
+    pub fn text(&self, text: &str) -> usize {
+        match self.bpe {
+            Some(bpe) => bpe.encode_ordinary(text).len(),
+            None => estimate(text),
+        }
+    }
+
+    /// Tokens of a message: its text, its tool calls, its images and its framing.
+    pub fn message(&self, message: &ChatMessage) -> usize {
+        let mut tokens = MESSAGE_OVERHEAD;
+        for part in &message.content {
+            tokens += match part {
+                ContentPart::Text { text } => self.text(text),
+                ContentPart::Image { .. } => IMAGE_TOKENS,
+            };
+        }
+        for call in &message.tool_calls {
+            tokens += self.text(&call.name) + self.text(&call.arguments.to_string()) + 8;
+        }
+        tokens
+    }
+
+    /// Tokens of the native tool descriptions sent with every call.
+    pub fn tools(&self, tools: &[ToolSpec]) -> usize {
+        if tools.is_empty() {
+            return 0;
+        }
+        self.text(&serde_json::to_string(tools).unwrap_or_default())
+    }
+}
+
+/// A tokenizer-free estimate, calibrated against cl100k/o200k on prose, code, JSON and HTML:
+/// short words are one token, long ones one per five letters, digits go in threes,
+/// punctuation is about a token a character, and non-ASCII text about a token a character.
+/// It errs high; [`Calibration`] brings it to what the provider reports.
+pub fn estimate(text: &str) -> usize {
+    let mut tokens = 0usize;
+    let mut letters = 0usize;
+    let mut digits = 0usize;
+    let mut in_space = false;
+    let flush = |letters: &mut usize, digits: &mut usize, tokens: &mut usize| {
+        if *letters > 0 {
+            *tokens += 1 + (*letters - 1) / 5;
+            *letters = 0;
+        }
+        if *digits > 0 {
+            *tokens += (*digits).div_ceil(3);
+            *digits = 0;
+        }
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphabetic() {
+            if digits > 0 {
+                flush(&mut 0, &mut digits, &mut tokens);
+            }
+            letters += 1;
+            in_space = false;
+        } else if c.is_ascii_digit() {
+            if letters > 0 {
+                flush(&mut letters, &mut 0, &mut tokens);
+            }
+            digits += 1;
+            in_space = false;
+        } else {
+            flush(&mut letters, &mut digits, &mut tokens);
+            if c == ' ' {
+                // A single space joins the next word's token; runs (indentation) are one more.
+                if in_space {
+                    continue;
+                }
+                in_space = true;
+            } else if c.is_whitespace() {
+                if !in_space {
+                    tokens += 1;
+                }
+                in_space = true;
+            } else {
+                in_space = false;
+                tokens += 1;
+            }
+        }
+    }
+    flush(&mut letters, &mut digits, &mut tokens);
+    tokens
+}
+
+/// The ratio between what a provider reports and what Cove counted, learnt call by call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    factor: f64,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration { factor: 1.0 }
+    }
+}
+
+impl Calibration {
+    /// Learns from one call: Cove counted `counted` prompt tokens, the provider reported
+    /// `reported`. Small prompts say little about the ratio and are ignored, as are reports
+    /// of zero (servers that do not report usage).
+    pub fn observe(&mut self, counted: usize, reported: u64) {
+        if reported == 0 || counted < 256 {
+            return;
+        }
+        // Clamped: a provider that reports nonsense must not make Cove send 10x too much.
+        self.factor = (reported as f64 / counted as f64).clamp(0.5, 4.0);
+    }
+
+    /// `tokens` as the provider would count them.
+    pub fn apply(&self, tokens: usize) -> usize {
+        (tokens as f64 * self.factor).ceil() as usize
+    }
+
+    /// The factor in use.
+    pub fn factor(&self) -> f64 {
+        self.factor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ChatMessage;
+
+    const PROSE: &str = "The agent works in a sandboxed Linux machine with a shell, files, a real browser and vision. It plans its work in todo.md, checks each step off as it goes, and verifies the result before it declares the task complete. ";
+    const CODE: &str = "fn main() {\n    let primes: Vec<u64> = (2..100).filter(|n| (2..*n).all(|d| n % d != 0)).collect();\n    println!(\"{primes:?}\");\n}\n";
+    const JSON: &str = r#"{"command": "ls -la /workspace", "session_name": "default", "blocking": true, "timeout": 60, "results": [1, 2, 3, 1234567]}"#;
+    const HTML: &str = "<!doctype html>\n<html><head><title>Fixture</title></head>\n<body>\n  <div class=\"card\"><a href=\"/page2.html\">Next page</a> <button id=\"go\">Go</button></div>\n</body></html>\n";
+
+    #[test]
+    fn the_estimate_errs_high_but_not_wildly_against_tiktoken() {
+        let exact = TokenCounter::for_model("gpt-4o");
+        assert!(exact.is_exact(), "gpt-4o has a tiktoken tokenizer");
+        for (name, sample) in [
+            ("prose", PROSE),
+            ("code", CODE),
+            ("json", JSON),
+            ("html", HTML),
+        ] {
+            let text = sample.repeat(20);
+            let real = exact.text(&text) as f64;
+            let guess = estimate(&text) as f64;
+            let ratio = guess / real;
+            assert!(
+                (0.95..1.8).contains(&ratio),
+                "{name}: estimate {guess} for {real} real tokens ({ratio:.2})"
+            );
+        }
+        assert_eq!(estimate(""), 0);
+        assert!(
+            estimate("日本語のテキスト") >= 8,
+            "non-ASCII is a token a character"
+        );
+    }
+
+    #[test]
+    fn models_get_their_family_tokenizer() {
+        assert!(TokenCounter::for_model("gpt-4.1-mini").is_exact());
+        assert!(TokenCounter::for_model("openai/gpt-4o").is_exact());
+        assert!(!TokenCounter::for_model("claude-sonnet-4-5").is_exact());
+        assert!(!TokenCounter::for_model("qwen2.5-coder:7b").is_exact());
+    }
+
+    #[test]
+    fn messages_count_text_calls_images_and_framing() {
+        let counter = TokenCounter::for_model("gpt-4o");
+        let plain = ChatMessage::user("hello world");
+        assert_eq!(counter.message(&plain), 2 + MESSAGE_OVERHEAD);
+        let mut with_image = plain.clone();
+        with_image.content.push(ContentPart::Image {
+            mime: "image/png".into(),
+            data: "AAAA".into(),
+        });
+        assert_eq!(
+            counter.message(&with_image),
+            counter.message(&plain) + IMAGE_TOKENS
+        );
+    }
+
+    #[test]
+    fn calibration_follows_reports_within_bounds() {
+        let mut c = Calibration::default();
+        assert_eq!(c.apply(1000), 1000);
+        c.observe(1000, 1300);
+        assert_eq!(c.apply(1000), 1300);
+        c.observe(100, 5000);
+        assert_eq!(c.apply(1000), 1300, "small prompts are ignored");
+        c.observe(1000, 0);
+        assert_eq!(c.apply(1000), 1300, "no report, no change");
+        c.observe(1000, 100_000);
+        assert_eq!(c.factor(), 4.0, "clamped");
+    }
+}

@@ -1,0 +1,97 @@
+//! `expand_message`: reading back a stored message that the context shows cut or left out.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ToolContext, ToolDef, ToolResult, tool};
+use crate::llm::Role;
+use crate::store::Store;
+
+/// The tool's name.
+pub const EXPAND_MESSAGE: &str = "expand_message";
+
+/// Where `expand_message` reads: the stored messages of the thread being run.
+#[derive(Debug, Clone)]
+pub struct MessageArchive {
+    pub store: Arc<Store>,
+    pub thread: String,
+    /// Characters per page: a page must fit the model's window with room to spare.
+    pub page_chars: usize,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Expand {
+    /// The id the truncation note or context note gives.
+    message_id: i64,
+    /// For a message too long for one result: which page, from 1.
+    page: Option<usize>,
+}
+
+async fn expand_message(ctx: &ToolContext, a: Expand) -> ToolResult {
+    let archive = ctx.archive.lock().ok().and_then(|a| a.clone());
+    let Some(archive) = archive else {
+        return ToolResult::error("there is no stored conversation to read from");
+    };
+    let message = match archive.store.llm_message(&archive.thread, a.message_id) {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            return ToolResult::error(format!(
+                "this conversation has no message {}; use an id from a truncation or context note",
+                a.message_id
+            ));
+        }
+        Err(e) => return ToolResult::error(format!("cannot read message {}: {e}", a.message_id)),
+    };
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool result",
+    };
+    let mut text = message.text();
+    for call in &message.tool_calls {
+        text.push_str(&format!(
+            "\n[tool call {} {}: {}]",
+            call.id, call.name, call.arguments
+        ));
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let page_chars = archive.page_chars.max(1_000);
+    let pages = chars.len().div_ceil(page_chars).max(1);
+    let page = a.page.unwrap_or(1);
+    if page == 0 || page > pages {
+        return ToolResult::error(format!(
+            "message {} has {pages} page(s); ask for page 1 to {pages}",
+            a.message_id
+        ));
+    }
+    let body: String = chars[(page - 1) * page_chars..(page * page_chars).min(chars.len())]
+        .iter()
+        .collect();
+    let header = if pages == 1 {
+        format!("Message {} ({role}), whole:\n", a.message_id)
+    } else {
+        format!(
+            "Message {} ({role}), page {page} of {pages} (ask for page {} next):\n",
+            a.message_id,
+            (page % pages) + 1
+        )
+    };
+    ToolResult::ok(header + &body)
+}
+
+/// The tool.
+pub fn tools() -> Vec<ToolDef> {
+    vec![tool! {
+        name: "expand_message",
+        args: Expand,
+        summary: Some("message_id"),
+        raw: &[],
+        description: "Read a stored message of this conversation whole, when the context shows it truncated or left out (the note gives its id). Long messages come in pages.",
+        example: json!({"message_id": 42}),
+        run: expand_message,
+    }]
+}

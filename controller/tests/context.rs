@@ -1,0 +1,388 @@
+//! Long runs against the scripted model and a real coved: every request fits the window,
+//! what was cut can be read back whole, knowledge lands in the system prompt, summaries
+//! stand in for old history, and a context that cannot fit fails the run cleanly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cove::agent::{Agent, AgentConfig, RunError, RunOutcome, ToolMode};
+use cove::context::summarize::SUMMARY_PROMPT;
+use cove::context::{ContextMode, ContextSettings};
+use cove::llm::anthropic::Anthropic;
+use cove::llm::openai::OpenAi;
+use cove::llm::profile::ModelProfile;
+use cove::llm::retry::RetryPolicy;
+use cove::llm::{ChatMessage, ChatProvider};
+use cove::store::{Store, Thread};
+use cove::tools::{ToolContext, ToolRegistry};
+use cove_protocol::events::{EventKind, RunEvent, RunStatus};
+use cove_tests::llm::{Received, Wire};
+use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
+use serde_json::json;
+
+struct Setup {
+    agent: Agent,
+    _daemon: DaemonProcess,
+    thread: Thread,
+    store: Arc<Store>,
+}
+
+const WINDOW: u32 = 40_000;
+const MAX_TOKENS: u32 = 4_000;
+
+/// About 19.5 KB of log lines, each distinct.
+fn log_text() -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < 19_400 {
+        out.push_str(&format!(
+            "line {i}: worker {} finished job {} in {} ms with status ok\n",
+            i % 7,
+            i * 13,
+            (i * 37) % 1000
+        ));
+        i += 1;
+    }
+    out
+}
+
+async fn setup(
+    llm: &ScriptedLlm,
+    wire: Wire,
+    mode: ToolMode,
+    window: u32,
+    context: ContextSettings,
+) -> Setup {
+    let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    std::fs::write(daemon.path("log.txt"), log_text()).unwrap();
+    let http = reqwest::Client::new();
+    // The OpenAI run counts with tiktoken; the Anthropic run estimates and calibrates.
+    let (provider, model): (Arc<dyn ChatProvider>, &str) = match wire {
+        Wire::OpenAi => (
+            Arc::new(OpenAi::new(
+                http,
+                &llm.openai_base_url(),
+                Some("k".into()),
+                "openai",
+            )),
+            "gpt-4o",
+        ),
+        Wire::Anthropic => (
+            Arc::new(Anthropic::new(http, &llm.anthropic_base_url(), "k".into())),
+            "claude-sonnet-4-5",
+        ),
+    };
+    let store = Arc::new(Store::in_memory().unwrap());
+    let thread = store
+        .create_thread("test", model, mode.as_str(), "test")
+        .unwrap();
+    let agent = Agent {
+        config: AgentConfig {
+            model: model.into(),
+            model_label: format!("scripted/{model}"),
+            profile: ModelProfile {
+                context_window: window,
+                max_output: MAX_TOKENS,
+                vision: false,
+            },
+            max_tokens: MAX_TOKENS,
+            mode,
+            max_iterations: 400,
+            max_auto_continues: 3,
+            parallel_tools: true,
+            max_calls_per_answer: 10,
+            retry: RetryPolicy {
+                max_attempts: 3,
+                base: Duration::from_millis(10),
+                cap: Duration::from_secs(1),
+            },
+            workspace_label: "/workspace".into(),
+            context,
+        },
+        provider,
+        store: store.clone(),
+        registry: Arc::new(ToolRegistry::standard()),
+        ctx: Arc::new(ToolContext::new(daemon.client.clone(), false)),
+    };
+    Setup {
+        agent,
+        _daemon: daemon,
+        thread,
+        store,
+    }
+}
+
+async fn run(s: &Setup, input: &str) -> (Result<RunOutcome, RunError>, Vec<RunEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = s
+        .agent
+        .run(&s.thread, Some(ChatMessage::user(input)), Some(tx))
+        .await;
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    (outcome, events)
+}
+
+/// The id in the newest truncation note of a request.
+fn truncated_id(r: &Received) -> Option<i64> {
+    let text = r.all_text();
+    let marker = "call expand_message with message_id ";
+    let at = text.rfind(marker)? + marker.len();
+    text[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn assert_within_window(requests: &[Received], window: u32) {
+    for (i, r) in requests.iter().enumerate() {
+        let prompt = r.prompt_tokens();
+        assert!(
+            prompt as u64 + r.max_tokens() <= u64::from(window),
+            "request {i}: {prompt} prompt tokens + {} output > window {window}",
+            r.max_tokens()
+        );
+        assert!(
+            r.all_text().contains("Audit the log"),
+            "request {i} lost the task"
+        );
+    }
+}
+
+const TASK: &str = "Audit the log: read log.txt again and again until told to stop.";
+
+#[tokio::test]
+async fn a_300_iteration_run_never_overflows_and_reads_back_what_was_cut() {
+    for (wire, mode) in [
+        (Wire::OpenAi, ToolMode::Native),
+        (Wire::Anthropic, ToolMode::Xml),
+    ] {
+        let llm = ScriptedLlm::start().await.unwrap();
+        let s = setup(&llm, wire, mode, WINDOW, ContextSettings::default()).await;
+        let expanded = Arc::new(AtomicUsize::new(0));
+        for i in 0..300 {
+            if i == 250 {
+                // Ask for the newest result the context shows cut.
+                let seen = expanded.clone();
+                llm.push_fn(move |r| {
+                    let id = truncated_id(r).expect("a truncation note by iteration 250");
+                    seen.store(id as usize, Ordering::SeqCst);
+                    Turn::text("Reading it whole.")
+                        .call("expand_message", json!({"message_id": id}))
+                });
+            } else if i == 299 {
+                llm.push(Turn::text("").call("complete", json!({"text": "Audited."})));
+            } else {
+                llm.push(
+                    Turn::text(format!("Pass {i}."))
+                        .call("read_file", json!({"file_path": "log.txt"})),
+                );
+            }
+        }
+        let (outcome, events) = run(&s, TASK).await;
+        let outcome = outcome.unwrap();
+        assert!(
+            matches!(outcome, RunOutcome::Completed { .. }),
+            "{wire:?} {mode:?}: {outcome:?}"
+        );
+        let requests = llm.received();
+        assert_eq!(requests.len(), 300, "{wire:?} {mode:?}");
+        assert_within_window(&requests, WINDOW);
+
+        // Without compression the last request would carry 299 results of ~5k tokens.
+        let last = requests.last().unwrap().prompt_tokens();
+        assert!(last < WINDOW as usize, "{last}");
+        let compressed = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::ContextCompressed { .. }))
+            .count();
+        assert!(compressed > 200, "compressed {compressed} calls");
+
+        // The expanded message came back whole in the next request.
+        let id = expanded.load(Ordering::SeqCst) as i64;
+        let original = s
+            .store
+            .llm_message(&s.thread.id, id)
+            .unwrap()
+            .expect("the truncated message is stored")
+            .text();
+        assert!(original.len() > 19_000, "{}", original.len());
+        assert!(
+            requests[251].all_text().contains(&original),
+            "{wire:?} {mode:?}: the expanded message is not whole in the next request"
+        );
+
+        // Nothing was lost from the store: 300 answers and 300 results, plus the task.
+        assert_eq!(
+            s.store.llm_messages(&s.thread.id).unwrap().len(),
+            1 + 300 + 300
+        );
+    }
+}
+
+#[tokio::test]
+async fn knowledge_is_in_the_system_prompt_in_order_and_within_budget() {
+    let llm = ScriptedLlm::start().await.unwrap();
+    let budget = 600;
+    let s = setup(
+        &llm,
+        Wire::OpenAi,
+        ToolMode::Native,
+        100_000,
+        ContextSettings {
+            mode: ContextMode::Truncate,
+            knowledge_budget: budget,
+        },
+    )
+    .await;
+    let other = s.store.create_thread("other", "m", "native", "x").unwrap();
+    s.store
+        .add_knowledge(None, "oldest-agent", &"Old advice. ".repeat(400))
+        .unwrap();
+    s.store
+        .add_knowledge(None, "style", "Write in British English.")
+        .unwrap();
+    s.store
+        .add_knowledge(Some(&other.id), "elsewhere", "Not for this thread.")
+        .unwrap();
+    s.store
+        .add_knowledge(Some(&s.thread.id), "client", "The client is ACME Ltd.")
+        .unwrap();
+    llm.push(Turn::text("").call("complete", json!({"text": "ok"})));
+    let (outcome, _) = run(&s, "Say hi.").await;
+    assert!(matches!(outcome.unwrap(), RunOutcome::Completed { .. }));
+    let r = &llm.received()[0];
+    let system = r.body["messages"][0]["content"].as_str().unwrap();
+    let section = &system[system.find("# Knowledge").expect("a knowledge section")..];
+    let pos = |needle: &str| section.find(needle);
+    let (style, client) = (pos("## style").unwrap(), pos("## client").unwrap());
+    assert!(style < client, "agent entries first, then the thread's");
+    assert!(
+        pos("elsewhere").is_none(),
+        "other threads' entries stay out"
+    );
+    // The big old entry is cut or left out to keep within the budget.
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let tokens = bpe.encode_ordinary(section).len();
+    assert!(tokens <= budget, "{tokens} > {budget}");
+    assert!(
+        section.contains("left out") || section.contains("oldest-agent"),
+        "{section}"
+    );
+}
+
+#[tokio::test]
+async fn summaries_stand_in_for_old_history_which_stays_stored() {
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(
+        &llm,
+        Wire::Anthropic,
+        ToolMode::Native,
+        WINDOW,
+        ContextSettings {
+            mode: ContextMode::Summarize,
+            knowledge_budget: 4_000,
+        },
+    )
+    .await;
+    let main_calls = Arc::new(AtomicUsize::new(0));
+    for _ in 0..80 {
+        let calls = main_calls.clone();
+        llm.push_fn(move |r| {
+            if r.body["system"].as_str() == Some(SUMMARY_PROMPT) {
+                return Turn::text("SUMMARY-42: the log was read many times; all jobs ok.");
+            }
+            if calls.fetch_add(1, Ordering::SeqCst) >= 40 {
+                Turn::text("").call("complete", json!({"text": "done"}))
+            } else {
+                Turn::text("Again.").call("read_file", json!({"file_path": "log.txt"}))
+            }
+        });
+    }
+    let (outcome, events) = run(&s, TASK).await;
+    assert!(matches!(outcome.unwrap(), RunOutcome::Completed { .. }));
+    let summarized = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ContextSummarized { .. }))
+        .count();
+    assert!(summarized >= 1, "no summary was made");
+    let requests = llm.received();
+    assert_within_window(
+        &requests
+            .iter()
+            .filter(|r| r.body["system"].as_str() != Some(SUMMARY_PROMPT))
+            .cloned()
+            .collect::<Vec<_>>(),
+        WINDOW,
+    );
+    let summary_requests: Vec<_> = requests
+        .iter()
+        .filter(|r| r.body["system"].as_str() == Some(SUMMARY_PROMPT))
+        .collect();
+    assert_eq!(summary_requests.len(), summarized);
+    for r in &summary_requests {
+        assert!(r.prompt_tokens() + r.max_tokens() as usize <= WINDOW as usize);
+    }
+    let last = requests.last().unwrap();
+    assert!(
+        last.all_text().contains("SUMMARY-42"),
+        "the summary rides along"
+    );
+    let summary = s.store.latest_summary(&s.thread.id).unwrap().unwrap();
+    assert!(summary.text.starts_with("SUMMARY-42"));
+    // The originals stay stored, readable by id.
+    assert!(
+        s.store
+            .llm_message(&s.thread.id, summary.first)
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        s.store.llm_messages(&s.thread.id).unwrap().len(),
+        1 + 2 * 41
+    );
+}
+
+#[tokio::test]
+async fn a_context_that_cannot_fit_fails_the_run_without_calling_the_model() {
+    let llm = ScriptedLlm::start().await.unwrap();
+    // The system prompt and tool descriptions alone are bigger than this window.
+    let s = setup(
+        &llm,
+        Wire::OpenAi,
+        ToolMode::Native,
+        3_000,
+        ContextSettings::default(),
+    )
+    .await;
+    llm.push(Turn::text("never sent"));
+    let (outcome, events) = run(&s, "Anything.").await;
+    let err = outcome.unwrap_err();
+    assert!(matches!(err, RunError::Context(_)), "{err}");
+    assert!(err.to_string().contains("3000"), "{err}");
+    assert_eq!(llm.request_count(), 0, "no request, no retry loop");
+    let fatal = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Error { fatal: true, message } if message.contains("cannot fit")))
+        .count();
+    assert_eq!(fatal, 1);
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::ThreadRunEnd {
+            status: RunStatus::Failed
+        })
+    ));
+    assert_eq!(
+        s.store.last_run(&s.thread.id).unwrap().unwrap().status,
+        "failed"
+    );
+}
