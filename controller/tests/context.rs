@@ -19,7 +19,7 @@ use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{Store, Thread};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
-use cove_tests::llm::{Received, Wire};
+use cove_tests::llm::{Fault, Received, Wire};
 use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
 use serde_json::json;
 
@@ -385,4 +385,57 @@ async fn a_context_that_cannot_fit_fails_the_run_without_calling_the_model() {
         s.store.last_run(&s.thread.id).unwrap().unwrap().status,
         "failed"
     );
+}
+
+#[tokio::test]
+async fn a_provider_that_finds_the_prompt_too_long_gets_a_smaller_one_then_a_clear_failure() {
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(
+        &llm,
+        Wire::Anthropic,
+        ToolMode::Native,
+        WINDOW,
+        ContextSettings::default(),
+    )
+    .await;
+    for i in 0..8 {
+        let mut turn = Turn::text("Again.").call("read_file", json!({"file_path": "log.txt"}));
+        if i == 5 {
+            // Cove believes this prompt fits; the provider disagrees once.
+            turn = turn.failing(Fault::PromptTooLong);
+        }
+        llm.push(turn);
+    }
+    llm.push(Turn::text("").call("complete", json!({"text": "done"})));
+    let (outcome, events) = run(&s, TASK).await;
+    assert!(matches!(outcome.unwrap(), RunOutcome::Completed { .. }));
+    let requests = llm.received();
+    assert_eq!(requests.len(), 10, "one extra request for the refusal");
+    let (refused, retried) = (requests[5].prompt_tokens(), requests[6].prompt_tokens());
+    assert!(
+        retried < refused,
+        "the retry is smaller: {retried} vs {refused}"
+    );
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::Error { fatal: false, message } if message.contains("too long"))));
+
+    // A provider that refuses every time ends the run after two tighter tries.
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(
+        &llm,
+        Wire::Anthropic,
+        ToolMode::Native,
+        WINDOW,
+        ContextSettings::default(),
+    )
+    .await;
+    let mut turn = Turn::text("never");
+    for _ in 0..10 {
+        turn = turn.failing(Fault::PromptTooLong);
+    }
+    llm.push(turn);
+    let (outcome, _) = run(&s, TASK).await;
+    let err = outcome.unwrap_err();
+    assert!(err.to_string().contains("prompt is too long"), "{err}");
+    assert_eq!(llm.request_count(), 3, "two retries, then a clear failure");
 }

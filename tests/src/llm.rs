@@ -159,6 +159,8 @@ pub enum Fault {
     CutAfter(usize),
     /// The server never answers (until the client gives up).
     Hang,
+    /// 400: the prompt is longer than the model's window (Anthropic's wording).
+    PromptTooLong,
 }
 
 /// One scripted answer.
@@ -434,6 +436,11 @@ async fn fail(fault: Fault, partial: String) -> Response {
         Fault::ServerError => (
             StatusCode::INTERNAL_SERVER_ERROR,
             r#"{"error":{"message":"internal error","type":"api_error"}}"#,
+        )
+            .into_response(),
+        Fault::PromptTooLong => (
+            StatusCode::BAD_REQUEST,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 205668 tokens > 200000 maximum"}}"#,
         )
             .into_response(),
         Fault::CutAfter(bytes) => sse(partial, Some(bytes), Chunking::Awkward),

@@ -612,3 +612,88 @@ async fn operator_commands_reach_the_sandbox_without_a_model() {
 fn llm_unused(llm: &ScriptedLlm) -> bool {
     llm.received().is_empty()
 }
+
+#[tokio::test]
+async fn knowledge_added_on_the_command_line_reaches_the_system_prompt() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    // A file over 100 KB keeps its first 100 KB.
+    let big = cove.home.path().join("handbook.md");
+    let mut text = String::from("HANDBOOK-START\n");
+    while text.len() < 150 * 1024 {
+        text.push_str("Every report cites its sources. ");
+    }
+    text.push_str("HANDBOOK-END");
+    std::fs::write(&big, &text).unwrap();
+    let out = cove
+        .run(&["knowledge", "add", "--file", big.to_str().unwrap()])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("only the first 100 KB"),
+        "{}",
+        explain(&out)
+    );
+    let out = cove
+        .run(&[
+            "knowledge",
+            "add",
+            "--text",
+            "Always answer in French.",
+            "--name",
+            "language",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let binary = cove.home.path().join("blob.bin");
+    std::fs::write(&binary, [0u8, 1, 2, 3]).unwrap();
+    let out = cove
+        .run(&["knowledge", "add", "--file", binary.to_str().unwrap()])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "binary files are refused");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a text file"));
+    let out = cove.run(&["--json", "knowledge", "ls"]).await;
+    let listed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 2, "{}", explain(&out));
+    assert!(listed[0]["content"].as_str().unwrap().len() <= 100 * 1024);
+
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "Fini."})));
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let out = cove
+        .run(&[
+            "--json",
+            "run",
+            "Write a report.",
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+            "--context",
+            "summarize",
+            "--knowledge-budget",
+            "2000",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let system = cove.llm.received()[0].body["system"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let language = system
+        .find("Always answer in French.")
+        .expect("the newest entry");
+    let handbook = system.find("HANDBOOK-START").expect("the older entry, cut");
+    assert!(language < handbook, "newest first");
+    assert!(!system.contains("HANDBOOK-END"), "cut to the budget");
+
+    let id = listed[1]["id"].to_string();
+    let out = cove.run(&["knowledge", "rm", &id]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let out = cove.run(&["knowledge", "rm", &id]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no knowledge entry"));
+}

@@ -352,48 +352,67 @@ impl Agent {
                     )
                     .await?;
             }
-            let (mut messages, max_tokens, counted) = match self.config.context.mode {
-                ContextMode::Off => (
-                    history.iter().map(|e| e.message().clone()).collect(),
-                    self.config.max_tokens,
-                    budget.fixed + history.iter().map(Entry::tokens).sum::<usize>(),
-                ),
-                _ => {
-                    let fitted = fit(&history, budget, &calibration)?;
-                    if fitted.stats.compressed() {
-                        emitter.emit(EventKind::ContextCompressed {
-                            tokens_before: fitted.stats.tokens_before as u64,
-                            tokens_after: fitted.stats.tokens_after as u64,
-                            arguments_dropped: fitted.stats.arguments_dropped as u32,
-                            truncated: fitted.stats.truncated as u32,
-                            omitted: fitted.stats.omitted as u32,
+            // A provider that still finds the prompt too long (Cove's count was off) gets a
+            // tighter count and a harder-compressed prompt, twice at most: never a loop.
+            let mut refusals = 0;
+            let (answer, counted) = loop {
+                let (mut messages, max_tokens, counted) = match self.config.context.mode {
+                    ContextMode::Off => (
+                        history.iter().map(|e| e.message().clone()).collect(),
+                        self.config.max_tokens,
+                        budget.fixed + history.iter().map(Entry::tokens).sum::<usize>(),
+                    ),
+                    _ => {
+                        let fitted = fit(&history, budget, &calibration)?;
+                        if fitted.stats.compressed() {
+                            emitter.emit(EventKind::ContextCompressed {
+                                tokens_before: fitted.stats.tokens_before as u64,
+                                tokens_after: fitted.stats.tokens_after as u64,
+                                arguments_dropped: fitted.stats.arguments_dropped as u32,
+                                truncated: fitted.stats.truncated as u32,
+                                omitted: fitted.stats.omitted as u32,
+                            });
+                        }
+                        (fitted.messages, fitted.max_tokens as u32, fitted.counted)
+                    }
+                };
+                messages.extend(temp.clone());
+                let request = ChatRequest {
+                    model: self.config.model.clone(),
+                    system: system.clone(),
+                    messages,
+                    tools: tools.clone(),
+                    max_tokens,
+                };
+                let mut executor = Executor::new(
+                    self.ctx.clone(),
+                    self.registry.clone(),
+                    emitter.clone(),
+                    self.config.parallel_tools,
+                );
+                match answer(
+                    self.provider.as_ref(),
+                    &request,
+                    settings,
+                    &mut executor,
+                    iteration,
+                )
+                .await
+                {
+                    Ok(answer) => break (answer, counted),
+                    Err(e @ LlmError::ContextTooLong { .. })
+                        if self.config.context.mode != ContextMode::Off && refusals < 2 =>
+                    {
+                        refusals += 1;
+                        calibration.tighten();
+                        emitter.emit(EventKind::Error {
+                            message: format!("{e}; compressing harder and trying again"),
+                            fatal: false,
                         });
                     }
-                    (fitted.messages, fitted.max_tokens as u32, fitted.counted)
+                    Err(e) => return Err(e.into()),
                 }
             };
-            messages.extend(temp);
-            let request = ChatRequest {
-                model: self.config.model.clone(),
-                system: system.clone(),
-                messages,
-                tools: tools.clone(),
-                max_tokens,
-            };
-            let mut executor = Executor::new(
-                self.ctx.clone(),
-                self.registry.clone(),
-                emitter.clone(),
-                self.config.parallel_tools,
-            );
-            let answer = answer(
-                self.provider.as_ref(),
-                &request,
-                settings,
-                &mut executor,
-                iteration,
-            )
-            .await?;
             calibration.observe(counted, answer.usage.input_tokens);
 
             let mut assistant = ChatMessage::assistant(answer.raw_text.clone());

@@ -688,6 +688,15 @@ fn show(ctx: &Context, id: &str) -> Result<ExitCode, Failure> {
         thread.id, thread.status, thread.model, thread.sandbox
     );
     for m in &messages {
+        if m.kind == "summary" {
+            println!(
+                "\n[summary of messages {} to {}] {}",
+                m.content["first"],
+                m.content["last"],
+                m.content["text"].as_str().unwrap_or_default().trim()
+            );
+            continue;
+        }
         if !m.is_llm_message {
             continue;
         }

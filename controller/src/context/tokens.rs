@@ -160,6 +160,11 @@ impl Calibration {
         self.factor = (reported as f64 / counted as f64).clamp(0.5, 4.0);
     }
 
+    /// Counts more conservatively after the provider refused a prompt as too long.
+    pub fn tighten(&mut self) {
+        self.factor = (self.factor * 1.25).min(4.0);
+    }
+
     /// `tokens` as the provider would count them.
     pub fn apply(&self, tokens: usize) -> usize {
         (tokens as f64 * self.factor).ceil() as usize

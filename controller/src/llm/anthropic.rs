@@ -285,6 +285,12 @@ impl ChatProvider for Anthropic {
                         model: request.model.clone(),
                         message,
                     },
+                    code if super::is_context_overflow(code, &message) => {
+                        LlmError::ContextTooLong {
+                            provider: NAME,
+                            message: format!("HTTP {code}: {message}"),
+                        }
+                    }
                     code => LlmError::Status {
                         provider: NAME,
                         status: code,

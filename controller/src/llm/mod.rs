@@ -219,6 +219,12 @@ pub enum LlmError {
         message: String,
         retryable: bool,
     },
+    /// The prompt is longer than the model takes: send less (the run compresses harder).
+    #[error("{provider} says the prompt is too long for the model: {message}")]
+    ContextTooLong {
+        provider: &'static str,
+        message: String,
+    },
     /// The provider sent something this code cannot read.
     #[error("unreadable answer from {provider}: {message}")]
     Malformed {
@@ -247,6 +253,28 @@ impl LlmError {
             _ => None,
         }
     }
+}
+
+/// Whether an HTTP error says the prompt exceeded the model's window (each provider and
+/// server words it differently).
+pub fn is_context_overflow(status: u16, message: &str) -> bool {
+    if status == 413 {
+        return true;
+    }
+    let m = message.to_ascii_lowercase();
+    status == 400
+        && [
+            "context_length_exceeded",
+            "context length",
+            "context window",
+            "prompt is too long",
+            "maximum context",
+            "too many tokens",
+            "input is too long",
+            "reduce the length",
+        ]
+        .iter()
+        .any(|needle| m.contains(needle))
 }
 
 /// A model provider that streams answers.
@@ -349,6 +377,21 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_overflows_are_told_apart_from_other_bad_requests() {
+        assert!(is_context_overflow(
+            400,
+            "prompt is too long: 205668 tokens > 200000 maximum"
+        ));
+        assert!(is_context_overflow(
+            400,
+            "This model's maximum context length is 128000 tokens (context_length_exceeded)"
+        ));
+        assert!(is_context_overflow(413, "request_too_large"));
+        assert!(!is_context_overflow(400, "messages: field required"));
+        assert!(!is_context_overflow(500, "prompt is too long"));
+    }
     use reqwest::header::{HeaderMap, HeaderValue};
 
     #[test]

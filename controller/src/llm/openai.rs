@@ -284,6 +284,12 @@ impl ChatProvider for OpenAi {
                             message: format!("HTTP {code}: {message}"),
                         }
                     }
+                    code if super::is_context_overflow(code, &message) => {
+                        LlmError::ContextTooLong {
+                            provider,
+                            message: format!("HTTP {code}: {message}"),
+                        }
+                    }
                     code => LlmError::Status {
                         provider,
                         status: code,
