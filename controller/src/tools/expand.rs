@@ -95,3 +95,70 @@ pub fn tools() -> Vec<ToolDef> {
         run: expand_message,
     }]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ChatMessage;
+    use cove_protocol::client::CovedClient;
+
+    fn context(store: &Arc<Store>, thread: &str, page_chars: usize) -> ToolContext {
+        // expand_message never reaches the sandbox.
+        let client = CovedClient::new("http://127.0.0.1:9", "unused").unwrap();
+        let ctx = ToolContext::new(client, false);
+        *ctx.archive.lock().unwrap() = Some(MessageArchive {
+            store: store.clone(),
+            thread: thread.to_string(),
+            page_chars,
+        });
+        ctx
+    }
+
+    #[tokio::test]
+    async fn messages_come_back_whole_or_in_pages_and_only_from_this_thread() {
+        let store = Arc::new(Store::in_memory().unwrap());
+        let thread = store.create_thread("t", "m", "native", "x").unwrap();
+        let other = store.create_thread("o", "m", "native", "x").unwrap();
+        let text: String = (0..2_500).map(|i| format!("{i:04} ")).collect();
+        let id = store
+            .append_llm(
+                &thread.id,
+                None,
+                &ChatMessage::tool_result("c1", "read_file", text.clone(), false),
+            )
+            .unwrap();
+        let foreign = store
+            .append_llm(&other.id, None, &ChatMessage::user("not yours"))
+            .unwrap();
+        let tool = tools().remove(0);
+
+        let whole = tool
+            .call(
+                &context(&store, &thread.id, 50_000),
+                serde_json::json!({"message_id": id}),
+            )
+            .await;
+        assert!(whole.ok);
+        assert!(whole.text.contains(&text), "whole, not capped");
+
+        let ctx = context(&store, &thread.id, 5_000);
+        let mut pages = String::new();
+        for page in 1..=3 {
+            let r = tool
+                .call(&ctx, serde_json::json!({"message_id": id, "page": page}))
+                .await;
+            assert!(r.ok, "{}", r.text);
+            assert!(r.text.contains(&format!("page {page} of 3")), "{}", r.text);
+            pages.push_str(r.text.split_once(":\n").unwrap().1);
+        }
+        assert_eq!(pages, text, "the pages add up to the message");
+        let beyond = tool
+            .call(&ctx, serde_json::json!({"message_id": id, "page": 4}))
+            .await;
+        assert!(!beyond.ok && beyond.text.contains("1 to 3"));
+        let stranger = tool
+            .call(&ctx, serde_json::json!({"message_id": foreign}))
+            .await;
+        assert!(!stranger.ok, "another thread's message is not readable");
+    }
+}
