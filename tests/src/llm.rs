@@ -71,8 +71,7 @@ impl Received {
     /// (system, messages, tool calls and results, tool descriptions), 4 per message, 1,600
     /// per image. It is what the server reports as usage, and what tests hold windows to.
     pub fn prompt_tokens(&self) -> usize {
-        let bpe = tiktoken_rs::o200k_base_singleton();
-        let count = |s: &str| bpe.encode_ordinary(s).len();
+        let count = |s: &str| cached_count(s);
         let mut tokens = 0;
         if let Some(system) = self.body["system"].as_str() {
             tokens += count(system) + 4;
@@ -96,6 +95,29 @@ impl Received {
         let text = self.body.to_string();
         text.matches("\"type\":\"image_url\"").count() + text.matches("\"type\":\"image\"").count()
     }
+}
+
+/// o200k tokens of `text`, remembered: requests repeat the system prompt, the tool
+/// descriptions and the history, and the scripted model must answer at once.
+fn cached_count(text: &str) -> usize {
+    use std::collections::HashMap;
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    static CACHE: Mutex<Option<HashMap<(u64, usize), usize>>> = Mutex::new(None);
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    let key = (hasher.finish(), text.len());
+    if let Ok(cache) = CACHE.lock()
+        && let Some(n) = cache.as_ref().and_then(|c| c.get(&key))
+    {
+        return *n;
+    }
+    let n = tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(text)
+        .len();
+    if let Ok(mut cache) = CACHE.lock() {
+        cache.get_or_insert_with(HashMap::new).insert(key, n);
+    }
+    n
 }
 
 /// Tokens of one message's content, in either wire format.
