@@ -66,10 +66,7 @@ struct Variant {
 impl Variant {
     fn new(message: ChatMessage, counter: &TokenCounter) -> Self {
         let text = message.text();
-        let call_tokens = counter.message(&ChatMessage {
-            content: Vec::new(),
-            ..message.clone()
-        }) - MESSAGE_OVERHEAD;
+        let call_tokens = counter.tool_calls(&message.tool_calls);
         let images = message
             .content
             .iter()

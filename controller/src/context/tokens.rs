@@ -5,7 +5,7 @@
 use tiktoken_rs::CoreBPE;
 use tiktoken_rs::tokenizer::get_tokenizer;
 
-use crate::llm::{ChatMessage, ContentPart, ToolSpec};
+use crate::llm::{ChatMessage, ContentPart, ToolCall, ToolSpec};
 
 /// What one image costs, whatever its size: a 1280×800 screenshot is about 1,100 tokens for
 /// OpenAI (high detail) and 1,400 for Anthropic; this errs above both.
@@ -66,10 +66,15 @@ impl TokenCounter {
                 ContentPart::Image { .. } => IMAGE_TOKENS,
             };
         }
-        for call in &message.tool_calls {
-            tokens += self.text(&call.name) + self.text(&call.arguments.to_string()) + 8;
-        }
-        tokens
+        tokens + self.tool_calls(&message.tool_calls)
+    }
+
+    /// Tokens of native tool calls (name, arguments and their framing).
+    pub fn tool_calls(&self, calls: &[ToolCall]) -> usize {
+        calls
+            .iter()
+            .map(|call| self.text(&call.name) + self.text(&call.arguments.to_string()) + 8)
+            .sum()
     }
 
     /// Tokens of the native tool descriptions sent with every call.
