@@ -21,26 +21,11 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ToolCall};
 use cove::store::Store;
 use cove::tools::{ToolContext, ToolRegistry};
-use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
+use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::{Value, json};
 
 const ITERATIONS: usize = 300;
 const WINDOW: u32 = 40_000;
-
-fn log_text() -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while out.len() < 19_400 {
-        out.push_str(&format!(
-            "line {i}: worker {} finished job {} in {} ms with status ok\n",
-            i % 7,
-            i * 13,
-            (i * 37) % 1000
-        ));
-        i += 1;
-    }
-    out
-}
 
 fn round(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0

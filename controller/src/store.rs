@@ -163,6 +163,20 @@ CREATE TABLE IF NOT EXISTS knowledge (
 );
 ";
 
+/// A `threads` row, selected in the column order of [`Thread`].
+fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
+    Ok(Thread {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        created_at: r.get(2)?,
+        updated_at: r.get(3)?,
+        model: r.get(4)?,
+        tool_mode: r.get(5)?,
+        sandbox: r.get(6)?,
+        status: r.get(7)?,
+    })
+}
+
 /// The database.
 #[derive(Debug)]
 pub struct Store {
@@ -244,18 +258,7 @@ impl Store {
              FROM threads WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2",
         )?;
         let rows: Vec<Thread> = stmt
-            .query_map(params![id, format!("{id}%")], |r| {
-                Ok(Thread {
-                    id: r.get(0)?,
-                    title: r.get(1)?,
-                    created_at: r.get(2)?,
-                    updated_at: r.get(3)?,
-                    model: r.get(4)?,
-                    tool_mode: r.get(5)?,
-                    sandbox: r.get(6)?,
-                    status: r.get(7)?,
-                })
-            })?
+            .query_map(params![id, format!("{id}%")], thread_row)?
             .collect::<Result<_, _>>()?;
         match rows.as_slice() {
             [one] => Ok(one.clone()),
@@ -271,20 +274,7 @@ impl Store {
             "SELECT id, title, created_at, updated_at, model, tool_mode, sandbox, status
              FROM threads ORDER BY updated_at DESC",
         )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(Thread {
-                    id: r.get(0)?,
-                    title: r.get(1)?,
-                    created_at: r.get(2)?,
-                    updated_at: r.get(3)?,
-                    model: r.get(4)?,
-                    tool_mode: r.get(5)?,
-                    sandbox: r.get(6)?,
-                    status: r.get(7)?,
-                })
-            })?
-            .collect::<Result<_, _>>()?;
+        let rows = stmt.query_map([], thread_row)?.collect::<Result<_, _>>()?;
         Ok(rows)
     }
 

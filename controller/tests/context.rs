@@ -20,7 +20,7 @@ use cove::store::{Store, Thread};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use cove_tests::llm::{Fault, Received, Wire};
-use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
+use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::json;
 
 struct Setup {
@@ -32,22 +32,6 @@ struct Setup {
 
 const WINDOW: u32 = 40_000;
 const MAX_TOKENS: u32 = 4_000;
-
-/// About 19.5 KB of log lines, each distinct.
-fn log_text() -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while out.len() < 19_400 {
-        out.push_str(&format!(
-            "line {i}: worker {} finished job {} in {} ms with status ok\n",
-            i % 7,
-            i * 13,
-            (i * 37) % 1000
-        ));
-        i += 1;
-    }
-    out
-}
 
 async fn setup(
     llm: &ScriptedLlm,

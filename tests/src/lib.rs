@@ -12,3 +12,20 @@ pub use bins::workspace_binary;
 pub use daemon::{DaemonBuilder, DaemonProcess};
 pub use llm::{Chunking, Fault, ScriptedLlm, Turn};
 pub use site::FixtureSite;
+
+/// About 19.5 KB of distinct log lines: a tool result as big as the controller keeps, for
+/// long-run tests and benchmarks.
+pub fn log_text() -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < 19_400 {
+        out.push_str(&format!(
+            "line {i}: worker {} finished job {} in {} ms with status ok\n",
+            i % 7,
+            i * 13,
+            (i * 37) % 1000
+        ));
+        i += 1;
+    }
+    out
+}

@@ -274,30 +274,13 @@ impl ChatProvider for Anthropic {
                 let retry_after = parse_retry_after(response.headers());
                 let body = response.text().await.unwrap_or_default();
                 let message = error_message(&body);
-                return Err(match status.as_u16() {
-                    401 | 403 => LlmError::Unauthorized {
-                        provider: NAME,
-                        status: status.as_u16(),
-                        message,
-                    },
-                    404 => LlmError::ModelNotFound {
-                        provider: NAME,
-                        model: request.model.clone(),
-                        message,
-                    },
-                    code if super::is_context_overflow(code, &message) => {
-                        LlmError::ContextTooLong {
-                            provider: NAME,
-                            message: format!("HTTP {code}: {message}"),
-                        }
-                    }
-                    code => LlmError::Status {
-                        provider: NAME,
-                        status: code,
-                        message,
-                        retry_after,
-                    },
-                });
+                return Err(super::http_error(
+                    NAME,
+                    status.as_u16(),
+                    &request.model,
+                    message,
+                    retry_after,
+                ));
             }
             let events = response.bytes_stream().eventsource();
             let stream = stream::unfold(

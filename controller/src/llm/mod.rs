@@ -277,6 +277,38 @@ pub fn is_context_overflow(status: u16, message: &str) -> bool {
         .any(|needle| m.contains(needle))
 }
 
+/// The error of a refused call, by what its HTTP status and message say.
+pub(crate) fn http_error(
+    provider: &'static str,
+    status: u16,
+    model: &str,
+    message: String,
+    retry_after: Option<Duration>,
+) -> LlmError {
+    match status {
+        401 | 403 => LlmError::Unauthorized {
+            provider,
+            status,
+            message,
+        },
+        404 => LlmError::ModelNotFound {
+            provider,
+            model: model.to_string(),
+            message,
+        },
+        code if is_context_overflow(code, &message) => LlmError::ContextTooLong {
+            provider,
+            message: format!("HTTP {code}: {message}"),
+        },
+        code => LlmError::Status {
+            provider,
+            status: code,
+            message,
+            retry_after,
+        },
+    }
+}
+
 /// A model provider that streams answers.
 pub trait ChatProvider: Send + Sync {
     /// The provider's name, for messages.

@@ -264,39 +264,24 @@ impl ChatProvider for OpenAi {
                 let retry_after = parse_retry_after(response.headers());
                 let body = response.text().await.unwrap_or_default();
                 let message = error_message(&body);
-                return Err(match status.as_u16() {
-                    401 | 403 => LlmError::Unauthorized {
-                        provider,
-                        status: status.as_u16(),
-                        message,
-                    },
-                    404 => LlmError::ModelNotFound {
+                let code = status.as_u16();
+                // Compatible servers often answer an unknown model with 400 or 500.
+                if code != 404
+                    && (message.contains("model_not_found") || message.contains("does not exist"))
+                {
+                    return Err(LlmError::ModelNotFound {
                         provider,
                         model: request.model.clone(),
-                        message,
-                    },
-                    code if message.contains("model_not_found")
-                        || message.contains("does not exist") =>
-                    {
-                        LlmError::ModelNotFound {
-                            provider,
-                            model: request.model.clone(),
-                            message: format!("HTTP {code}: {message}"),
-                        }
-                    }
-                    code if super::is_context_overflow(code, &message) => {
-                        LlmError::ContextTooLong {
-                            provider,
-                            message: format!("HTTP {code}: {message}"),
-                        }
-                    }
-                    code => LlmError::Status {
-                        provider,
-                        status: code,
-                        message,
-                        retry_after,
-                    },
-                });
+                        message: format!("HTTP {code}: {message}"),
+                    });
+                }
+                return Err(super::http_error(
+                    provider,
+                    code,
+                    &request.model,
+                    message,
+                    retry_after,
+                ));
             }
             let events = response.bytes_stream().eventsource();
             let stream = stream::unfold(
