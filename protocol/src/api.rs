@@ -23,6 +23,9 @@ use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
     OutputResponse, SessionList, SignalRequest, SignalResponse,
 };
+use crate::takeover::{
+    StartTakeover, TakeoverGrant, TakeoverQuery, TakeoverReleased, TakeoverStatus,
+};
 use crate::vision::{SeeImageRequest, SeeImageResponse};
 
 /// The API version served under `/v1`.
@@ -65,6 +68,9 @@ pub enum Op {
     BrowserDragDrop,
     BrowserState,
     BrowserScreenshot,
+    BrowserTakeoverStart,
+    BrowserTakeoverStatus,
+    BrowserTakeoverEnd,
     VisionSeeImage,
 }
 
@@ -435,6 +441,36 @@ pub const ENDPOINTS: &[Endpoint] = &[
         response: ResponseBody::Bytes("image/jpeg"),
     },
     Endpoint {
+        op: Op::BrowserTakeoverStart,
+        method: Method::Post,
+        path: "/v1/browser/takeover",
+        summary: "Hand the browser to a person: a live page URL and its short-lived token",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<StartTakeover>),
+        response: ResponseBody::Json(reference::<TakeoverGrant>),
+    },
+    Endpoint {
+        op: Op::BrowserTakeoverStatus,
+        method: Method::Get,
+        path: "/v1/browser/takeover",
+        summary: "Who is in control of the browser; optionally wait for a takeover to end",
+        auth: true,
+        query: Some(inline::<TakeoverQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<TakeoverStatus>),
+    },
+    Endpoint {
+        op: Op::BrowserTakeoverEnd,
+        method: Method::Delete,
+        path: "/v1/browser/takeover",
+        summary: "End the takeover and take the browser back; answers with the fresh state",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<TakeoverReleased>),
+    },
+    Endpoint {
         op: Op::VisionSeeImage,
         method: Method::Post,
         path: "/v1/vision/see_image",
@@ -568,7 +604,7 @@ pub fn openapi_document(daemon_version: &str) -> Value {
         "info": {
             "title": "coved",
             "version": daemon_version,
-            "description": "The Cove sandbox daemon: shell sessions, files, browser and vision over authenticated HTTP.",
+            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token.",
         },
         "paths": paths,
         "components": {
@@ -598,7 +634,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 35, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 38, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

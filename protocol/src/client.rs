@@ -18,6 +18,9 @@ use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
     OutputResponse, SessionList, Signal, SignalRequest, SignalResponse,
 };
+use crate::takeover::{
+    StartTakeover, TakeoverGrant, TakeoverQuery, TakeoverReleased, TakeoverStatus,
+};
 use crate::vision::{SeeImageRequest, SeeImageResponse};
 
 /// How long a call that is not a blocking `exec` or a transfer may take.
@@ -324,6 +327,31 @@ impl CovedClient {
             .timeout(DEFAULT_CALL_TIMEOUT);
         let response = self.send(builder, &url).await?;
         response.bytes().await.map_err(transport(&url))
+    }
+
+    /// `POST /v1/browser/takeover`: hands the browser to a person.
+    pub async fn takeover_start(
+        &self,
+        request: &StartTakeover,
+    ) -> Result<TakeoverGrant, ClientError> {
+        self.post(&["v1", "browser", "takeover"], request).await
+    }
+
+    /// `GET /v1/browser/takeover`, waiting up to `wait_secs` for a takeover to end.
+    pub async fn takeover_status(&self, wait_secs: u64) -> Result<TakeoverStatus, ClientError> {
+        let query = TakeoverQuery {
+            wait_secs: (wait_secs > 0).then_some(wait_secs),
+        };
+        self.call(Method::GET, &["v1", "browser", "takeover"], |b| {
+            b.query(&query)
+        })
+        .await
+    }
+
+    /// `DELETE /v1/browser/takeover`: takes the browser back; answers with the fresh state.
+    pub async fn takeover_end(&self) -> Result<TakeoverReleased, ClientError> {
+        self.call(Method::DELETE, &["v1", "browser", "takeover"], |b| b)
+            .await
     }
 
     /// `POST /v1/vision/see_image`.

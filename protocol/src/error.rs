@@ -103,6 +103,9 @@ error_codes! {
     WrongElementKind = "wrong_element_kind" => 422,
     /// No browser can run: Chromium is missing or will not start.
     BrowserUnavailable = "browser_unavailable" => 503,
+    /// A person has taken over the browser; actions wait until they hand it back (reading
+    /// the state and screenshots still work).
+    TakeoverActive = "takeover_active" => 409,
     /// The page could not be loaded (DNS, refused connection, bad certificate...).
     NavigationFailed = "navigation_failed" => 502,
     /// The input is not an image this daemon can read (PNG, JPEG, GIF, WebP).

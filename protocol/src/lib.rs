@@ -9,6 +9,7 @@ pub mod events;
 pub mod files;
 pub mod info;
 pub mod shell;
+pub mod takeover;
 pub mod vision;
 
 #[cfg(feature = "client")]

@@ -1,5 +1,5 @@
-//! coved, the Cove sandbox daemon: shell sessions, files (and later browser, vision and
-//! takeover) over authenticated HTTP. [`Daemon`] builds the [`axum::Router`] so tests can serve
+//! coved, the Cove sandbox daemon: shell sessions, files, browser, vision and browser
+//! takeover over authenticated HTTP. [`Daemon`] builds the [`axum::Router`] so tests can serve
 //! it in-process; the `coved` binary wraps it with a CLI.
 
 pub mod auth;
@@ -12,6 +12,7 @@ pub mod meta;
 pub mod procs;
 pub mod routes;
 pub mod shell;
+pub mod takeover;
 pub mod util;
 pub mod vision;
 
@@ -32,10 +33,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use auth::AuthToken;
 use browser::{BrowserManager, BrowserSettings};
 use cove_protocol::browser::{DEFAULT_ELEMENTS_CAP, DEFAULT_VIEWPORT, Viewport};
+use cove_protocol::takeover::DEFAULT_TAKEOVER_TTL_SECS;
 use files::Workspace;
 use procs::ChildRegistry;
 use shell::session::SessionSettings;
 use shell::{ShellConfig, ShellManager};
+use takeover::{TakeoverManager, TakeoverSettings};
 
 /// The daemon's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -68,6 +71,10 @@ pub struct DaemonConfig {
     pub browser_timeout: Duration,
     /// Cap on the browser state's `elements` text.
     pub elements_cap: usize,
+    /// Lifetime of a takeover when the caller does not say.
+    pub takeover_ttl: Duration,
+    /// The daemon's address as people reach it, for takeover links.
+    pub public_url: Option<String>,
 }
 
 impl DaemonConfig {
@@ -87,6 +94,8 @@ impl DaemonConfig {
             browser_viewport: DEFAULT_VIEWPORT,
             browser_timeout: Duration::from_secs(30),
             elements_cap: DEFAULT_ELEMENTS_CAP,
+            takeover_ttl: Duration::from_secs(DEFAULT_TAKEOVER_TTL_SECS),
+            public_url: None,
         }
     }
 }
@@ -117,6 +126,7 @@ pub struct App {
     pub workspace: Arc<Workspace>,
     pub limits: Limits,
     pub browser: BrowserManager,
+    pub takeover: TakeoverManager,
     /// Client for fetching image URLs, built on first use (loading TLS roots costs startup
     /// time and memory most daemons never need).
     pub http: std::sync::OnceLock<reqwest::Client>,
@@ -199,12 +209,16 @@ impl Daemon {
                 name: "coved".to_string(),
                 version: VERSION.to_string(),
                 api_version: API_VERSION.to_string(),
-                capabilities: ["shell", "files", "browser", "vision"]
+                capabilities: ["shell", "files", "browser", "vision", "takeover"]
                     .map(String::from)
                     .to_vec(),
                 workspace: root.to_string_lossy().into_owned(),
             },
             browser,
+            takeover: TakeoverManager::new(TakeoverSettings {
+                ttl: config.takeover_ttl,
+                public_url: config.public_url.clone(),
+            }),
             http: std::sync::OnceLock::new(),
             openapi,
             registry,

@@ -12,7 +12,8 @@ use coved::{Daemon, DaemonConfig};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
-/// The Cove sandbox daemon: shell sessions and files over authenticated HTTP.
+/// The Cove sandbox daemon: shell sessions, files, a browser, vision and browser takeover
+/// over authenticated HTTP.
 #[derive(Debug, Parser)]
 #[command(name = "coved", version)]
 struct Cli {
@@ -75,6 +76,15 @@ struct Cli {
     /// Cap on the characters of the browser state's element list.
     #[arg(long, default_value_t = cove_protocol::browser::DEFAULT_ELEMENTS_CAP)]
     elements_cap: usize,
+
+    /// How long a browser takeover (and its link) lasts unless the caller says, in seconds.
+    #[arg(long, env = "COVED_TAKEOVER_TTL_SECS", default_value_t = cove_protocol::takeover::DEFAULT_TAKEOVER_TTL_SECS)]
+    takeover_ttl_secs: u64,
+
+    /// This daemon's address as people reach it (e.g. https://sandbox-7.example.com), for
+    /// takeover links; by default the address the controller used.
+    #[arg(long, env = "COVED_PUBLIC_URL")]
+    public_url: Option<String>,
 }
 
 fn parse_viewport(raw: &str) -> Result<Viewport, String> {
@@ -150,6 +160,11 @@ async fn main() -> anyhow::Result<()> {
     config.browser_viewport = cli.browser_viewport;
     config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
     config.elements_cap = cli.elements_cap.max(500);
+    config.takeover_ttl = std::time::Duration::from_secs(
+        cli.takeover_ttl_secs
+            .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
+    );
+    config.public_url = cli.public_url.filter(|u| !u.trim().is_empty());
     let daemon = Daemon::new(config)?;
 
     let listener = tokio::net::TcpListener::bind(cli.listen)

@@ -2,7 +2,8 @@
 //!
 //! Every row of [`cove_protocol::api::ENDPOINTS`] is routed through [`handler`], an exhaustive
 //! match, and every row but `/health` sits behind the token middleware, which also guards the
-//! fallback: an unknown path answers 401 to a caller without the token, not 404.
+//! fallback: an unknown path answers 401 to a caller without the token, not 404. The
+//! takeover page and its socket sit outside the table: they check the takeover token.
 
 use std::any::Any;
 
@@ -16,7 +17,7 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, browser, files, meta, shell, vision};
+use crate::{AppState, auth, browser, files, meta, shell, takeover, vision};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -65,6 +66,9 @@ fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
         Op::BrowserDragDrop => on(m, browser::http::drag_drop),
         Op::BrowserState => on(m, browser::http::state),
         Op::BrowserScreenshot => on(m, browser::http::screenshot),
+        Op::BrowserTakeoverStart => on(m, takeover::http::start),
+        Op::BrowserTakeoverStatus => on(m, takeover::http::status),
+        Op::BrowserTakeoverEnd => on(m, takeover::http::end),
         Op::VisionSeeImage => on(m, vision::http::see_image),
     }
 }
@@ -90,7 +94,10 @@ fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
 
 /// The whole API, ready to serve.
 pub fn router(state: AppState) -> Router {
-    let mut public = Router::new();
+    // The takeover page and its socket take the takeover's own token, not the API's.
+    let mut public = Router::new()
+        .route("/takeover", axum::routing::get(takeover::http::page))
+        .route("/takeover/ws", axum::routing::get(takeover::http::socket));
     let mut protected = Router::new();
     for endpoint in ENDPOINTS {
         if endpoint.auth {

@@ -4,14 +4,18 @@
 
 pub mod bins;
 pub mod daemon;
+pub mod live;
 pub mod llm;
 pub mod procs;
 pub mod site;
+pub mod viewer;
 
 pub use bins::workspace_binary;
 pub use daemon::{DaemonBuilder, DaemonProcess};
+pub use live::LiveClient;
 pub use llm::{Chunking, Fault, ScriptedLlm, Turn};
 pub use site::FixtureSite;
+pub use viewer::Viewer;
 
 /// About 19.5 KB of distinct log lines: a tool result as big as the controller keeps, for
 /// long-run tests and benchmarks.

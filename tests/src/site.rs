@@ -48,6 +48,10 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../fixtures/site/tab-target.html"),
     ),
     ("tabs.html", include_str!("../fixtures/site/tabs.html")),
+    (
+        "takeover.html",
+        include_str!("../fixtures/site/takeover.html"),
+    ),
 ];
 
 #[derive(Default)]

@@ -5,7 +5,8 @@
 mod cdp;
 mod chromium;
 pub mod http;
-mod keys;
+pub(crate) mod keys;
+pub mod live;
 mod navigation;
 mod session;
 
@@ -132,6 +133,10 @@ pub struct BrowserSettings {
 pub enum Action {
     NavigateTo(NavigateTo),
     GoBack,
+    /// Only from the takeover page.
+    GoForward,
+    /// Only from the takeover page.
+    Reload,
     Wait(Wait),
     ClickElement(ClickElement),
     ClickCoordinates(ClickCoordinates),

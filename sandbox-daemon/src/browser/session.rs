@@ -11,7 +11,8 @@ use chromiumoxide::cdp::browser_protocol::input::{
     SetInterceptDragsParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, StopLoadingParams,
+    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, ReloadParams,
+    StopLoadingParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use chromiumoxide::handler::HandlerConfig;
@@ -349,6 +350,8 @@ impl Session {
         match action {
             Action::NavigateTo(a) => self.navigate(&a.url).await,
             Action::GoBack => self.go_back().await,
+            Action::GoForward => self.go_forward().await,
+            Action::Reload => self.reload().await,
             Action::Wait(a) => {
                 if !(0.0..=MAX_WAIT_SECS).contains(&a.seconds) || a.seconds.is_nan() {
                     return Err(BrowserError::InvalidRequest(format!(
@@ -596,6 +599,33 @@ impl Session {
         Ok(Outcome::say(format!("Went back to {url}")))
     }
 
+    async fn go_forward(&mut self) -> Result<Outcome, BrowserError> {
+        let page = self.page()?;
+        let limit = self.limit();
+        let history = cdp::run(&page, GetNavigationHistoryParams::default(), limit).await?;
+        let current = usize::try_from(history.current_index).unwrap_or(0);
+        let Some(next) = history.entries.get(current + 1) else {
+            return Err(BrowserError::InvalidRequest(
+                "there is no next page in this tab".into(),
+            ));
+        };
+        let url = next.url.clone();
+        let entry = NavigateToHistoryEntryParams::new(next.id);
+        let mut watch = NavigationWatch::new(&page, limit).await?;
+        cdp::run(&page, entry, limit).await?;
+        watch.settle(limit).await;
+        Ok(Outcome::say(format!("Went forward to {url}")))
+    }
+
+    async fn reload(&mut self) -> Result<Outcome, BrowserError> {
+        let page = self.page()?;
+        let limit = self.limit();
+        let mut watch = NavigationWatch::new(&page, limit).await?;
+        cdp::run(&page, ReloadParams::default(), limit).await?;
+        watch.settle(limit).await;
+        Ok(Outcome::say("Reloaded the page"))
+    }
+
     async fn scroll(
         &mut self,
         amount: Option<u32>,
@@ -756,29 +786,10 @@ impl Session {
         } else {
             None
         };
-        let mut tabs = Vec::with_capacity(self.tabs.len());
-        for tab in &self.tabs {
-            let (url, title) = if tab.id == active {
-                (snapshot.url.clone(), snapshot.title.clone())
-            } else {
-                // A background tab mid-navigation cannot answer; its title can wait.
-                let url = tokio::time::timeout(limit, tab.page.url()).await;
-                let title = tokio::time::timeout(BACKGROUND_TAB_WAIT, tab.page.get_title()).await;
-                (
-                    url.ok().and_then(Result::ok).flatten().unwrap_or_default(),
-                    title
-                        .ok()
-                        .and_then(Result::ok)
-                        .flatten()
-                        .unwrap_or_default(),
-                )
-            };
-            tabs.push(TabInfo {
-                tab_id: tab.id,
-                url,
-                title,
-                active: tab.id == active,
-            });
+        let mut tabs = self.background_tab_infos(active).await;
+        if let Some(tab) = tabs.iter_mut().find(|t| t.tab_id == active) {
+            tab.url = snapshot.url.clone();
+            tab.title = snapshot.title.clone();
         }
         Ok(BrowserState {
             url: snapshot.url,
@@ -797,6 +808,47 @@ impl Session {
             dropdown_options: None,
             notice: None,
         })
+    }
+
+    /// Every tab with its URL and title.
+    pub async fn tab_infos(&self) -> Vec<TabInfo> {
+        self.background_tab_infos(0).await
+    }
+
+    /// Every tab; `skip`'s URL and title are left empty for the caller to fill in.
+    async fn background_tab_infos(&self, skip: u32) -> Vec<TabInfo> {
+        let limit = self.limit();
+        let mut tabs = Vec::with_capacity(self.tabs.len());
+        for tab in &self.tabs {
+            let (url, title) = if tab.id == skip {
+                (String::new(), String::new())
+            } else {
+                // A background tab mid-navigation cannot answer; its title can wait.
+                let url = tokio::time::timeout(limit, tab.page.url()).await;
+                let title = tokio::time::timeout(BACKGROUND_TAB_WAIT, tab.page.get_title()).await;
+                (
+                    url.ok().and_then(Result::ok).flatten().unwrap_or_default(),
+                    title
+                        .ok()
+                        .and_then(Result::ok)
+                        .flatten()
+                        .unwrap_or_default(),
+                )
+            };
+            tabs.push(TabInfo {
+                tab_id: tab.id,
+                url,
+                title,
+                active: tab.id == self.active,
+            });
+        }
+        tabs
+    }
+
+    /// The active tab's id and page.
+    pub fn active_page(&self) -> Result<(u32, Page), BrowserError> {
+        let tab = self.active_tab()?;
+        Ok((tab.id, tab.page.clone()))
     }
 
     /// JPEG bytes of the active tab's viewport.

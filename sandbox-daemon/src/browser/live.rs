@@ -1,0 +1,296 @@
+//! What the takeover page needs of the browser: the active tab's page handle for the
+//! screencast, the tab list, and a person's input dispatched as trusted CDP events.
+//!
+//! Input goes straight to the page without the session lock: a person's mouse moves must not
+//! queue behind a state read.
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
+    DispatchMouseEventPointerType, DispatchMouseEventType, InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    EventScreencastFrame, ScreencastFrameAckParams, StartScreencastFormat, StartScreencastParams,
+    StopScreencastParams,
+};
+use chromiumoxide::listeners::EventStream;
+use cove_protocol::browser::{TabInfo, Viewport};
+
+use super::{BrowserError, BrowserManager, cdp};
+
+/// The active tab as the live view sees it.
+#[derive(Clone)]
+pub struct LiveTab {
+    pub tab_id: u32,
+    pub page: Page,
+    pub tabs: Vec<TabInfo>,
+    pub viewport: Viewport,
+}
+
+impl LiveTab {
+    /// The active tab's URL and title, as the tab list has them.
+    pub fn active_info(&self) -> Option<&TabInfo> {
+        self.tabs.iter().find(|t| t.tab_id == self.tab_id)
+    }
+}
+
+/// Which mouse button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Button {
+    None,
+    Left,
+    Middle,
+    Right,
+}
+
+/// What a mouse event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MouseKind {
+    Move,
+    Down,
+    Up,
+}
+
+/// A key event's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Down,
+    Up,
+}
+
+/// One input event in viewport coordinates (CSS pixels), ready to dispatch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveInput {
+    Mouse {
+        kind: MouseKind,
+        x: f64,
+        y: f64,
+        button: Button,
+        /// Buttons held, as a DOM `buttons` bitmask.
+        buttons: i64,
+        /// 1 for a click, 2 for the second press of a double-click.
+        clicks: i64,
+        modifiers: i64,
+    },
+    Wheel {
+        x: f64,
+        y: f64,
+        dx: f64,
+        dy: f64,
+        modifiers: i64,
+    },
+    Key {
+        kind: KeyKind,
+        key: String,
+        code: String,
+        key_code: i64,
+        /// The character the key types, if any (none while Control, Alt or Meta is held).
+        text: Option<String>,
+        modifiers: i64,
+    },
+    /// Text inserted as one edit (a paste, or what an input method composed).
+    Text(String),
+}
+
+fn cdp_button(button: Button) -> MouseButton {
+    match button {
+        Button::None => MouseButton::None,
+        Button::Left => MouseButton::Left,
+        Button::Middle => MouseButton::Middle,
+        Button::Right => MouseButton::Right,
+    }
+}
+
+impl BrowserManager {
+    /// The active tab and the tab list, launching the browser if it is not running.
+    pub async fn live_tab(&self) -> Result<LiveTab, BrowserError> {
+        let mut guard = tokio::time::timeout(self.settings.timeout, self.session.lock())
+            .await
+            .map_err(|_| {
+                BrowserError::Timeout("the browser is still busy with an earlier action".into())
+            })?;
+        self.ensure_running(&mut guard).await?;
+        let Some(session) = guard.as_mut() else {
+            return Err(BrowserError::Unavailable(
+                "the browser is not running".into(),
+            ));
+        };
+        session.sync_tabs().await;
+        let (tab_id, page) = session.active_page()?;
+        Ok(LiveTab {
+            tab_id,
+            page,
+            tabs: session.tab_infos().await,
+            viewport: self.settings.viewport,
+        })
+    }
+
+    /// Carries out a person's command from the takeover page (navigate, back, reload, switch
+    /// tab), without the agent's state snapshot.
+    pub async fn viewer_act(&self, action: super::Action) -> Result<Option<String>, BrowserError> {
+        let limit = self.settings.timeout;
+        let mut guard = tokio::time::timeout(limit, self.session.lock())
+            .await
+            .map_err(|_| {
+                BrowserError::Timeout("the browser is still busy with an earlier action".into())
+            })?;
+        self.ensure_running(&mut guard).await?;
+        let Some(session) = guard.as_mut() else {
+            return Err(BrowserError::Unavailable(
+                "the browser is not running".into(),
+            ));
+        };
+        let outcome = tokio::time::timeout(limit * 2, session.perform(action))
+            .await
+            .map_err(|_| BrowserError::Timeout("the browser did not finish in time".into()))??;
+        session.sync_tabs().await;
+        Ok(outcome.message)
+    }
+
+    /// The screencast's JPEG quality.
+    pub fn screencast_quality(&self) -> u8 {
+        self.settings.screenshot_quality
+    }
+}
+
+/// Dispatches one input event to `page` as the browser's own (trusted) input.
+pub async fn dispatch(
+    page: &Page,
+    input: LiveInput,
+    limit: std::time::Duration,
+) -> Result<(), BrowserError> {
+    match input {
+        LiveInput::Mouse {
+            kind,
+            x,
+            y,
+            button,
+            buttons,
+            clicks,
+            modifiers,
+        } => {
+            let kind = match kind {
+                MouseKind::Move => DispatchMouseEventType::MouseMoved,
+                MouseKind::Down => DispatchMouseEventType::MousePressed,
+                MouseKind::Up => DispatchMouseEventType::MouseReleased,
+            };
+            let params = DispatchMouseEventParams::builder()
+                .r#type(kind)
+                .x(x)
+                .y(y)
+                .button(cdp_button(button))
+                .buttons(buttons)
+                .click_count(clicks)
+                .modifiers(modifiers)
+                .pointer_type(DispatchMouseEventPointerType::Mouse)
+                .build()
+                .map_err(|e| BrowserError::Internal(format!("bad mouse event: {e}")))?;
+            cdp::run(page, params, limit).await.map(|_| ())
+        }
+        LiveInput::Wheel {
+            x,
+            y,
+            dx,
+            dy,
+            modifiers,
+        } => {
+            let params = DispatchMouseEventParams::builder()
+                .r#type(DispatchMouseEventType::MouseWheel)
+                .x(x)
+                .y(y)
+                .delta_x(dx)
+                .delta_y(dy)
+                .modifiers(modifiers)
+                .build()
+                .map_err(|e| BrowserError::Internal(format!("bad wheel event: {e}")))?;
+            cdp::run(page, params, limit).await.map(|_| ())
+        }
+        LiveInput::Key {
+            kind,
+            key,
+            code,
+            key_code,
+            text,
+            modifiers,
+        } => {
+            let kind = match (kind, &text) {
+                (KeyKind::Down, Some(_)) => DispatchKeyEventType::KeyDown,
+                // A key-down that types nothing (Enter aside) is a raw one, as a keyboard's.
+                (KeyKind::Down, None) => DispatchKeyEventType::RawKeyDown,
+                (KeyKind::Up, _) => DispatchKeyEventType::KeyUp,
+            };
+            let mut params = DispatchKeyEventParams::builder()
+                .r#type(kind.clone())
+                .key(key)
+                .code(code)
+                .windows_virtual_key_code(key_code)
+                .native_virtual_key_code(key_code)
+                .modifiers(modifiers);
+            if kind == DispatchKeyEventType::KeyDown
+                && let Some(text) = text
+            {
+                params = params.text(text.clone()).unmodified_text(text);
+            }
+            let params = params
+                .build()
+                .map_err(|e| BrowserError::Internal(format!("bad key event: {e}")))?;
+            cdp::run(page, params, limit).await.map(|_| ())
+        }
+        LiveInput::Text(text) => cdp::run(page, InsertTextParams::new(text), limit)
+            .await
+            .map(|_| ()),
+    }
+}
+
+/// Starts the tab's screencast: JPEG frames no larger than the viewport, sent by the browser
+/// whenever the page paints something new (none while it is idle).
+pub async fn start_screencast(
+    page: &Page,
+    viewport: Viewport,
+    quality: u8,
+    limit: std::time::Duration,
+) -> Result<EventStream<EventScreencastFrame>, BrowserError> {
+    // Subscribe first: the first frame follows the start at once.
+    let frames = tokio::time::timeout(limit, page.event_listener::<EventScreencastFrame>())
+        .await
+        .map_err(|_| BrowserError::Timeout("the page did not answer in time".into()))?
+        .map_err(BrowserError::from_cdp)?;
+    let params = StartScreencastParams::builder()
+        .format(StartScreencastFormat::Jpeg)
+        .quality(i64::from(quality))
+        .max_width(i64::from(viewport.width))
+        .max_height(i64::from(viewport.height))
+        .every_nth_frame(1)
+        .build();
+    cdp::run(page, params, limit).await?;
+    Ok(frames)
+}
+
+/// Tells the browser a frame arrived, so it sends the next one.
+pub async fn ack_frame(
+    page: &Page,
+    session_id: i64,
+    limit: std::time::Duration,
+) -> Result<(), BrowserError> {
+    cdp::run(page, ScreencastFrameAckParams::new(session_id), limit)
+        .await
+        .map(|_| ())
+}
+
+/// Stops the tab's screencast.
+pub async fn stop_screencast(page: &Page, limit: std::time::Duration) {
+    let _ = cdp::run(page, StopScreencastParams::default(), limit).await;
+}
+
+/// A JPEG of the page now, for a viewer that connects while the page is idle.
+pub async fn snapshot_jpeg(
+    page: &Page,
+    quality: u8,
+    limit: std::time::Duration,
+) -> Result<Vec<u8>, BrowserError> {
+    use base64::Engine;
+    let data = cdp::screenshot_base64(page, i64::from(quality), limit).await?;
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| BrowserError::Internal(format!("bad screenshot data: {e}")))
+}

@@ -1,0 +1,237 @@
+//! One takeover page's WebSocket: frames and the tab list out, the person's input in.
+//!
+//! Frames are binary messages (the JPEG bytes). The page acknowledges each one it has drawn;
+//! at most [`IN_FLIGHT`] are unacknowledged, and a newer frame replaces any not yet sent, so
+//! a slow viewer sees the latest picture late rather than a backlog. Everything else is JSON
+//! text: `hello`, `view`, `error`, `ended` out; [`ViewerMessage`]s in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use cove_protocol::takeover::TakeoverEnd;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::input::{ViewerMessage, to_input};
+use super::{Frame, Live, View};
+use crate::AppState;
+use crate::browser::Action;
+use crate::browser::live::{self, LiveInput};
+use crate::util::rfc3339;
+use cove_protocol::browser::NavigateTo;
+
+/// Frames sent and not yet acknowledged, at most.
+const IN_FLIGHT: usize = 2;
+/// Deadline of one input event.
+const INPUT_LIMIT: Duration = Duration::from_secs(5);
+/// Largest message a page may send.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+fn text(value: &Value) -> Message {
+    Message::Text(Utf8Bytes::from(value.to_string()))
+}
+
+fn view_message(view: &View, me: u64) -> Message {
+    text(&json!({
+        "type": "view",
+        "role": if view.controller == Some(me) { "control" } else { "watch" },
+        "tabs": view.tabs,
+        "active_tab": view.active_tab,
+        "viewport": view.viewport,
+        "problem": view.problem,
+    }))
+}
+
+fn ended_message(reason: TakeoverEnd) -> Message {
+    text(&json!({ "type": "ended", "reason": reason }))
+}
+
+fn frame_message(frame: &Frame) -> Message {
+    Message::Binary(frame.jpeg.clone())
+}
+
+/// Serves one viewer until it leaves or the takeover ends.
+pub async fn serve(socket: WebSocket, app: AppState, live: Arc<Live>) {
+    let me = live.join();
+    tracing::info!(takeover = %live.id, viewer = me, "takeover viewer connected");
+    let result = run(socket, &app, &live, me).await;
+    live.leave(me);
+    if let Err(e) = result {
+        tracing::debug!(viewer = me, error = %e, "takeover viewer left");
+    } else {
+        tracing::info!(takeover = %live.id, viewer = me, "takeover viewer left");
+    }
+}
+
+async fn run(socket: WebSocket, app: &AppState, live: &Live, me: u64) -> Result<(), axum::Error> {
+    let (mut out, mut incoming) = socket.split();
+    let mut frames = live.frames.subscribe();
+    let mut view = live.view.subscribe();
+    let mut ended = live.ended.subscribe();
+    // Answers to commands run in the background.
+    let (notes, mut pending_notes) = mpsc::unbounded_channel::<Value>();
+
+    out.send(text(&json!({
+        "type": "hello",
+        "viewer": me,
+        "message": live.message,
+        "expires_at": rfc3339(live.expires_at),
+    })))
+    .await?;
+    let current = view.borrow_and_update().clone();
+    out.send(view_message(&current, me)).await?;
+    let mut in_flight = 0usize;
+    let first = frames.borrow_and_update().clone();
+    if let Some(frame) = first {
+        out.send(frame_message(&frame)).await?;
+        in_flight += 1;
+    }
+    loop {
+        tokio::select! {
+            reason = async { ended.wait_for(Option::is_some).await.ok().and_then(|r| *r) } => {
+                let reason = reason.unwrap_or(TakeoverEnd::Released);
+                out.send(ended_message(reason)).await?;
+                let _ = out.send(Message::Close(Some(CloseFrame {
+                    code: 1000,
+                    reason: Utf8Bytes::from_static("the takeover ended"),
+                }))).await;
+                return Ok(());
+            }
+            changed = frames.changed(), if in_flight < IN_FLIGHT => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                let frame = frames.borrow_and_update().clone();
+                if let Some(frame) = frame {
+                    out.send(frame_message(&frame)).await?;
+                    in_flight += 1;
+                }
+            }
+            changed = view.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                let current = view.borrow_and_update().clone();
+                out.send(view_message(&current, me)).await?;
+            }
+            Some(note) = pending_notes.recv() => out.send(text(&note)).await?,
+            message = incoming.next() => {
+                let Some(message) = message else { return Ok(()) };
+                match message? {
+                    Message::Text(body) => {
+                        let parsed: Result<ViewerMessage, _> = serde_json::from_str(body.as_str());
+                        match parsed {
+                            Ok(ViewerMessage::Ack) => in_flight = in_flight.saturating_sub(1),
+                            Ok(message) => {
+                                if let Some(answer) = handle(app, live, me, message, &notes).await {
+                                    out.send(text(&answer)).await?;
+                                }
+                            }
+                            Err(e) => {
+                                out.send(text(&json!({
+                                    "type": "error",
+                                    "message": format!("the daemon did not understand a message: {e}"),
+                                }))).await?;
+                            }
+                        }
+                    }
+                    Message::Close(_) => return Ok(()),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Acts on one message; returns an answer to send at once, if any.
+async fn handle(
+    app: &AppState,
+    live: &Live,
+    me: u64,
+    message: ViewerMessage,
+    notes: &mpsc::UnboundedSender<Value>,
+) -> Option<Value> {
+    if live.view.borrow().controller != Some(me) {
+        return Some(json!({
+            "type": "error",
+            "message": "another viewer has control; you are watching",
+        }));
+    }
+    let action = match &message {
+        ViewerMessage::Done { note } => {
+            app.takeover
+                .end(Some(&live.id), TakeoverEnd::HandedBack, note.clone());
+            return None;
+        }
+        ViewerMessage::Navigate { url } => {
+            Some(Action::NavigateTo(NavigateTo { url: url.clone() }))
+        }
+        ViewerMessage::Back => Some(Action::GoBack),
+        ViewerMessage::Forward => Some(Action::GoForward),
+        ViewerMessage::Reload => Some(Action::Reload),
+        ViewerMessage::Tab { id } => Some(Action::SwitchTab(cove_protocol::browser::SwitchTab {
+            tab_id: *id,
+        })),
+        _ => None,
+    };
+    if let Some(action) = action {
+        // Navigations take seconds; the socket keeps serving frames meanwhile.
+        let app = app.clone();
+        let notes = notes.clone();
+        let live_refresh = live_refresh_handle(app.clone(), live.id.clone());
+        tokio::spawn(async move {
+            if let Err(e) = app.browser.viewer_act(action).await {
+                let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
+            }
+            live_refresh();
+        });
+        return None;
+    }
+    let (vw, vh) = {
+        let frame = live.frames.borrow();
+        match frame.as_ref() {
+            Some(f) if f.width > 0.0 && f.height > 0.0 => (f.width, f.height),
+            _ => {
+                let vp = live.view.borrow().viewport;
+                (f64::from(vp.width), f64::from(vp.height))
+            }
+        }
+    };
+    let input = match to_input(&message, vw, vh) {
+        Ok(Some(input)) => input,
+        Ok(None) => return None,
+        Err(e) => return Some(json!({ "type": "error", "message": e.to_string() })),
+    };
+    let settles = matches!(
+        &input,
+        LiveInput::Mouse {
+            kind: live::MouseKind::Up,
+            ..
+        } | LiveInput::Key {
+            kind: live::KeyKind::Up,
+            ..
+        }
+    );
+    let page = live.page()?;
+    if let Err(e) = live::dispatch(&page, input, INPUT_LIMIT).await {
+        return Some(json!({ "type": "error", "message": e.to_string() }));
+    }
+    if settles {
+        // A click or a key may have opened a tab or navigated: re-read the tabs soon.
+        live.refresh.notify_one();
+    }
+    None
+}
+
+/// A closure that asks the takeover `id`'s screencast to re-read the tabs, if it still runs.
+fn live_refresh_handle(app: AppState, id: String) -> impl FnOnce() + Send + 'static {
+    move || {
+        if let Some(live) = app.takeover.current()
+            && live.id == id
+        {
+            live.refresh.notify_one();
+        }
+    }
+}
