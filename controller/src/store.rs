@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::llm::ChatMessage;
+use crate::llm::{ChatMessage, Role};
 
 /// What went wrong with the database, by what the caller should do about it.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +101,20 @@ pub struct Summary {
     pub text: String,
 }
 
+/// A run waiting on its thread for something outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    pub thread_id: String,
+    pub run_id: String,
+    /// `takeover`.
+    pub kind: String,
+    /// The process running the run.
+    pub pid: i64,
+    pub since: i64,
+    /// Replies are the user messages after this one.
+    pub after_message: i64,
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -154,6 +168,14 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_thread ON messages(thread_id, id);
+CREATE TABLE IF NOT EXISTS waits (
+    thread_id TEXT PRIMARY KEY REFERENCES threads(id),
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    since INTEGER NOT NULL,
+    after_message INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS knowledge (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     thread_id TEXT REFERENCES threads(id),
@@ -530,6 +552,99 @@ impl Store {
             params![run.id, status, now_ms(), error, pause.map(|p| p.0), pause.map(|p| p.1)],
         )?;
         self.set_thread_status(&run.thread_id, status)
+    }
+
+    /// Records that `run` (in this process) waits on the thread for something outside it
+    /// (a person handing the browser back); returns the id of the thread's newest message,
+    /// after which a reply would arrive.
+    pub fn begin_wait(&self, thread: &str, run: &str, kind: &str) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        let after: i64 = conn.query_row(
+            "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
+            params![thread],
+            |r| r.get(0),
+        )?;
+        conn.execute(
+            "INSERT OR REPLACE INTO waits (thread_id, run_id, kind, pid, since, after_message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![thread, run, kind, std::process::id(), now_ms(), after],
+        )?;
+        conn.execute(
+            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1",
+            params![thread, "waiting", now_ms()],
+        )?;
+        Ok(after)
+    }
+
+    /// The wait under way on a thread, if any (its process may have died since).
+    pub fn wait_of(&self, thread: &str) -> Result<Option<Wait>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT thread_id, run_id, kind, pid, since, after_message FROM waits WHERE thread_id = ?1",
+                params![thread],
+                |r| {
+                    Ok(Wait {
+                        thread_id: r.get(0)?,
+                        run_id: r.get(1)?,
+                        kind: r.get(2)?,
+                        pid: r.get(3)?,
+                        since: r.get(4)?,
+                        after_message: r.get(5)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Ends the wait on a thread; the run is running again.
+    pub fn end_wait(&self, thread: &str) -> Result<(), StoreError> {
+        let conn = self.conn();
+        conn.execute("DELETE FROM waits WHERE thread_id = ?1", params![thread])?;
+        conn.execute(
+            "UPDATE threads SET status = 'running', updated_at = ?2 WHERE id = ?1 AND status = 'waiting'",
+            params![thread, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Delivers a reply to the run waiting on the thread: stores it as the user's message
+    /// if a wait is still recorded. Returns whether it was delivered.
+    pub fn deliver_reply(&self, thread: &str, message: &ChatMessage) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let waiting: Option<String> = tx
+            .query_row(
+                "SELECT run_id FROM waits WHERE thread_id = ?1",
+                params![thread],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(run) = waiting else {
+            return Ok(false);
+        };
+        let content =
+            serde_json::to_value(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        tx.execute(
+            "INSERT INTO messages (thread_id, run_id, kind, is_llm_message, content, created_at)
+             VALUES (?1, ?2, 'user', 1, ?3, ?4)",
+            params![thread, run, content.to_string(), now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// The thread's user messages stored after message `after`.
+    pub fn user_messages_after(
+        &self,
+        thread: &str,
+        after: i64,
+    ) -> Result<Vec<(i64, ChatMessage)>, StoreError> {
+        Ok(self
+            .llm_messages(thread)?
+            .into_iter()
+            .filter(|(id, m)| *id > after && m.role == Role::User)
+            .collect())
     }
 
     /// The latest run of a thread.

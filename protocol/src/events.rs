@@ -89,8 +89,20 @@ pub enum EventKind {
         text: String,
         attachments: Vec<String>,
     },
-    /// A person is asked to take over the browser; the run pauses until they hand it back.
-    Takeover { text: String, url: Option<String> },
+    /// A person is asked to take over the browser at `url`; the run waits until they hand it
+    /// back (or `cove reply` answers). `url` and `token` are secrets, never stored.
+    Takeover {
+        text: String,
+        url: Option<String>,
+        token: Option<String>,
+        expires_at: Option<String>,
+    },
+    /// The takeover ended (`handed_back`, `released`, `expired` or `replied`); the run goes
+    /// on with the browser's fresh state.
+    TakeoverEnded {
+        reason: String,
+        note: Option<String>,
+    },
     /// The agent declares the task done.
     Complete {
         text: Option<String>,
@@ -137,6 +149,7 @@ impl EventKind {
             EventKind::ToolFailed { .. } => "tool_failed",
             EventKind::Ask { .. } => "ask",
             EventKind::Takeover { .. } => "takeover",
+            EventKind::TakeoverEnded { .. } => "takeover_ended",
             EventKind::Complete { .. } => "complete",
             EventKind::ContextCompressed { .. } => "context_compressed",
             EventKind::ContextSummarized { .. } => "context_summarized",

@@ -697,3 +697,198 @@ async fn knowledge_added_on_the_command_line_reaches_the_system_prompt() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no knowledge entry"));
 }
+
+/// Reads a running cove's JSON events as they come.
+struct EventReader {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    seen: Vec<Value>,
+}
+
+impl EventReader {
+    fn new(child: &mut tokio::process::Child) -> EventReader {
+        use tokio::io::AsyncBufReadExt;
+        let stdout = child.stdout.take().unwrap();
+        EventReader {
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads until an event of `kind`; returns it.
+    async fn until(&mut self, kind: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.lines.next_line())
+                .await
+                .unwrap_or_else(|_| panic!("no {kind} event; saw {:?}", kinds(&self.seen)))
+                .unwrap()
+                .unwrap_or_else(|| panic!("cove ended before {kind}; saw {:?}", kinds(&self.seen)));
+            let event: Value = serde_json::from_str(&line).unwrap();
+            self.seen.push(event.clone());
+            if event["type"] == kind {
+                return event;
+            }
+        }
+    }
+
+    /// Reads to the end.
+    async fn rest(&mut self) -> Vec<Value> {
+        while let Ok(Some(line)) =
+            tokio::time::timeout(Duration::from_secs(120), self.lines.next_line())
+                .await
+                .unwrap()
+        {
+            self.seen.push(serde_json::from_str(&line).unwrap());
+        }
+        self.seen.clone()
+    }
+}
+
+/// The model browses to the fixture, asks for a takeover, then checks what it is told.
+fn script_takeover(llm: &ScriptedLlm, site: &FixtureSite, expect: &'static str) {
+    llm.push(Turn::text("").call(
+        "browser_navigate_to",
+        json!({"url": site.url("takeover.html")}),
+    ));
+    llm.push(Turn::text("I need a person here.").call(
+        "web_browser_takeover",
+        json!({"text": "Please click Bravo, then hand the browser back."}),
+    ));
+    llm.push_fn(move |request| {
+        let text = request.all_text();
+        let last = request.last_message_text();
+        let verdict = if !text.contains(expect) {
+            format!("MISSING {expect:?}")
+        } else if !last.contains("Bravo") {
+            "NO FRESH STATE".to_string()
+        } else if text.contains("token=") {
+            "TOKEN LEAKED".to_string()
+        } else {
+            "ok".to_string()
+        };
+        Turn::text("").call("complete", json!({"text": verdict}))
+    });
+}
+
+#[tokio::test]
+async fn a_person_takes_over_the_browser_then_hands_it_back_and_the_run_continues() {
+    let site = FixtureSite::start().await.unwrap();
+    let cove = Cove::new(Wire::Anthropic).await;
+    script_takeover(&cove.llm, &site, "Their note: clicked Bravo for you");
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Open the page",
+            "--model",
+            "anthropic/scripted",
+            "--tool-calls",
+            "xml",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    let takeover = reader.until("takeover").await;
+    let url = takeover["url"]
+        .as_str()
+        .expect("the event has the link")
+        .to_string();
+    let token = takeover["token"].as_str().unwrap().to_string();
+    assert!(
+        url.contains(&token) && url.contains("/takeover?token="),
+        "{takeover}"
+    );
+    assert!(takeover["expires_at"].is_string());
+    assert_eq!(
+        takeover["text"],
+        "Please click Bravo, then hand the browser back."
+    );
+
+    // The thread says it is waiting; a person opens the page, clicks Bravo and hands back.
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    assert_eq!(threads[0]["status"], "waiting");
+    let mut live = cove_tests::LiveClient::connect(&url, &token).await.unwrap();
+    let view = live
+        .expect_json("view", Duration::from_secs(15))
+        .await
+        .unwrap();
+    assert_eq!(view["role"], "control");
+    live.click(800.0, 350.0, 1280.0, 720.0).await.unwrap();
+    site.wait_for_report(|r| r["click"] == "b")
+        .await
+        .expect("the person's click reached the page");
+    live.send(json!({"t": "done", "note": "clicked Bravo for you"}))
+        .await
+        .unwrap();
+    let ended = reader.until("takeover_ended").await;
+    assert_eq!(ended["reason"], "handed_back");
+    assert_eq!(ended["note"], "clicked Bravo for you");
+    let all = reader.rest().await;
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "{:?}", kinds(&all));
+    let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(
+        complete["text"], "ok",
+        "what the model was told after the hand-back"
+    );
+    assert_eq!(cove.llm.request_count(), 3);
+
+    // The stored events keep no link and no token.
+    let thread = thread_of(&all);
+    let shown = cove.run(&["--json", "show", &thread]).await;
+    let stored = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(
+        stored.contains("\"takeover\""),
+        "the takeover event is stored"
+    );
+    assert!(!stored.contains(&token), "the token was stored");
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    assert_eq!(threads[0]["status"], "completed");
+}
+
+#[tokio::test]
+async fn cove_reply_answers_a_takeover_from_another_terminal() {
+    let site = FixtureSite::start().await.unwrap();
+    let cove = Cove::new(Wire::OpenAi).await;
+    script_takeover(&cove.llm, &site, "I logged in myself");
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Open the page",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    let takeover = reader.until("takeover").await;
+    let thread = takeover["thread_id"].as_str().unwrap().to_string();
+
+    // Resuming would start a second run: it is refused while this one waits.
+    let resume = cove.run(&["resume", &thread]).await;
+    assert!(!resume.status.success());
+    assert!(
+        String::from_utf8_lossy(&resume.stderr).contains("waiting for a person"),
+        "{}",
+        explain(&resume)
+    );
+    let reply = cove.run(&["reply", &thread, "I logged in myself"]).await;
+    assert!(reply.status.success(), "{}", explain(&reply));
+    assert!(String::from_utf8_lossy(&reply.stdout).contains("Delivered"));
+
+    let ended = reader.until("takeover_ended").await;
+    assert_eq!(ended["reason"], "replied");
+    let all = reader.rest().await;
+    assert!(child.wait().await.unwrap().success(), "{:?}", kinds(&all));
+    let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(complete["text"], "ok");
+}

@@ -8,6 +8,24 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::store::{Store, now_ms};
 
+/// The event as stored: a takeover's link and token are for the person, not the database.
+fn redacted(event: &RunEvent) -> std::borrow::Cow<'_, RunEvent> {
+    match &event.kind {
+        EventKind::Takeover {
+            text, expires_at, ..
+        } => std::borrow::Cow::Owned(RunEvent {
+            kind: EventKind::Takeover {
+                text: text.clone(),
+                url: None,
+                token: None,
+                expires_at: expires_at.clone(),
+            },
+            ..event.clone()
+        }),
+        _ => std::borrow::Cow::Borrowed(event),
+    }
+}
+
 /// Emits the events of one run.
 #[derive(Debug)]
 pub struct Emitter {
@@ -49,7 +67,7 @@ impl Emitter {
         *next += 1;
         // Text chunks are stored whole, as the assistant message; everything else as a status.
         if !matches!(event.kind, EventKind::AssistantText { .. })
-            && let Ok(content) = serde_json::to_value(&event)
+            && let Ok(content) = serde_json::to_value(redacted(&event))
             && let Err(e) = self.store.append(
                 &self.thread_id,
                 Some(&self.run_id),

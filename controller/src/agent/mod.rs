@@ -4,6 +4,7 @@ pub mod answer;
 pub mod events;
 pub mod prompt;
 pub mod run;
+pub mod takeover;
 pub mod xml;
 
 pub use prompt::ToolMode;

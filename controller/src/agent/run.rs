@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use cove_protocol::browser::BrowserState;
+use cove_protocol::browser::{BrowserState, StateQuery};
 use cove_protocol::events::{EventKind, FinishReason, RunEvent, RunStatus};
+use cove_protocol::takeover::TakeoverGrant;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc::UnboundedSender;
@@ -12,6 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::answer::{AnswerSettings, Executor, answer};
 use super::events::Emitter;
 use super::prompt::{ToolMode, system_prompt};
+use super::takeover::{HandBack, wait_for_hand_back};
 use super::xml;
 use crate::context::summarize::{self, summarize};
 use crate::context::{
@@ -63,6 +65,14 @@ pub enum RunOutcome {
     },
     /// The iteration cap was reached.
     Stopped,
+}
+
+/// What the run does after a takeover.
+enum AfterTakeover {
+    /// Goes on, showing the model the browser's fresh state when it could be read.
+    Continue(Option<Box<BrowserState>>),
+    /// Pauses: the sandbox stopped answering.
+    Pause,
 }
 
 /// Why a run failed.
@@ -260,6 +270,75 @@ impl Agent {
                     fatal: false,
                 });
                 Ok(history)
+            }
+        }
+    }
+
+    /// Shows the person the takeover link, waits for the browser to come back, and tells the
+    /// model how it went.
+    #[allow(clippy::too_many_arguments)]
+    async fn await_takeover(
+        &self,
+        thread: &Thread,
+        run: &str,
+        text: &str,
+        grant: &TakeoverGrant,
+        emitter: &Arc<Emitter>,
+        counter: &TokenCounter,
+        history: &mut Vec<Entry>,
+    ) -> Result<AfterTakeover, RunError> {
+        emitter.emit(EventKind::Takeover {
+            text: text.to_string(),
+            url: Some(grant.url.clone()),
+            token: Some(grant.token.clone()),
+            expires_at: Some(grant.expires_at.clone()),
+        });
+        let back =
+            wait_for_hand_back(&self.ctx.sandbox, &self.store, &thread.id, run, grant).await?;
+        let note = match &back {
+            HandBack::HandedBack { note } => note.clone(),
+            HandBack::Replied(replies) => replies.last().map(|(_, m)| m.text()),
+            HandBack::Lost(problem) => Some(problem.clone()),
+            _ => None,
+        };
+        emitter.emit(EventKind::TakeoverEnded {
+            reason: back.reason().to_string(),
+            note,
+        });
+        match back {
+            HandBack::Lost(problem) => {
+                emitter.emit(EventKind::Error {
+                    message: format!("{problem}; answer with `cove reply` once it is back"),
+                    fatal: false,
+                });
+                return Ok(AfterTakeover::Pause);
+            }
+            HandBack::Replied(replies) => {
+                for (id, message) in replies {
+                    history.push(Entry::new(id, message, counter));
+                }
+            }
+            other => {
+                if let Some(text) = other.message() {
+                    let message = ChatMessage::user(text);
+                    let id = self.store.append_llm(&thread.id, Some(run), &message)?;
+                    history.push(Entry::new(id, message, counter));
+                }
+            }
+        }
+        let query = StateQuery {
+            screenshot: self.ctx.vision,
+            content: false,
+        };
+        match self.ctx.sandbox.browser_state(query).await {
+            Ok(state) => Ok(AfterTakeover::Continue(Some(Box::new(state)))),
+            Err(e) => {
+                emitter.emit(EventKind::Error {
+                    message: format!("cannot read the browser after the takeover: {e}"),
+                    fatal: false,
+                });
+                // The model reads the state itself when it needs it.
+                Ok(AfterTakeover::Continue(None))
             }
         }
     }
@@ -473,6 +552,27 @@ impl Agent {
                     control = result.control;
                 }
             }
+            if let Some(Control::Takeover { text, grant }) = &control {
+                emitter.emit(EventKind::Finish {
+                    finish_reason: answer.finish,
+                });
+                match self
+                    .await_takeover(thread, run, text, grant, emitter, &counter, &mut history)
+                    .await?
+                {
+                    AfterTakeover::Continue(state) => {
+                        browser = state.map(|s| *s);
+                        continue;
+                    }
+                    AfterTakeover::Pause => {
+                        return Ok(RunOutcome::Paused {
+                            takeover: true,
+                            text: text.clone(),
+                            attachments: Vec::new(),
+                        });
+                    }
+                }
+            }
             if let Some(control) = control {
                 emitter.emit(EventKind::Finish {
                     finish_reason: FinishReason::AgentTerminated,
@@ -489,17 +589,12 @@ impl Agent {
                             attachments,
                         }
                     }
-                    Control::Takeover { text } => {
-                        emitter.emit(EventKind::Takeover {
-                            text: text.clone(),
-                            url: None,
-                        });
-                        RunOutcome::Paused {
-                            takeover: true,
-                            text,
-                            attachments: Vec::new(),
-                        }
-                    }
+                    // Handled above; kept for exhaustiveness.
+                    Control::Takeover { text, .. } => RunOutcome::Paused {
+                        takeover: true,
+                        text,
+                        attachments: Vec::new(),
+                    },
                     Control::Complete { text, attachments } => {
                         emitter.emit(EventKind::Complete {
                             text: text.clone(),

@@ -267,7 +267,23 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             run,
         } => {
             let thread = ctx.store.thread(&thread).map_err(fail)?;
-            drive(&ctx, thread, Some(ChatMessage::user(text)), &sandbox, &run).await
+            let message = ChatMessage::user(text);
+            if let Some(pid) = live_wait(&ctx, &thread.id)? {
+                // A run is waiting for the browser to come back: the reply goes to it.
+                if ctx
+                    .store
+                    .deliver_reply(&thread.id, &message)
+                    .map_err(fail)?
+                {
+                    if !ctx.json {
+                        println!(
+                            "Delivered to the run waiting in process {pid}; it ends the takeover and continues there."
+                        );
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            drive(&ctx, thread, Some(message), &sandbox, &run).await
         }
         Command::Resume {
             thread,
@@ -275,6 +291,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             run,
         } => {
             let thread = ctx.store.thread(&thread).map_err(fail)?;
+            if let Some(pid) = live_wait(&ctx, &thread.id)? {
+                return Err(Failure(format!(
+                    "thread {} is running in process {pid}, waiting for a person to hand the browser back; answer with: cove reply {} \"...\"",
+                    thread.id, thread.id
+                )));
+            }
             if let Some(last) = ctx.store.last_run(&thread.id).map_err(fail)?
                 && last.status == "paused"
             {
@@ -477,6 +499,23 @@ async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
 
 /// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
 /// interactive terminal).
+/// The process whose run waits on the thread, if it is still alive; a wait left behind by
+/// a process that died is cleared.
+fn live_wait(ctx: &Context, thread: &str) -> Result<Option<i64>, Failure> {
+    let Some(wait) = ctx.store.wait_of(thread).map_err(fail)? else {
+        return Ok(None);
+    };
+    let alive = i32::try_from(wait.pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok());
+    if alive {
+        return Ok(Some(wait.pid));
+    }
+    ctx.store.end_wait(thread).map_err(fail)?;
+    Ok(None)
+}
+
 async fn drive(
     ctx: &Context,
     thread: Thread,
@@ -508,6 +547,13 @@ async fn drive(
     let sandbox = Sandbox::open(spec.clone(), token, Some(&coved_log()))
         .await
         .map_err(fail)?;
+    if input.is_some()
+        && let Ok(status) = sandbox.client.takeover_status(0).await
+        && status.in_control == cove_protocol::takeover::InControl::Person
+    {
+        // The person answered: whatever they were doing in the browser is over.
+        let _ = sandbox.client.takeover_end().await;
+    }
     let mut prof = profile(model.provider.as_str(), &model.name);
     if let Some(window) = flags.context_window.or(ctx.file.context_window) {
         prof.context_window = window;
@@ -584,6 +630,7 @@ async fn drive(
         };
         let _ = renderer.await;
         let Some(outcome) = outcome else {
+            let _ = ctx.store.end_wait(&thread.id);
             if let Ok(Some(last)) = ctx.store.last_run(&thread.id)
                 && last.status == "running"
             {

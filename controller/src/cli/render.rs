@@ -187,12 +187,47 @@ impl Renderer {
                     self.line(&format!("  · {a}"));
                 }
             }
-            EventKind::Takeover { text, url } => {
+            EventKind::Takeover {
+                text,
+                url,
+                token,
+                expires_at,
+            } => {
                 let head = self.paint("1;35", "! Please take over the browser:");
                 self.line(&format!("\n{head} {text}"));
                 if let Some(url) = url {
-                    self.line(&format!("  {url}"));
+                    let link = self.paint("4", url);
+                    self.line(&format!("  Open  {link}"));
                 }
+                if let Some(token) = token {
+                    let until = expires_at
+                        .as_deref()
+                        .map(|t| format!(" (valid until {t})"))
+                        .unwrap_or_default();
+                    self.line(&format!("  Token {token}{until}"));
+                }
+                self.line(&format!(
+                    "  Press \"Done — hand back to the agent\" on that page when you are finished,\n  or answer from any terminal: cove reply {} \"...\"",
+                    event.thread_id
+                ));
+                self.spinner
+                    .set(Some("waiting for the browser to be handed back"));
+            }
+            EventKind::TakeoverEnded { reason, note } => {
+                let how = match reason.as_str() {
+                    "handed_back" => "handed back",
+                    "replied" => "answered with cove reply",
+                    "expired" => "the takeover expired",
+                    "released" => "ended from outside",
+                    other => other,
+                };
+                let note = note
+                    .as_deref()
+                    .map(|n| format!(": {}", first_line(n, 120)))
+                    .unwrap_or_default();
+                let text = self.paint("35", &format!("  ⇦ the browser is back ({how}){note}"));
+                self.line(&text);
+                self.spinner.set(Some("thinking"));
             }
             EventKind::Complete { text, attachments } => {
                 let head = self.paint("1;32", "✔ Done.");

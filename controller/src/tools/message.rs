@@ -4,6 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use cove_protocol::takeover::StartTakeover;
+
 use super::{Control, ToolContext, ToolDef, ToolResult, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -49,12 +51,26 @@ struct Takeover {
     text: String,
 }
 
-async fn web_browser_takeover(_ctx: &ToolContext, a: Takeover) -> ToolResult {
-    let mut result = ToolResult::ok(
-        "Asked a person to take over the browser; the run pauses until they hand it back.",
-    );
-    result.control = Some(Control::Takeover { text: a.text });
-    result
+async fn web_browser_takeover(ctx: &ToolContext, a: Takeover) -> ToolResult {
+    let request = StartTakeover {
+        message: Some(a.text.clone()),
+        ttl_secs: None,
+    };
+    match ctx.sandbox.takeover_start(&request).await {
+        Ok(grant) => {
+            // The link carries a secret: it goes to the person, never into the history.
+            let mut result = ToolResult::ok(format!(
+                "A person has been given the browser (takeover {}, until {}); you continue once they hand it back.",
+                grant.id, grant.expires_at
+            ));
+            result.control = Some(Control::Takeover {
+                text: a.text,
+                grant,
+            });
+            result
+        }
+        Err(e) => ToolResult::from_client(&e),
+    }
 }
 
 /// The message tools.
@@ -83,7 +99,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: Takeover,
             summary: Some("text"),
             raw: &["text"],
-            description: "Ask a person to take over the browser for something you must not or cannot do (a login, a captcha, a payment), then wait until they hand it back.",
+            description: "Ask a person to take over the browser for something you must not or cannot do (a login, a captcha, a payment): they get a live view of it and hand it back when done; you then continue with the browser's fresh state and their note.",
             example: json!({"text": "Please log in to the dashboard, then hand the browser back."}),
             run: web_browser_takeover,
         },

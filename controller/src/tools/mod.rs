@@ -41,8 +41,11 @@ pub enum Control {
         text: Option<String>,
         attachments: Vec<String>,
     },
-    /// Pause while a person handles the browser.
-    Takeover { text: String },
+    /// Wait while a person handles the browser, at the page `grant` names.
+    Takeover {
+        text: String,
+        grant: cove_protocol::takeover::TakeoverGrant,
+    },
 }
 
 /// An image for the model's next call.
