@@ -19,7 +19,7 @@ pub struct InfoResponse {
     pub version: String,
     /// The API version served under `/v1`.
     pub api_version: String,
-    /// Endpoint families this daemon serves: `shell`, `files`, later `browser`, `vision`, `takeover`.
+    /// Endpoint families this daemon serves: `shell`, `files`, `browser`, `vision`, `takeover`.
     pub capabilities: Vec<String>,
     /// Absolute path of the workspace root inside the sandbox.
     pub workspace: String,
