@@ -564,3 +564,66 @@ async fn wait_for_url(c: &CovedClient, suffix: &str) -> cove_protocol::browser::
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn the_takeover_page_works_in_firefox() {
+    let (daemon, site) = setup(&[]).await;
+    let c = daemon.client.clone();
+    open_fixture(&c, &site).await;
+    let grant = start(&c, "Please log in").await;
+    let mut ff = cove_tests::firefox::Firefox::open(&grant.url, 500, 800)
+        .await
+        .expect("Firefox opens the page");
+    ff.wait_until(
+        "Number(document.getElementById('view').dataset.frames || 0) > 0 && document.getElementById('view').dataset.role === 'control'",
+        WAIT,
+    )
+    .await
+    .expect("Firefox draws a frame and has control");
+    let rect = ff
+        .eval("(() => { const r = document.getElementById('view').getBoundingClientRect(); return [r.left, r.top, r.width, r.height].join(','); })()")
+        .await
+        .unwrap();
+    let r: Vec<f64> = rect
+        .as_str()
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(
+        r[2] < 500.0,
+        "the view is scaled to the narrow window: {r:?}"
+    );
+    let at = |x: f64, y: f64| (r[0] + x / VW * r[2], r[1] + y / VH * r[3]);
+
+    let (x, y) = at(800.0, 350.0);
+    ff.click(x, y).await.unwrap();
+    let click = site
+        .wait_for_report(|r| r.get("click").is_some())
+        .await
+        .expect("Firefox's click reached the fixture");
+    assert_eq!(click["click"], "b", "{click}");
+
+    let (x, y) = at(300.0, 120.0);
+    ff.click(x, y).await.unwrap();
+    ff.keys("bobx\u{E003}").await.unwrap();
+    site.wait_for_report(|r| r["value"] == "bob")
+        .await
+        .expect("Firefox's keys and Backspace reached the input");
+    ff.keys("\u{E007}").await.unwrap();
+    site.wait_for_report(|r| r["enter"] == "bob")
+        .await
+        .expect("Enter reached the input");
+
+    ff.eval("document.getElementById('done').click(); true")
+        .await
+        .unwrap();
+    ff.wait_until("document.body.dataset.ended === 'handed_back'", WAIT)
+        .await
+        .expect("the page shows the hand-back");
+    assert_eq!(
+        c.takeover_status(0).await.unwrap().in_control,
+        InControl::Agent
+    );
+    ff.close().await;
+}
