@@ -19,6 +19,7 @@ use crate::files::{
     ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use crate::info::{HealthResponse, InfoResponse};
+use crate::preview::{ExposeRequest, ExposeResponse};
 use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
     OutputResponse, SessionList, SignalRequest, SignalResponse,
@@ -72,6 +73,7 @@ pub enum Op {
     BrowserTakeoverStatus,
     BrowserTakeoverEnd,
     VisionSeeImage,
+    PreviewExpose,
 }
 
 /// The HTTP methods the API uses.
@@ -480,6 +482,16 @@ pub const ENDPOINTS: &[Endpoint] = &[
         request: RequestBody::Json(reference::<SeeImageRequest>),
         response: ResponseBody::Json(reference::<SeeImageResponse>),
     },
+    Endpoint {
+        op: Op::PreviewExpose,
+        method: Method::Post,
+        path: "/v1/preview/expose",
+        summary: "A browser URL for a server listening on a port inside the sandbox",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<ExposeRequest>),
+        response: ResponseBody::Json(reference::<ExposeResponse>),
+    },
 ];
 
 /// The endpoint serving `op` (every `Op` has one; a unit test holds the table to that).
@@ -604,7 +616,7 @@ pub fn openapi_document(daemon_version: &str) -> Value {
         "info": {
             "title": "coved",
             "version": daemon_version,
-            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token.",
+            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; `/preview/` (workspace files) and `/proxy/{port}/` (servers inside the sandbox) take the bearer token or the preview token of `/v1/preview/expose`.",
         },
         "paths": paths,
         "components": {
@@ -634,7 +646,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 38, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 39, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

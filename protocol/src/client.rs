@@ -14,6 +14,7 @@ use crate::files::{
     ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use crate::info::{HealthResponse, InfoResponse};
+use crate::preview::{ExposeRequest, ExposeResponse};
 use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
     OutputResponse, SessionList, Signal, SignalRequest, SignalResponse,
@@ -351,6 +352,12 @@ impl CovedClient {
     /// `DELETE /v1/browser/takeover`: takes the browser back; answers with the fresh state.
     pub async fn takeover_end(&self) -> Result<TakeoverReleased, ClientError> {
         self.call(Method::DELETE, &["v1", "browser", "takeover"], |b| b)
+            .await
+    }
+
+    /// `POST /v1/preview/expose`: a browser URL for a server inside the sandbox.
+    pub async fn expose(&self, port: u16) -> Result<ExposeResponse, ClientError> {
+        self.post(&["v1", "preview", "expose"], &ExposeRequest { port })
             .await
     }
 

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod files;
 pub mod meta;
+pub mod preview;
 pub mod procs;
 pub mod routes;
 pub mod shell;
@@ -35,6 +36,7 @@ use browser::{BrowserManager, BrowserSettings};
 use cove_protocol::browser::{DEFAULT_ELEMENTS_CAP, DEFAULT_VIEWPORT, Viewport};
 use cove_protocol::takeover::DEFAULT_TAKEOVER_TTL_SECS;
 use files::Workspace;
+use preview::{Preview, PreviewSettings};
 use procs::ChildRegistry;
 use shell::session::SessionSettings;
 use shell::{ShellConfig, ShellManager};
@@ -73,8 +75,10 @@ pub struct DaemonConfig {
     pub elements_cap: usize,
     /// Lifetime of a takeover when the caller does not say.
     pub takeover_ttl: Duration,
-    /// The daemon's address as people reach it, for takeover links.
+    /// The daemon's address as people reach it, for takeover and preview links.
     pub public_url: Option<String>,
+    /// `/preview/` and `/proxy/` need no token.
+    pub preview_public: bool,
 }
 
 impl DaemonConfig {
@@ -96,6 +100,7 @@ impl DaemonConfig {
             elements_cap: DEFAULT_ELEMENTS_CAP,
             takeover_ttl: Duration::from_secs(DEFAULT_TAKEOVER_TTL_SECS),
             public_url: None,
+            preview_public: false,
         }
     }
 }
@@ -127,6 +132,11 @@ pub struct App {
     pub limits: Limits,
     pub browser: BrowserManager,
     pub takeover: TakeoverManager,
+    pub preview: Preview,
+    /// The daemon's address as people reach it, when the operator said.
+    pub public_url: Option<String>,
+    /// Client for the preview proxy (no redirects followed, no proxy), built on first use.
+    pub proxy_http: std::sync::OnceLock<reqwest::Client>,
     /// Client for fetching image URLs, built on first use (loading TLS roots costs startup
     /// time and memory most daemons never need).
     pub http: std::sync::OnceLock<reqwest::Client>,
@@ -138,6 +148,21 @@ pub struct App {
 /// Cheap handle on the [`App`].
 #[derive(Clone)]
 pub struct AppState(Arc<App>);
+
+impl App {
+    /// The preview proxy's HTTP client.
+    pub fn proxy_client(&self) -> Result<&reqwest::Client, reqwest::Error> {
+        if let Some(client) = self.proxy_http.get() {
+            return Ok(client);
+        }
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()?;
+        Ok(self.proxy_http.get_or_init(|| client))
+    }
+}
 
 impl Deref for AppState {
     type Target = App;
@@ -209,7 +234,7 @@ impl Daemon {
                 name: "coved".to_string(),
                 version: VERSION.to_string(),
                 api_version: API_VERSION.to_string(),
-                capabilities: ["shell", "files", "browser", "vision", "takeover"]
+                capabilities: ["shell", "files", "browser", "vision", "takeover", "preview"]
                     .map(String::from)
                     .to_vec(),
                 workspace: root.to_string_lossy().into_owned(),
@@ -219,6 +244,11 @@ impl Daemon {
                 ttl: config.takeover_ttl,
                 public_url: config.public_url.clone(),
             }),
+            preview: Preview::new(&PreviewSettings {
+                public: config.preview_public,
+            }),
+            public_url: config.public_url.clone(),
+            proxy_http: std::sync::OnceLock::new(),
             http: std::sync::OnceLock::new(),
             openapi,
             registry,

@@ -82,9 +82,14 @@ struct Cli {
     takeover_ttl_secs: u64,
 
     /// This daemon's address as people reach it (e.g. https://sandbox-7.example.com), for
-    /// takeover links; by default the address the controller used.
+    /// takeover and preview links; by default the address the controller used.
     #[arg(long, env = "COVED_PUBLIC_URL")]
     public_url: Option<String>,
+
+    /// Serve /preview/ and /proxy/ without a token (when something in front of the daemon
+    /// already guards it).
+    #[arg(long, env = "COVED_PREVIEW_PUBLIC")]
+    preview_public: bool,
 }
 
 fn parse_viewport(raw: &str) -> Result<Viewport, String> {
@@ -165,6 +170,7 @@ async fn main() -> anyhow::Result<()> {
             .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
     );
     config.public_url = cli.public_url.filter(|u| !u.trim().is_empty());
+    config.preview_public = cli.preview_public;
     let daemon = Daemon::new(config)?;
 
     let listener = tokio::net::TcpListener::bind(cli.listen)

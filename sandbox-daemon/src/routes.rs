@@ -3,7 +3,8 @@
 //! Every row of [`cove_protocol::api::ENDPOINTS`] is routed through [`handler`], an exhaustive
 //! match, and every row but `/health` sits behind the token middleware, which also guards the
 //! fallback: an unknown path answers 401 to a caller without the token, not 404. The
-//! takeover page and its socket sit outside the table: they check the takeover token.
+//! takeover page and its socket sit outside the table: they check the takeover token; so do
+//! `/preview/` and `/proxy/`, which take the preview token (see [`crate::preview`]).
 
 use std::any::Any;
 
@@ -17,7 +18,7 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, browser, files, meta, shell, takeover, vision};
+use crate::{AppState, auth, browser, files, meta, preview, shell, takeover, vision};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -70,6 +71,7 @@ fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
         Op::BrowserTakeoverStatus => on(m, takeover::http::status),
         Op::BrowserTakeoverEnd => on(m, takeover::http::end),
         Op::VisionSeeImage => on(m, vision::http::see_image),
+        Op::PreviewExpose => on(m, preview::http::expose),
     }
 }
 
@@ -113,7 +115,29 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_token,
         ));
+    // Workspace preview and the proxy: a person's browser, so the preview token or cookie.
+    let previews = Router::new()
+        .route(
+            "/preview",
+            axum::routing::get(|| async { axum::response::Redirect::permanent("/preview/") }),
+        )
+        .route("/preview/", axum::routing::get(preview::files::root))
+        .route("/preview/{*path}", axum::routing::get(preview::files::file))
+        .route("/proxy/{port}", axum::routing::any(preview::proxy::bare))
+        .route(
+            "/proxy/{port}/",
+            axum::routing::any(preview::proxy::forward_root),
+        )
+        .route(
+            "/proxy/{port}/{*rest}",
+            axum::routing::any(preview::proxy::forward),
+        )
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            preview::guard,
+        ));
     public
+        .merge(previews)
         .merge(protected)
         // Bodies are capped by the extractors themselves (see `body`), which also drain what
         // they refuse; axum's own limit would cut the connection instead.

@@ -1,0 +1,26 @@
+//! Workspace preview: how a person opens what the agent built. Files are served read-only
+//! under `/preview/`, servers the agent starts inside the sandbox under `/proxy/{port}/`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `POST /v1/preview/expose`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExposeRequest {
+    /// The port a server inside the sandbox listens on (on 127.0.0.1 or all addresses).
+    pub port: u16,
+}
+
+/// The answer to `POST /v1/preview/expose`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExposeResponse {
+    pub port: u16,
+    /// Opens the server in a browser; carries the preview token (valid for `/preview/` and
+    /// `/proxy/` only, never for the API), which the first visit trades for a cookie.
+    pub url: String,
+    /// The workspace's files, read-only, with the same token.
+    pub files_url: String,
+    /// Something accepted a connection on the port just now.
+    pub listening: bool,
+}
