@@ -892,3 +892,117 @@ async fn cove_reply_answers_a_takeover_from_another_terminal() {
     let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
     assert_eq!(complete["text"], "ok");
 }
+
+#[tokio::test]
+async fn the_agent_serves_a_site_and_exposes_it_for_the_user() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let llm = &cove.llm;
+    llm.push(Turn::text("").call(
+        "create_file",
+        json!({"file_path": "site/index.html", "file_contents": "<h1>Made by the agent</h1>"}),
+    ));
+    llm.push(Turn::text("").call(
+        "execute_command",
+        json!({"command": format!("cd site && (python3 -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 &) && sleep 1")}),
+    ));
+    llm.push(Turn::text("").call("expose_port", json!({"port": port})));
+    // The model keeps the sandbox busy while the user looks, then hands over the link.
+    llm.push(Turn::text("").call("execute_command", json!({"command": "sleep 4"})));
+    llm.push_fn(move |request| {
+        let text = request.all_text();
+        let link = text
+            .split_whitespace()
+            .find(|w| w.contains("/proxy/"))
+            .unwrap_or("NO LINK")
+            .to_string();
+        Turn::text("").call("complete", json!({"text": link}))
+    });
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Build a page",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    let exposed = loop {
+        let done = reader.until("tool_completed").await;
+        if done["tool"] == "expose_port" {
+            break done;
+        }
+    };
+    let output = exposed["output"].as_str().unwrap();
+    let link = output
+        .split_whitespace()
+        .find(|w| w.contains("/proxy/"))
+        .unwrap_or_else(|| panic!("no link in {exposed}"))
+        .to_string();
+    assert!(
+        link.contains(&format!("/proxy/{port}/?cove_preview=")),
+        "{link}"
+    );
+    // The user opens the link while the sandbox still runs: the cookie, then the page.
+    let page = reqwest_like_get(&link).await;
+    assert!(page.contains("Made by the agent"), "{page}");
+    let complete = reader.until("complete").await;
+    assert_eq!(
+        complete["text"],
+        link.as_str(),
+        "the model gave the user the link"
+    );
+    let all = reader.rest().await;
+    assert!(child.wait().await.unwrap().success(), "{:?}", kinds(&all));
+}
+
+/// Follows a preview link as a browser would (cookie and redirect), with a bare HTTP/1.1
+/// client: the harness has no HTTP client dependency of its own.
+async fn reqwest_like_get(link: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = link.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let fetch = |path: String, cookie: Option<String>| {
+        let host = host.to_string();
+        async move {
+            let mut s = tokio::net::TcpStream::connect(&host).await.unwrap();
+            let cookie = cookie
+                .map(|c| format!("Cookie: {c}\r\n"))
+                .unwrap_or_default();
+            s.write_all(
+                format!(
+                    "GET /{path} HTTP/1.1\r\nHost: {host}\r\n{cookie}Connection: close\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        }
+    };
+    let first = fetch(path.to_string(), None).await;
+    let header = |name: &str| {
+        first
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(": ")?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {first}"))
+    };
+    let cookie = header("set-cookie").split(';').next().unwrap().to_string();
+    let location = header("location");
+    fetch(location.trim_start_matches('/').to_string(), Some(cookie)).await
+}

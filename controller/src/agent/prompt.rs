@@ -48,6 +48,7 @@ const METHOD: &str = r#"You are an autonomous agent working inside a Linux sandb
 
 ## Talking to the user
 - Work autonomously. Use `ask` only when you truly cannot continue without the user: a missing requirement, a choice only they can make, credentials. Ask one clear question with the context they need. The run pauses until they answer.
+- When you build a site or app, serve it from the sandbox and call `expose_port` to get a link the user can open; give them that link.
 - Use `web_browser_takeover` when a person must do something in the browser for you (a login, a captcha), saying exactly what they should do.
 - When every step of the plan is done and verified, call `complete` with a short summary of the result and the files that make it up. If you end your answer without calling any tool, the run also ends, so only do that when you are finished.
 "#;

@@ -8,6 +8,7 @@ mod browser;
 mod expand;
 mod files;
 mod message;
+mod preview;
 mod shell;
 mod vision;
 
@@ -388,6 +389,7 @@ impl ToolRegistry {
         tools.extend(files::tools());
         tools.extend(browser::tools());
         tools.extend(vision::tools());
+        tools.extend(preview::tools());
         tools.extend(message::tools());
         tools.extend(expand::tools());
         ToolRegistry { tools }
@@ -516,6 +518,7 @@ mod tests {
             "browser_select_dropdown_option",
             "browser_drag_drop",
             "see_image",
+            "expose_port",
             "ask",
             "complete",
             "web_browser_takeover",
