@@ -37,6 +37,31 @@ pub struct FileConfig {
     pub workspaces: Option<PathBuf>,
     /// The database file.
     pub db: Option<PathBuf>,
+    /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
+    #[serde(default)]
+    pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,
+}
+
+/// A sandbox named in `cove.toml`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NamedSandbox {
+    /// The coved URL.
+    pub url: String,
+    /// Its token.
+    pub token: Option<String>,
+}
+
+impl FileConfig {
+    /// The token configured for the sandbox at `url`: its named entry's, else `sandbox_token`.
+    pub fn token_for(&self, url: &str) -> Option<String> {
+        let url = url.trim_end_matches('/');
+        self.sandboxes
+            .values()
+            .find(|s| s.url.trim_end_matches('/') == url)
+            .and_then(|s| s.token.clone())
+            .or_else(|| self.sandbox_token.clone())
+    }
 }
 
 /// Why the configuration cannot be used.

@@ -1006,3 +1006,60 @@ async fn reqwest_like_get(link: &str) -> String {
     let location = header("location");
     fetch(location.trim_start_matches('/').to_string(), Some(cookie)).await
 }
+
+#[tokio::test]
+async fn named_sandboxes_are_listed_with_their_health_and_used_by_name() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let daemon = cove_tests::DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    let url = daemon
+        .client
+        .base_url()
+        .as_str()
+        .trim_end_matches('/')
+        .to_string();
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("cove.toml"),
+        format!(
+            "[sandboxes.build-1]\nurl = \"{url}\"\ntoken = \"{}\"\n\n[sandboxes.gone]\nurl = \"http://127.0.0.1:9\"\ntoken = \"x\"\n",
+            daemon.client.token()
+        ),
+    )
+    .unwrap();
+
+    let out = cove.run(&["--json", "sandbox", "ls"]).await;
+    assert_eq!(out.status.code(), Some(1), "one is down: {}", explain(&out));
+    let rows = events(&out);
+    assert_eq!(rows.len(), 2, "{}", explain(&out));
+    let up = rows.iter().find(|r| r["name"] == "build-1").unwrap();
+    assert_eq!(up["healthy"], true);
+    assert!(up["version"].is_string() && up["capabilities"].to_string().contains("preview"));
+    let down = rows.iter().find(|r| r["name"] == "gone").unwrap();
+    assert_eq!(down["healthy"], false);
+    assert!(down["error"].is_string());
+
+    let text = cove.run(&["sandbox", "ls"]).await;
+    let shown = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        shown.contains("build-1") && shown.contains(" up ") && shown.contains("DOWN"),
+        "{shown}"
+    );
+
+    // The name stands for the URL and its token.
+    let exec = cove
+        .run(&["exec", "echo named", "--sandbox", "build-1"])
+        .await;
+    assert!(exec.status.success(), "{}", explain(&exec));
+    assert_eq!(String::from_utf8_lossy(&exec.stdout).trim(), "named");
+    let bad = cove.run(&["exec", "true", "--sandbox", "nope"]).await;
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("build-1, gone"),
+        "{}",
+        explain(&bad)
+    );
+}

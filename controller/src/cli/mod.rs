@@ -133,6 +133,8 @@ enum SandboxCommand {
         #[command(flatten)]
         sandbox: SandboxArgs,
     },
+    /// List the sandboxes named in cove.toml with their health and version.
+    Ls,
 }
 
 #[derive(Debug, Subcommand)]
@@ -413,10 +415,25 @@ fn sandbox_spec(
     default_workspace: impl FnOnce() -> PathBuf,
 ) -> Result<(SandboxSpec, Option<String>), Failure> {
     let choice = args.sandbox.clone().or_else(|| ctx.file.sandbox.clone());
-    let token = args
-        .sandbox_token
-        .clone()
-        .or_else(|| ctx.file.sandbox_token.clone());
+    if let Some(named) = choice.as_deref().and_then(|n| ctx.file.sandboxes.get(n)) {
+        let token = args
+            .sandbox_token
+            .clone()
+            .or_else(|| named.token.clone())
+            .or_else(|| ctx.file.sandbox_token.clone());
+        return Ok((
+            SandboxSpec::Remote {
+                url: named.url.clone(),
+            },
+            token,
+        ));
+    }
+    let token = args.sandbox_token.clone().or_else(|| {
+        choice
+            .as_deref()
+            .and_then(|url| ctx.file.token_for(url))
+            .or_else(|| ctx.file.sandbox_token.clone())
+    });
     match choice.as_deref() {
         None | Some("local") => {
             let workspace = args.workspace.clone().unwrap_or_else(default_workspace);
@@ -429,9 +446,17 @@ fn sandbox_spec(
             },
             token,
         )),
-        Some(other) => Err(Failure(format!(
-            "--sandbox must be `local` or a URL, not {other:?}"
-        ))),
+        Some(other) => {
+            let names: Vec<&str> = ctx.file.sandboxes.keys().map(String::as_str).collect();
+            Err(Failure(format!(
+                "--sandbox must be `local`, a URL or a sandbox named in cove.toml ({}), not {other:?}",
+                if names.is_empty() {
+                    "none are".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )))
+        }
     }
 }
 
@@ -499,6 +524,65 @@ async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
 
 /// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
 /// interactive terminal).
+/// `cove sandbox ls`: every named sandbox, checked at once.
+async fn sandbox_ls(ctx: &Context) -> Result<ExitCode, Failure> {
+    if ctx.file.sandboxes.is_empty() {
+        if !ctx.json {
+            println!(
+                "No sandboxes are named in cove.toml. Add one:\n\n[sandboxes.build-1]\nurl = \"http://10.0.0.7:7700\"\ntoken = \"...\""
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let checks = ctx.file.sandboxes.iter().map(|(name, named)| async move {
+        let outcome = match cove_protocol::client::CovedClient::new(
+            &named.url,
+            named.token.clone().unwrap_or_default(),
+        ) {
+            Err(e) => Err(e.to_string()),
+            Ok(client) => {
+                let limit = std::time::Duration::from_secs(5);
+                match tokio::time::timeout(limit, client.info()).await {
+                    Ok(Ok(info)) => Ok(info),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
+                }
+            }
+        };
+        (name.clone(), named.url.clone(), outcome)
+    });
+    let results = futures_util::future::join_all(checks).await;
+    let mut all_up = true;
+    for (name, url, outcome) in &results {
+        all_up &= outcome.is_ok();
+        if ctx.json {
+            let line = match outcome {
+                Ok(info) => {
+                    serde_json::json!({"name": name, "url": url, "healthy": true, "version": info.version, "api_version": info.api_version, "capabilities": info.capabilities})
+                }
+                Err(e) => {
+                    serde_json::json!({"name": name, "url": url, "healthy": false, "error": e})
+                }
+            };
+            println!("{line}");
+        } else {
+            match outcome {
+                Ok(info) => println!(
+                    "{name:<16} {url:<32} up    coved {} ({})",
+                    info.version,
+                    info.capabilities.join(", ")
+                ),
+                Err(e) => println!("{name:<16} {url:<32} DOWN  {e}"),
+            }
+        }
+    }
+    Ok(if all_up {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 /// The process whose run waits on the thread, if it is still alive; a wait left behind by
 /// a process that died is cleared.
 fn live_wait(ctx: &Context, thread: &str) -> Result<Option<i64>, Failure> {
@@ -540,10 +624,10 @@ async fn drive(
     }
     let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
     let spec = SandboxSpec::from_label(&thread.sandbox);
-    let token = sandbox_args
-        .sandbox_token
-        .clone()
-        .or_else(|| ctx.file.sandbox_token.clone());
+    let token = sandbox_args.sandbox_token.clone().or_else(|| match &spec {
+        SandboxSpec::Remote { url } => ctx.file.token_for(url),
+        SandboxSpec::Local { .. } => None,
+    });
     let sandbox = Sandbox::open(spec.clone(), token, Some(&coved_log()))
         .await
         .map_err(fail)?;
@@ -918,6 +1002,7 @@ async fn sandbox_command(ctx: &Context, cmd: SandboxCommand) -> Result<ExitCode,
             daemon.stop().await;
             Ok(ExitCode::SUCCESS)
         }
+        SandboxCommand::Ls => sandbox_ls(ctx).await,
         SandboxCommand::Status { sandbox } => {
             let (spec, token) = sandbox_spec(ctx, &sandbox, || PathBuf::from("."))?;
             match spec {
