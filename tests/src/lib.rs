@@ -4,6 +4,7 @@
 
 pub mod bins;
 pub mod daemon;
+pub mod docker;
 pub mod firefox;
 pub mod live;
 pub mod llm;

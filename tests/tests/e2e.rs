@@ -1063,3 +1063,140 @@ async fn named_sandboxes_are_listed_with_their_health_and_used_by_name() {
         explain(&bad)
     );
 }
+
+#[tokio::test]
+async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
+    use cove_tests::docker::{IMAGE, ScriptedDocker};
+    let cove = Cove::new(Wire::OpenAi).await;
+    let engine = ScriptedDocker::start(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env("DOCKER_HOST", engine.host());
+        async move {
+            tokio::time::timeout(Duration::from_secs(120), cmd.output())
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let out = run(&[
+        "sandbox", "create", "b1", "--image", IMAGE, "--memory", "1g", "--cpus", "2",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", explain(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--sandbox b1"));
+    let body = engine.created()["cove-b1"].clone();
+    assert_eq!(body["Image"], IMAGE);
+    assert_eq!(body["Labels"]["cove.sandbox"], "b1");
+    let env = body["Env"][0].as_str().unwrap();
+    assert!(env.starts_with("COVE_TOKEN=") && env.len() > 40, "{env}");
+    let host = &body["HostConfig"];
+    assert_eq!(host["Init"], true);
+    assert_eq!(host["Memory"], 1024 * 1024 * 1024);
+    assert_eq!(host["NanoCpus"], 2_000_000_000_i64);
+    assert_eq!(host["PortBindings"]["7700/tcp"][0]["HostIp"], "127.0.0.1");
+    assert!(host["ShmSize"].as_i64().unwrap() >= 256 * 1024 * 1024);
+    assert_eq!(engine.counts(), (1, 1));
+
+    // Used by name; listed with its health.
+    let exec = run(&["exec", "echo in the container", "--sandbox", "b1"]).await;
+    assert!(exec.status.success(), "{}", explain(&exec));
+    assert_eq!(
+        String::from_utf8_lossy(&exec.stdout).trim(),
+        "in the container"
+    );
+    let ls = run(&["--json", "sandbox", "ls"]).await;
+    assert!(ls.status.success(), "{}", explain(&ls));
+    let rows = events(&ls);
+    assert_eq!(rows[0]["name"], "b1");
+    assert_eq!(rows[0]["kind"], "docker");
+    assert_eq!(rows[0]["healthy"], true);
+
+    // A run on it: the thread remembers the name, not this start's URL.
+    cove.llm.push(Turn::text("").call(
+        "create_file",
+        json!({"file_path": "made.txt", "file_contents": "in docker"}),
+    ));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "done"})));
+    let task = run(&[
+        "--json",
+        "run",
+        "Make a file",
+        "--model",
+        "openai/scripted",
+        "--sandbox",
+        "b1",
+        "--no-prompt",
+    ])
+    .await;
+    assert!(task.status.success(), "{}", explain(&task));
+    let threads = events(&run(&["--json", "threads"]).await);
+    let thread = threads[0]["id"].as_str().unwrap().to_string();
+    let shown = run(&["show", &thread]).await;
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("docker:b1"),
+        "{}",
+        explain(&shown)
+    );
+
+    // Stopped: ls says so; the next use starts it again.
+    let stop = run(&["sandbox", "stop", "b1"]).await;
+    assert!(stop.status.success(), "{}", explain(&stop));
+    assert_eq!(engine.counts(), (1, 0));
+    let ls = run(&["--json", "sandbox", "ls"]).await;
+    assert_eq!(ls.status.code(), Some(1));
+    assert_eq!(events(&ls)[0]["healthy"], false);
+    let cat = run(&["cat", "made.txt", "--sandbox", "b1"]).await;
+    assert!(cat.status.success(), "{}", explain(&cat));
+    assert_eq!(String::from_utf8_lossy(&cat.stdout).trim(), "in docker");
+    assert_eq!(engine.counts(), (1, 1), "the use started it again");
+
+    // Mistakes are one clear line.
+    let dup = run(&["sandbox", "create", "b1", "--image", IMAGE]).await;
+    assert!(
+        String::from_utf8_lossy(&dup.stderr).contains("exists already"),
+        "{}",
+        explain(&dup)
+    );
+    let no_image = run(&["sandbox", "create", "b2", "--image", "nope:1"]).await;
+    assert!(!no_image.status.success());
+    assert!(
+        String::from_utf8_lossy(&no_image.stderr).contains("docker build"),
+        "{}",
+        explain(&no_image)
+    );
+    let bad_name = run(&["sandbox", "create", "../x"]).await;
+    assert!(String::from_utf8_lossy(&bad_name.stderr).contains("not a sandbox name"));
+    let mut tcp = cove.command(&["sandbox", "create", "b3"]);
+    tcp.env("DOCKER_HOST", "tcp://10.0.0.1:2375");
+    let tcp = tcp.output().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&tcp.stderr).contains("unix://"),
+        "{}",
+        explain(&tcp)
+    );
+    let mut down = cove.command(&["sandbox", "create", "b4"]);
+    down.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
+    let down = down.output().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("is the Docker engine running"),
+        "{}",
+        explain(&down)
+    );
+
+    // Removed: the container goes, and so does the name.
+    let rm = run(&["sandbox", "rm", "b1"]).await;
+    assert!(rm.status.success(), "{}", explain(&rm));
+    assert_eq!(engine.counts(), (0, 0));
+    let ls = run(&["sandbox", "ls"]).await;
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("No sandboxes yet"));
+    assert!(
+        engine
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("DELETE /containers/"))
+    );
+}

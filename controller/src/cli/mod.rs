@@ -1,6 +1,7 @@
 //! The `cove` command line.
 
 mod render;
+mod sandboxes;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -133,8 +134,28 @@ enum SandboxCommand {
         #[command(flatten)]
         sandbox: SandboxArgs,
     },
-    /// List the sandboxes named in cove.toml with their health and version.
+    /// List the sandboxes named in cove.toml and those Cove made, with health and version.
     Ls,
+    /// Make a sandbox container with Docker (the Engine API at DOCKER_HOST) and start it.
+    Create {
+        /// The sandbox's name, for --sandbox NAME.
+        name: String,
+        /// The sandbox image (build it from sandbox-image/).
+        #[arg(long, default_value = crate::sandbox::docker::DEFAULT_IMAGE)]
+        image: String,
+        /// Memory limit (512m, 4g).
+        #[arg(long)]
+        memory: Option<String>,
+        /// CPU limit in cores.
+        #[arg(long)]
+        cpus: Option<f64>,
+    },
+    /// Start a stopped Docker sandbox.
+    Start { name: String },
+    /// Stop a Docker sandbox (its files stay in the container).
+    Stop { name: String },
+    /// Remove a Docker sandbox and its container.
+    Rm { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -415,6 +436,17 @@ fn sandbox_spec(
     default_workspace: impl FnOnce() -> PathBuf,
 ) -> Result<(SandboxSpec, Option<String>), Failure> {
     let choice = args.sandbox.clone().or_else(|| ctx.file.sandbox.clone());
+    if let Some(name) = choice.as_deref()
+        && !ctx.file.sandboxes.contains_key(name)
+        && ctx.store.sandbox(name).map_err(fail)?.is_some()
+    {
+        return Ok((
+            SandboxSpec::Docker {
+                name: name.to_string(),
+            },
+            None,
+        ));
+    }
     if let Some(named) = choice.as_deref().and_then(|n| ctx.file.sandboxes.get(n)) {
         let token = args
             .sandbox_token
@@ -466,9 +498,7 @@ fn coved_log() -> PathBuf {
 
 async fn open_operator_sandbox(ctx: &Context, args: &SandboxArgs) -> Result<Sandbox, Failure> {
     let (spec, token) = sandbox_spec(ctx, args, || PathBuf::from("."))?;
-    Sandbox::open(spec, token, Some(&coved_log()))
-        .await
-        .map_err(fail)
+    sandboxes::open(ctx, spec, token, Some(&coved_log())).await
 }
 
 async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
@@ -524,65 +554,6 @@ async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
 
 /// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
 /// interactive terminal).
-/// `cove sandbox ls`: every named sandbox, checked at once.
-async fn sandbox_ls(ctx: &Context) -> Result<ExitCode, Failure> {
-    if ctx.file.sandboxes.is_empty() {
-        if !ctx.json {
-            println!(
-                "No sandboxes are named in cove.toml. Add one:\n\n[sandboxes.build-1]\nurl = \"http://10.0.0.7:7700\"\ntoken = \"...\""
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let checks = ctx.file.sandboxes.iter().map(|(name, named)| async move {
-        let outcome = match cove_protocol::client::CovedClient::new(
-            &named.url,
-            named.token.clone().unwrap_or_default(),
-        ) {
-            Err(e) => Err(e.to_string()),
-            Ok(client) => {
-                let limit = std::time::Duration::from_secs(5);
-                match tokio::time::timeout(limit, client.info()).await {
-                    Ok(Ok(info)) => Ok(info),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
-                }
-            }
-        };
-        (name.clone(), named.url.clone(), outcome)
-    });
-    let results = futures_util::future::join_all(checks).await;
-    let mut all_up = true;
-    for (name, url, outcome) in &results {
-        all_up &= outcome.is_ok();
-        if ctx.json {
-            let line = match outcome {
-                Ok(info) => {
-                    serde_json::json!({"name": name, "url": url, "healthy": true, "version": info.version, "api_version": info.api_version, "capabilities": info.capabilities})
-                }
-                Err(e) => {
-                    serde_json::json!({"name": name, "url": url, "healthy": false, "error": e})
-                }
-            };
-            println!("{line}");
-        } else {
-            match outcome {
-                Ok(info) => println!(
-                    "{name:<16} {url:<32} up    coved {} ({})",
-                    info.version,
-                    info.capabilities.join(", ")
-                ),
-                Err(e) => println!("{name:<16} {url:<32} DOWN  {e}"),
-            }
-        }
-    }
-    Ok(if all_up {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
 /// The process whose run waits on the thread, if it is still alive; a wait left behind by
 /// a process that died is cleared.
 fn live_wait(ctx: &Context, thread: &str) -> Result<Option<i64>, Failure> {
@@ -626,11 +597,9 @@ async fn drive(
     let spec = SandboxSpec::from_label(&thread.sandbox);
     let token = sandbox_args.sandbox_token.clone().or_else(|| match &spec {
         SandboxSpec::Remote { url } => ctx.file.token_for(url),
-        SandboxSpec::Local { .. } => None,
+        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } => None,
     });
-    let sandbox = Sandbox::open(spec.clone(), token, Some(&coved_log()))
-        .await
-        .map_err(fail)?;
+    let sandbox = sandboxes::open(ctx, spec.clone(), token, Some(&coved_log())).await?;
     if input.is_some()
         && let Ok(status) = sandbox.client.takeover_status(0).await
         && status.in_control == cove_protocol::takeover::InControl::Person
@@ -1002,7 +971,16 @@ async fn sandbox_command(ctx: &Context, cmd: SandboxCommand) -> Result<ExitCode,
             daemon.stop().await;
             Ok(ExitCode::SUCCESS)
         }
-        SandboxCommand::Ls => sandbox_ls(ctx).await,
+        SandboxCommand::Ls => sandboxes::ls(ctx).await,
+        SandboxCommand::Create {
+            name,
+            image,
+            memory,
+            cpus,
+        } => sandboxes::create(ctx, &name, image, memory.as_deref(), cpus).await,
+        SandboxCommand::Start { name } => sandboxes::start(ctx, &name).await,
+        SandboxCommand::Stop { name } => sandboxes::stop(ctx, &name).await,
+        SandboxCommand::Rm { name } => sandboxes::remove(ctx, &name).await,
         SandboxCommand::Status { sandbox } => {
             let (spec, token) = sandbox_spec(ctx, &sandbox, || PathBuf::from("."))?;
             match spec {
@@ -1010,13 +988,12 @@ async fn sandbox_command(ctx: &Context, cmd: SandboxCommand) -> Result<ExitCode,
                     let coved = crate::sandbox::find_coved().map_err(fail)?;
                     println!("local sandboxes start per command with {}", coved.display());
                 }
-                SandboxSpec::Remote { url } => {
-                    let sb = Sandbox::open(SandboxSpec::Remote { url: url.clone() }, token, None)
-                        .await
-                        .map_err(fail)?;
+                remote => {
+                    let sb = sandboxes::open(ctx, remote, token, None).await?;
                     let info = sb.client.info().await.map_err(fail)?;
                     println!(
-                        "{url}: coved {} (API {}), workspace {}, serves {}",
+                        "{}: coved {} (API {}), workspace {}, serves {}",
+                        sb.client.base_url(),
                         info.version,
                         info.api_version,
                         info.workspace,

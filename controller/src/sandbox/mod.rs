@@ -1,5 +1,8 @@
 //! Sandboxes the controller drives: a local `coved` it starts itself over a workspace folder
-//! (the default), or a remote one reached by URL and token.
+//! (the default), or a remote one reached by URL and token; [`docker`] makes sandbox
+//! containers.
+
+pub mod docker;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -18,6 +21,9 @@ pub enum SandboxSpec {
     Local { workspace: PathBuf },
     /// A running coved.
     Remote { url: String },
+    /// A container of the Docker provider, by its sandbox name (its URL changes with
+    /// each start).
+    Docker { name: String },
 }
 
 impl SandboxSpec {
@@ -26,11 +32,17 @@ impl SandboxSpec {
         match self {
             SandboxSpec::Local { workspace } => format!("local:{}", workspace.display()),
             SandboxSpec::Remote { url } => url.clone(),
+            SandboxSpec::Docker { name } => format!("docker:{name}"),
         }
     }
 
     /// Reads a recorded label back.
     pub fn from_label(label: &str) -> SandboxSpec {
+        if let Some(name) = label.strip_prefix("docker:") {
+            return SandboxSpec::Docker {
+                name: name.to_string(),
+            };
+        }
         match label.strip_prefix("local:") {
             Some(path) => SandboxSpec::Local {
                 workspace: PathBuf::from(path),
@@ -62,6 +74,9 @@ pub enum SandboxError {
     /// A remote sandbox needs a token.
     #[error("no token for the sandbox at {url}: set COVE_SANDBOX_TOKEN")]
     NoToken { url: String },
+    /// A Docker sandbox is opened by its URL once its container runs.
+    #[error("the Docker sandbox {0} must be started before it is opened")]
+    NotStarted(String),
 }
 
 /// The `coved` binary: `COVE_COVED_BIN`, beside this executable, or on `PATH`.
@@ -249,6 +264,7 @@ impl Sandbox {
                     local: Some(daemon),
                 })
             }
+            SandboxSpec::Docker { name } => Err(SandboxError::NotStarted(name.clone())),
             SandboxSpec::Remote { url } => {
                 let token = token.ok_or_else(|| SandboxError::NoToken { url: url.clone() })?;
                 let client =

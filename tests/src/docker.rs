@@ -1,0 +1,314 @@
+//! A scripted Docker Engine API on a Unix socket: the calls Cove's Docker provider makes,
+//! answered as Docker answers them. A "container" of the sandbox image runs a real `coved`
+//! (with the token from its environment) while it is started, so the controller can use it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use axum::Router;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::{DaemonBuilder, DaemonProcess};
+
+/// The image the scripted engine knows.
+pub const IMAGE: &str = "cove-sandbox:test";
+
+struct Container {
+    id: String,
+    name: String,
+    create: Value,
+    daemon: Option<DaemonProcess>,
+    started: u32,
+    /// The container's filesystem: it outlives stops, as a container's does.
+    workspace: TempDir,
+}
+
+#[derive(Default)]
+struct Engine {
+    containers: Mutex<Vec<Container>>,
+    /// Every call, as `METHOD path`.
+    calls: Mutex<Vec<String>>,
+    next: Mutex<u64>,
+}
+
+type Shared = Arc<(Engine, PathBuf)>;
+
+/// A scripted Docker engine listening on a Unix socket.
+pub struct ScriptedDocker {
+    shared: Shared,
+    socket: PathBuf,
+    _dir: TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn message(status: StatusCode, text: &str) -> Response {
+    (status, axum::Json(json!({"message": text}))).into_response()
+}
+
+fn record(shared: &Shared, call: String) {
+    if let Ok(mut calls) = shared.0.calls.lock() {
+        calls.push(call);
+    }
+}
+
+impl ScriptedDocker {
+    /// Serves the engine; `coved` is the binary its containers run.
+    pub async fn start(coved: impl AsRef<Path>) -> Result<ScriptedDocker> {
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("docker.sock");
+        let shared: Shared = Arc::new((Engine::default(), coved.as_ref().to_path_buf()));
+        let app = Router::new()
+            .route("/_ping", get(|| async { "OK" }))
+            .route("/containers/create", post(create))
+            .route("/containers/{id}/start", post(start))
+            .route("/containers/{id}/stop", post(stop))
+            .route("/containers/{id}/json", get(inspect))
+            .route("/containers/{id}", delete(remove))
+            .with_state(shared.clone());
+        let listener = tokio::net::UnixListener::bind(&socket)?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(ScriptedDocker {
+            shared,
+            socket,
+            _dir: dir,
+            task,
+        })
+    }
+
+    /// `unix://...`, for `DOCKER_HOST`.
+    pub fn host(&self) -> String {
+        format!("unix://{}", self.socket.display())
+    }
+
+    /// The calls made so far.
+    pub fn calls(&self) -> Vec<String> {
+        self.shared
+            .0
+            .calls
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default()
+    }
+
+    /// The body each container was created with, by container name.
+    pub fn created(&self) -> HashMap<String, Value> {
+        self.shared
+            .0
+            .containers
+            .lock()
+            .map(|c| {
+                c.iter()
+                    .map(|c| (c.name.clone(), c.create.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// How many containers exist, and how many run.
+    pub fn counts(&self) -> (usize, usize) {
+        self.shared
+            .0
+            .containers
+            .lock()
+            .map(|c| (c.len(), c.iter().filter(|c| c.daemon.is_some()).count()))
+            .unwrap_or_default()
+    }
+
+    /// Stops a container's coved behind the provider's back (a crash, a reboot).
+    pub async fn kill_daemon(&self, name: &str) {
+        let daemon = self.shared.0.containers.lock().ok().and_then(|mut c| {
+            c.iter_mut()
+                .find(|c| c.name == name)
+                .and_then(|c| c.daemon.take())
+        });
+        if let Some(daemon) = daemon {
+            let _ = daemon.terminate().await;
+        }
+    }
+}
+
+impl Drop for ScriptedDocker {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn create(
+    State(shared): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    record(&shared, "POST /containers/create".into());
+    if body["Image"] != IMAGE {
+        return message(
+            StatusCode::NOT_FOUND,
+            &format!("No such image: {}", body["Image"].as_str().unwrap_or("")),
+        );
+    }
+    let name = query.get("name").cloned().unwrap_or_default();
+    let Ok(mut containers) = shared.0.containers.lock() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    if containers.iter().any(|c| c.name == name) {
+        return message(
+            StatusCode::CONFLICT,
+            &format!("Conflict. The container name \"/{name}\" is already in use"),
+        );
+    }
+    let id = {
+        let mut next = shared.0.next.lock().unwrap_or_else(|p| p.into_inner());
+        *next += 1;
+        format!("{:064x}", *next)
+    };
+    let workspace = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => return message(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    containers.push(Container {
+        id: id.clone(),
+        name,
+        create: body,
+        daemon: None,
+        started: 0,
+        workspace,
+    });
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"Id": id, "Warnings": []})),
+    )
+        .into_response()
+}
+
+fn find<'a>(containers: &'a mut [Container], id: &str) -> Option<&'a mut Container> {
+    containers
+        .iter_mut()
+        .find(|c| c.id == id || c.name == id || (id.len() >= 12 && c.id.starts_with(id)))
+}
+
+async fn start(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
+    record(&shared, format!("POST /containers/{id}/start"));
+    let (token, workspace) = {
+        let Ok(mut containers) = shared.0.containers.lock() else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let Some(container) = find(&mut containers, &id) else {
+            return message(StatusCode::NOT_FOUND, &format!("No such container: {id}"));
+        };
+        if container.daemon.is_some() {
+            return StatusCode::NOT_MODIFIED.into_response();
+        }
+        let token = container.create["Env"]
+            .as_array()
+            .and_then(|env| {
+                env.iter()
+                    .filter_map(Value::as_str)
+                    .find_map(|e| e.strip_prefix("COVE_TOKEN="))
+            })
+            .unwrap_or_default()
+            .to_string();
+        (token, container.workspace.path().to_path_buf())
+    };
+    let daemon = match DaemonBuilder::new(&shared.1)
+        .token_in_env(&token)
+        .workspace(workspace)
+        .spawn()
+        .await
+    {
+        Ok(daemon) => daemon,
+        Err(e) => return message(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let Ok(mut containers) = shared.0.containers.lock() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    match find(&mut containers, &id) {
+        Some(container) => {
+            container.daemon = Some(daemon);
+            container.started += 1;
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => message(StatusCode::NOT_FOUND, &format!("No such container: {id}")),
+    }
+}
+
+async fn stop(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
+    record(&shared, format!("POST /containers/{id}/stop"));
+    let daemon = {
+        let Ok(mut containers) = shared.0.containers.lock() else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let Some(container) = find(&mut containers, &id) else {
+            return message(StatusCode::NOT_FOUND, &format!("No such container: {id}"));
+        };
+        container.daemon.take()
+    };
+    match daemon {
+        Some(daemon) => {
+            let _ = daemon.terminate().await;
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => StatusCode::NOT_MODIFIED.into_response(),
+    }
+}
+
+async fn inspect(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
+    record(&shared, format!("GET /containers/{id}/json"));
+    let Ok(mut containers) = shared.0.containers.lock() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let Some(c) = find(&mut containers, &id) else {
+        return message(StatusCode::NOT_FOUND, &format!("No such container: {id}"));
+    };
+    let running = c.daemon.is_some();
+    let ports = match &c.daemon {
+        Some(daemon) => {
+            let port = daemon.client.base_url().port().unwrap_or(0);
+            json!({"7700/tcp": [{"HostIp": "127.0.0.1", "HostPort": port.to_string()}]})
+        }
+        None => json!({}),
+    };
+    axum::Json(json!({
+        "Id": c.id,
+        "Name": format!("/{}", c.name),
+        "State": {"Running": running, "Status": if running { "running" } else if c.started > 0 { "exited" } else { "created" }},
+        "Config": {"Image": c.create["Image"], "Labels": c.create["Labels"]},
+        "NetworkSettings": {"Ports": ports},
+    }))
+    .into_response()
+}
+
+async fn remove(
+    State(shared): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    record(&shared, format!("DELETE /containers/{id}"));
+    let removed = {
+        let Ok(mut containers) = shared.0.containers.lock() else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let Some(at) = containers.iter().position(|c| c.id == id || c.name == id) else {
+            return message(StatusCode::NOT_FOUND, &format!("No such container: {id}"));
+        };
+        if containers[at].daemon.is_some() && query.get("force").map(String::as_str) != Some("true")
+        {
+            return message(
+                StatusCode::CONFLICT,
+                "You cannot remove a running container. Stop the container before attempting removal or force remove",
+            );
+        }
+        containers.remove(at)
+    };
+    if let Some(daemon) = removed.daemon {
+        let _ = daemon.terminate().await;
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
