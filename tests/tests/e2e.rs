@@ -1200,3 +1200,71 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
             .any(|c| c.starts_with("DELETE /containers/"))
     );
 }
+
+#[tokio::test]
+async fn parallel_runs_on_their_own_sandboxes_do_not_interfere() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    const RUNS: usize = 4;
+    // Answers follow what each request holds, so arrival order does not matter.
+    for _ in 0..RUNS * 2 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            let n: u32 = text
+                .split("Task ")
+                .nth(1)
+                .and_then(|r| r.split(':').next())
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0);
+            if text.contains("file_contents") {
+                Turn::text("").call("complete", json!({"text": format!("task {n} done")}))
+            } else {
+                Turn::text("").call(
+                    "create_file",
+                    json!({"file_path": "mine.txt", "file_contents": format!("task {n}")}),
+                )
+            }
+        });
+    }
+    let mut children = Vec::new();
+    for n in 1..=RUNS {
+        let ws = cove.home.path().join(format!("ws-{n}"));
+        let ws = ws.to_str().unwrap().to_string();
+        let task = format!("Task {n}: write your file");
+        let child = cove
+            .command(&[
+                "--json",
+                "run",
+                &task,
+                "--model",
+                "openai/scripted",
+                "--workspace",
+                &ws,
+                "--no-prompt",
+            ])
+            .spawn()
+            .unwrap();
+        children.push((n, ws, child));
+    }
+    for (n, ws, child) in children {
+        let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(out.status.success(), "run {n}: {}", explain(&out));
+        let complete = events(&out)
+            .into_iter()
+            .find(|e| e["type"] == "complete")
+            .unwrap();
+        assert_eq!(complete["text"], format!("task {n} done"));
+        assert_eq!(
+            std::fs::read_to_string(PathBuf::from(&ws).join("mine.txt")).unwrap(),
+            format!("task {n}")
+        );
+    }
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    assert_eq!(threads.len(), RUNS);
+    assert!(
+        threads.iter().all(|t| t["status"] == "completed"),
+        "{threads:?}"
+    );
+}
