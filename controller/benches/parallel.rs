@@ -21,11 +21,11 @@ use cove::tools::{ToolContext, ToolRegistry};
 use cove_tests::{ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::json;
 
-/// The run number a request belongs to, from its task ("Run 17: ...").
+/// The run number a request belongs to, from the marker in its task (`[[run 17]]`).
 fn run_number(text: &str) -> u32 {
-    text.split("Run ")
+    text.split("[[run ")
         .nth(1)
-        .and_then(|rest| rest.split(':').next())
+        .and_then(|rest| rest.split("]]").next())
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
 }
@@ -134,7 +134,7 @@ async fn bench() {
                 registry: Arc::new(ToolRegistry::standard()),
                 ctx: Arc::new(ToolContext::new(sandbox.client.clone(), false)),
             };
-            let task = ChatMessage::user(format!("Run {n}: write your file and check it."));
+            let task = ChatMessage::user(format!("[[run {n}]] Write your file and check it."));
             let outcome = agent.run(&thread, Some(task), None).await;
             sandbox.close().await;
             match outcome {
