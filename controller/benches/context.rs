@@ -21,27 +21,12 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ToolCall};
 use cove::store::Store;
 use cove::tools::{ToolContext, ToolRegistry};
+use cove_tests::stats::{round, summary};
 use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::{Value, json};
 
 const ITERATIONS: usize = 300;
 const WINDOW: u32 = 40_000;
-
-fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
-
-fn summary(mut samples: Vec<f64>) -> Value {
-    samples.sort_by(|a, b| a.total_cmp(b));
-    let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize];
-    json!({
-        "n": samples.len(),
-        "p50": round(at(0.5)),
-        "p99": round(at(0.99)),
-        "max": round(at(1.0)),
-        "mean": round(samples.iter().sum::<f64>() / samples.len() as f64),
-    })
-}
 
 async fn scripted_run(mode: ContextMode) -> Value {
     let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())

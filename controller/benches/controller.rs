@@ -25,34 +25,11 @@ use cove::tools::{ToolContext, ToolRegistry};
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::{EventKind, RunEvent};
 use cove_tests::llm::Wire;
+use cove_tests::stats::{ms, percentile, round, summary};
 use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
 use serde_json::{Value, json};
 
 const ITERATIONS: u32 = 100;
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn summary(mut samples: Vec<f64>) -> Value {
-    samples.sort_by(|a, b| a.total_cmp(b));
-    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-    json!({
-        "n": samples.len(),
-        "p50": round(percentile(&samples, 0.50)),
-        "p99": round(percentile(&samples, 0.99)),
-        "mean": round(mean),
-    })
-}
 
 /// The trivial tool's own round trip, called directly: what an iteration spends outside the
 /// controller.

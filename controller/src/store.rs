@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::llm::{ChatMessage, Role};
+use crate::llm::ChatMessage;
 
 /// What went wrong with the database, by what the caller should do about it.
 #[derive(Debug, thiserror::Error)]
@@ -223,6 +223,17 @@ fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
     })
 }
 
+/// Stored LLM messages, `(id, JSON)`, read back.
+fn decode_messages(rows: Vec<(i64, String)>) -> Result<Vec<(i64, ChatMessage)>, StoreError> {
+    rows.into_iter()
+        .map(|(id, content)| {
+            serde_json::from_str(&content)
+                .map(|m| (id, m))
+                .map_err(|e| StoreError::Corrupt(format!("message {id}: {e}")))
+        })
+        .collect()
+}
+
 /// The database.
 #[derive(Debug)]
 pub struct Store {
@@ -419,13 +430,7 @@ impl Store {
         let rows: Vec<(i64, String)> = stmt
             .query_map(params![thread], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        rows.into_iter()
-            .map(|(id, content)| {
-                serde_json::from_str(&content)
-                    .map(|m| (id, m))
-                    .map_err(|e| StoreError::Corrupt(format!("message {id}: {e}")))
-            })
-            .collect()
+        decode_messages(rows)
     }
 
     /// One stored LLM message of `thread`, if it has that id.
@@ -593,10 +598,8 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![thread, run, kind, std::process::id(), now_ms(), after],
         )?;
-        conn.execute(
-            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1",
-            params![thread, "waiting", now_ms()],
-        )?;
+        drop(conn);
+        self.set_thread_status(thread, "waiting")?;
         Ok(after)
     }
 
@@ -658,17 +661,22 @@ impl Store {
         Ok(true)
     }
 
-    /// The thread's user messages stored after message `after`.
+    /// The thread's user messages stored after message `after`. (Polled while a run waits:
+    /// it reads only the new rows, not the history.)
     pub fn user_messages_after(
         &self,
         thread: &str,
         after: i64,
     ) -> Result<Vec<(i64, ChatMessage)>, StoreError> {
-        Ok(self
-            .llm_messages(thread)?
-            .into_iter()
-            .filter(|(id, m)| *id > after && m.role == Role::User)
-            .collect())
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, content FROM messages
+             WHERE thread_id = ?1 AND id > ?2 AND is_llm_message = 1 AND kind = 'user' ORDER BY id",
+        )?;
+        let rows: Vec<(i64, String)> = stmt
+            .query_map(params![thread, after], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        decode_messages(rows)
     }
 
     /// Records a sandbox a provider made.

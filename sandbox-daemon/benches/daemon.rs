@@ -18,37 +18,12 @@ use std::time::{Duration, Instant};
 use cove_protocol::browser::{ClickElement, NavigateTo, StateQuery};
 use cove_protocol::client::CovedClient;
 use cove_protocol::shell::ExecRequest;
+use cove_tests::stats::{ms, round, summary};
 use cove_tests::{DaemonBuilder, FixtureSite, procs};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const BIN: &str = env!("CARGO_BIN_EXE_coved");
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-fn summary(mut samples: Vec<f64>) -> serde_json::Value {
-    samples.sort_by(|a, b| a.total_cmp(b));
-    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-    json!({
-        "n": samples.len(),
-        "p50": round(percentile(&samples, 0.50)),
-        "p99": round(percentile(&samples, 0.99)),
-        "min": round(samples[0]),
-        "max": round(samples[samples.len() - 1]),
-        "mean": round(mean),
-    })
-}
-
-fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 /// Spawn to first 200 from /health, measured around a bare process (no harness overhead).
 async fn startup_once(http: &reqwest::Client) -> f64 {

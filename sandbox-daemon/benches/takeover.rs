@@ -14,21 +14,13 @@ use std::time::{Duration, Instant};
 use cove_protocol::browser::{NavigateTo, StateQuery};
 use cove_protocol::takeover::StartTakeover;
 use cove_tests::live::LiveEvent;
+use cove_tests::stats::{round, summary};
 use cove_tests::{DaemonBuilder, FixtureSite, LiveClient};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_coved");
 const VW: f64 = 1280.0;
 const VH: f64 = 720.0;
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
 
 /// Reads until nothing arrives for `quiet`.
 async fn settle(live: &mut LiveClient, quiet: Duration) {
@@ -77,7 +69,6 @@ async fn main() {
         latencies.push(started.elapsed().as_secs_f64() * 1000.0);
         frame_sizes.push(frame.len() as f64);
     }
-    latencies.sort_by(|a, b| a.total_cmp(b));
 
     settle(&mut live, Duration::from_millis(500)).await;
     let idle_window = Duration::from_secs(5);
@@ -113,13 +104,7 @@ async fn main() {
     c.takeover_end().await.unwrap();
 
     let report = json!({
-        "input_to_next_frame_ms": {
-            "n": latencies.len(),
-            "p50": round(percentile(&latencies, 0.5)),
-            "p99": round(percentile(&latencies, 0.99)),
-            "min": round(latencies[0]),
-            "max": round(latencies[latencies.len() - 1]),
-        },
+        "input_to_next_frame_ms": summary(latencies),
         "frame_kib_mean": round(frame_sizes.iter().sum::<f64>() / frame_sizes.len() as f64 / 1024.0),
         "idle_window_s": idle_window.as_secs(),
         "idle_frames": idle_frames,

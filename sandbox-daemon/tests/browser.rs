@@ -20,16 +20,7 @@ use serde_json::{Value, json};
 
 /// The browser tests need Chromium; say so loudly rather than skip.
 fn require_chromium() {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| {
-        ["chromium", "chromium-browser", "google-chrome"]
-            .iter()
-            .any(|name| dir.join(name).is_file())
-    });
-    assert!(
-        found,
-        "Chromium is not installed: the browser tests need it (Debian: apt-get install chromium)"
-    );
+    cove_tests::viewer::chromium_path();
 }
 
 async fn setup() -> (DaemonProcess, FixtureSite) {

@@ -41,3 +41,11 @@ pub fn workspace_binary(name: &str) -> Result<PathBuf> {
     }
     Ok(path)
 }
+
+/// The first of `names` found on `PATH`.
+pub fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+        .find(|p| p.is_file())
+}

@@ -20,19 +20,11 @@ const CALL: Duration = Duration::from_secs(20);
 
 /// Firefox on `PATH`, or a loud failure: browser tests never skip.
 pub fn firefox_path() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .flat_map(|dir| {
-            ["firefox-esr", "firefox"]
-                .into_iter()
-                .map(move |name| dir.join(name))
-        })
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "Firefox is not installed: the takeover page's Firefox test needs it (Debian: apt-get install firefox-esr)"
-            )
-        })
+    crate::bins::on_path(&["firefox-esr", "firefox"]).unwrap_or_else(|| {
+        panic!(
+            "Firefox is not installed: the takeover page's Firefox test needs it (Debian: apt-get install firefox-esr)"
+        )
+    })
 }
 
 /// A headless Firefox with one page open.

@@ -10,6 +10,7 @@ pub mod live;
 pub mod llm;
 pub mod procs;
 pub mod site;
+pub mod stats;
 pub mod viewer;
 
 pub use bins::workspace_binary;

@@ -21,19 +21,11 @@ const CALL: Duration = Duration::from_secs(10);
 
 /// The Chromium on `PATH`, or a loud failure: browser tests never skip.
 pub fn chromium_path() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .flat_map(|dir| {
-            ["chromium", "chromium-browser", "google-chrome"]
-                .into_iter()
-                .map(move |name| dir.join(name))
-        })
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "Chromium is not installed: the browser tests need it (Debian: apt-get install chromium)"
-            )
-        })
+    crate::bins::on_path(&["chromium", "chromium-browser", "google-chrome"]).unwrap_or_else(|| {
+        panic!(
+            "Chromium is not installed: the browser tests need it (Debian: apt-get install chromium)"
+        )
+    })
 }
 
 /// A headless Chromium showing the takeover page in a window `width`×`height`.

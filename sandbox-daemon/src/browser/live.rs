@@ -16,7 +16,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
 use chromiumoxide::listeners::EventStream;
 use cove_protocol::browser::{TabInfo, Viewport};
 
-use super::{BrowserError, BrowserManager, cdp};
+use super::{BrowserError, BrowserManager, cdp, running};
 
 /// The active tab as the live view sees it.
 #[derive(Clone)]
@@ -104,17 +104,8 @@ fn cdp_button(button: Button) -> MouseButton {
 impl BrowserManager {
     /// The active tab and the tab list, launching the browser if it is not running.
     pub async fn live_tab(&self) -> Result<LiveTab, BrowserError> {
-        let mut guard = tokio::time::timeout(self.settings.timeout, self.session.lock())
-            .await
-            .map_err(|_| {
-                BrowserError::Timeout("the browser is still busy with an earlier action".into())
-            })?;
-        self.ensure_running(&mut guard).await?;
-        let Some(session) = guard.as_mut() else {
-            return Err(BrowserError::Unavailable(
-                "the browser is not running".into(),
-            ));
-        };
+        let (mut guard, _) = self.lock_running().await?;
+        let session = running(&mut guard)?;
         session.sync_tabs().await;
         let (tab_id, page) = session.active_page()?;
         Ok(LiveTab {
@@ -129,17 +120,8 @@ impl BrowserManager {
     /// tab), without the agent's state snapshot.
     pub async fn viewer_act(&self, action: super::Action) -> Result<Option<String>, BrowserError> {
         let limit = self.settings.timeout;
-        let mut guard = tokio::time::timeout(limit, self.session.lock())
-            .await
-            .map_err(|_| {
-                BrowserError::Timeout("the browser is still busy with an earlier action".into())
-            })?;
-        self.ensure_running(&mut guard).await?;
-        let Some(session) = guard.as_mut() else {
-            return Err(BrowserError::Unavailable(
-                "the browser is not running".into(),
-            ));
-        };
+        let (mut guard, _) = self.lock_running().await?;
+        let session = running(&mut guard)?;
         let outcome = tokio::time::timeout(limit * 2, session.perform(action))
             .await
             .map_err(|_| BrowserError::Timeout("the browser did not finish in time".into()))??;

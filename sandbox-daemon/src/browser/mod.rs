@@ -114,6 +114,12 @@ impl BrowserError {
     }
 }
 
+/// The session in a slot [`BrowserManager::lock_running`] filled.
+fn running(slot: &mut Option<Session>) -> Result<&mut Session, BrowserError> {
+    slot.as_mut()
+        .ok_or_else(|| BrowserError::Unavailable("the browser is not running".into()))
+}
+
 /// How the daemon's browser behaves.
 #[derive(Debug, Clone)]
 pub struct BrowserSettings {
@@ -187,17 +193,8 @@ impl BrowserManager {
         query: StateQuery,
     ) -> Result<BrowserState, BrowserError> {
         let limit = self.settings.timeout;
-        let mut guard = tokio::time::timeout(limit, self.session.lock())
-            .await
-            .map_err(|_| {
-                BrowserError::Timeout("the browser is still busy with an earlier action".into())
-            })?;
-        let notice = self.ensure_running(&mut guard).await?;
-        let Some(session) = guard.as_mut() else {
-            return Err(BrowserError::Unavailable(
-                "the browser is not running".into(),
-            ));
-        };
+        let (mut guard, notice) = self.lock_running().await?;
+        let session = running(&mut guard)?;
         let outcome = match action {
             Some(action) => {
                 // The action's own steps have deadlines; this bounds the whole of it.
@@ -249,19 +246,24 @@ impl BrowserManager {
 
     /// A JPEG of the active tab's viewport.
     pub async fn screenshot(&self) -> Result<Vec<u8>, BrowserError> {
+        let (mut guard, _) = self.lock_running().await?;
+        let session = running(&mut guard)?;
+        session.sync_tabs().await;
+        session.screenshot_jpeg().await
+    }
+
+    /// The session slot, locked within the action deadline, with a running browser in it
+    /// (launched, or relaunched with a notice when it had died).
+    async fn lock_running(
+        &self,
+    ) -> Result<(tokio::sync::MutexGuard<'_, Option<Session>>, Option<String>), BrowserError> {
         let mut guard = tokio::time::timeout(self.settings.timeout, self.session.lock())
             .await
             .map_err(|_| {
                 BrowserError::Timeout("the browser is still busy with an earlier action".into())
             })?;
-        self.ensure_running(&mut guard).await?;
-        let Some(session) = guard.as_mut() else {
-            return Err(BrowserError::Unavailable(
-                "the browser is not running".into(),
-            ));
-        };
-        session.sync_tabs().await;
-        session.screenshot_jpeg().await
+        let notice = self.ensure_running(&mut guard).await?;
+        Ok((guard, notice))
     }
 
     /// Starts the browser if it is not running. Returns a notice when it had died.

@@ -786,7 +786,7 @@ impl Session {
         } else {
             None
         };
-        let mut tabs = self.background_tab_infos(active).await;
+        let mut tabs = self.background_tab_infos(Some(active)).await;
         if let Some(tab) = tabs.iter_mut().find(|t| t.tab_id == active) {
             tab.url = snapshot.url.clone();
             tab.title = snapshot.title.clone();
@@ -812,15 +812,15 @@ impl Session {
 
     /// Every tab with its URL and title.
     pub async fn tab_infos(&self) -> Vec<TabInfo> {
-        self.background_tab_infos(0).await
+        self.background_tab_infos(None).await
     }
 
     /// Every tab; `skip`'s URL and title are left empty for the caller to fill in.
-    async fn background_tab_infos(&self, skip: u32) -> Vec<TabInfo> {
+    async fn background_tab_infos(&self, skip: Option<u32>) -> Vec<TabInfo> {
         let limit = self.limit();
         let mut tabs = Vec::with_capacity(self.tabs.len());
         for tab in &self.tabs {
-            let (url, title) = if tab.id == skip {
+            let (url, title) = if Some(tab.id) == skip {
                 (String::new(), String::new())
             } else {
                 // A background tab mid-navigation cannot answer; its title can wait.

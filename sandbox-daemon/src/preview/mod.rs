@@ -67,19 +67,23 @@ fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// `uri` without the `cove_preview` parameter.
-fn without_token(uri: &Uri) -> String {
-    let kept: Vec<&str> = uri
-        .query()
+/// `path` followed by `query` without its `cove_preview` parameter.
+pub(crate) fn path_without_token(path: &str, query: Option<&str>) -> String {
+    let kept: Vec<&str> = query
         .unwrap_or("")
         .split('&')
         .filter(|p| !p.is_empty() && p.split('=').next() != Some(TOKEN_PARAM))
         .collect();
     if kept.is_empty() {
-        uri.path().to_string()
+        path.to_string()
     } else {
-        format!("{}?{}", uri.path(), kept.join("&"))
+        format!("{path}?{}", kept.join("&"))
     }
+}
+
+/// `uri` without the `cove_preview` parameter.
+fn without_token(uri: &Uri) -> String {
+    path_without_token(uri.path(), uri.query())
 }
 
 /// Middleware of `/preview/` and `/proxy/`: the API token, the preview cookie, or a link's

@@ -18,7 +18,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use super::TOKEN_PARAM;
+use super::{TOKEN_PARAM, path_without_token};
 use crate::AppState;
 
 /// How long connecting to the app may take.
@@ -119,17 +119,7 @@ fn upstream_path(uri: &Uri, port: u16) -> String {
     let prefix = format!("/proxy/{port}");
     let path = uri.path().strip_prefix(&prefix).unwrap_or("/");
     let path = if path.is_empty() { "/" } else { path };
-    let query: Vec<&str> = uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty() && p.split('=').next() != Some(TOKEN_PARAM))
-        .collect();
-    if query.is_empty() {
-        path.to_string()
-    } else {
-        format!("{path}?{}", query.join("&"))
-    }
+    path_without_token(path, uri.query())
 }
 
 /// `/proxy/{port}` without the slash: the app's root is one level down.

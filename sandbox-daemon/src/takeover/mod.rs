@@ -96,22 +96,21 @@ impl Live {
     /// Adds a viewer; the first one in line controls.
     fn join(&self) -> u64 {
         let id = self.next_viewer.fetch_add(1, Ordering::Relaxed);
-        let mut viewers = lock(&self.viewers);
-        viewers.push(id);
-        let controller = viewers.first().copied();
-        drop(viewers);
-        self.view.send_if_modified(|v| {
-            let changed = v.controller != controller;
-            v.controller = controller;
-            changed
-        });
+        self.change_viewers(|viewers| viewers.push(id));
+        // The tab list is only kept fresh while someone watches.
+        self.refresh.notify_one();
         id
     }
 
     /// Removes a viewer; control passes to the next in line.
     fn leave(&self, id: u64) {
+        self.change_viewers(|viewers| viewers.retain(|v| *v != id));
+    }
+
+    /// Changes the line of viewers and tells them who controls now.
+    fn change_viewers(&self, change: impl FnOnce(&mut Vec<u64>)) {
         let mut viewers = lock(&self.viewers);
-        viewers.retain(|v| *v != id);
+        change(&mut viewers);
         let controller = viewers.first().copied();
         drop(viewers);
         self.view.send_if_modified(|v| {

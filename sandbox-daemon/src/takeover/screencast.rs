@@ -17,7 +17,7 @@ use super::{Frame, Live, lock};
 use crate::AppState;
 use crate::browser::live::{self, LiveTab};
 
-/// How often the tab list is re-read when nothing asks sooner.
+/// How often the tab list is re-read while someone watches and nothing asks sooner.
 const TAB_POLL: Duration = Duration::from_secs(1);
 /// Deadline of the pump's own CDP calls.
 const CALL_LIMIT: Duration = Duration::from_secs(5);
@@ -76,7 +76,8 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
                 // The tab closed or the browser went away; the next poll finds what is left.
                 None => cast = None,
             },
-            _ = poll.tick() => follow(&app, &live, &mut cast, quality).await,
+            // Nobody watches: the tab list can wait until someone joins (which asks for it).
+            _ = poll.tick(), if live.viewer_count() > 0 => follow(&app, &live, &mut cast, quality).await,
             _ = live.refresh.notified() => follow(&app, &live, &mut cast, quality).await,
         }
     }

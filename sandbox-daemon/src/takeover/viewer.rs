@@ -65,7 +65,12 @@ pub async fn serve(socket: WebSocket, app: AppState, live: Arc<Live>) {
     }
 }
 
-async fn run(socket: WebSocket, app: &AppState, live: &Live, me: u64) -> Result<(), axum::Error> {
+async fn run(
+    socket: WebSocket,
+    app: &AppState,
+    live: &Arc<Live>,
+    me: u64,
+) -> Result<(), axum::Error> {
     let (mut out, mut incoming) = socket.split();
     let mut frames = live.frames.subscribe();
     let mut view = live.view.subscribe();
@@ -148,7 +153,7 @@ async fn run(socket: WebSocket, app: &AppState, live: &Live, me: u64) -> Result<
 /// Acts on one message; returns an answer to send at once, if any.
 async fn handle(
     app: &AppState,
-    live: &Live,
+    live: &Arc<Live>,
     me: u64,
     message: ViewerMessage,
     notes: &mpsc::UnboundedSender<Value>,
@@ -180,12 +185,13 @@ async fn handle(
         // Navigations take seconds; the socket keeps serving frames meanwhile.
         let app = app.clone();
         let notes = notes.clone();
-        let live_refresh = live_refresh_handle(app.clone(), live.id.clone());
+        let live = live.clone();
         tokio::spawn(async move {
             if let Err(e) = app.browser.viewer_act(action).await {
                 let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
             }
-            live_refresh();
+            // Harmless if the takeover ended meanwhile: nothing listens any more.
+            live.refresh.notify_one();
         });
         return None;
     }
@@ -223,15 +229,4 @@ async fn handle(
         live.refresh.notify_one();
     }
     None
-}
-
-/// A closure that asks the takeover `id`'s screencast to re-read the tabs, if it still runs.
-fn live_refresh_handle(app: AppState, id: String) -> impl FnOnce() + Send + 'static {
-    move || {
-        if let Some(live) = app.takeover.current()
-            && live.id == id
-        {
-            live.refresh.notify_one();
-        }
-    }
 }
