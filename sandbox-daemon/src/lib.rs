@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod files;
 pub mod meta;
+pub mod net;
 pub mod preview;
 pub mod procs;
 pub mod routes;

@@ -469,7 +469,9 @@ async fn a_second_viewer_watches_and_takes_control_when_the_first_leaves() {
 
 #[tokio::test]
 async fn the_page_switches_tabs_and_navigates_for_the_person() {
-    let (daemon, site) = setup(&[]).await;
+    // A person may only open pages off this machine: the site is on its network address.
+    let (daemon, _) = setup(&[]).await;
+    let site = FixtureSite::start_on_network().await.unwrap();
     let c = daemon.client.clone();
     // The agent opens a second tab before asking for help.
     let state = c

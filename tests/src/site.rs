@@ -5,11 +5,11 @@
 //! than what the daemon says about it.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -70,6 +70,17 @@ pub struct FixtureSite {
 impl FixtureSite {
     /// Serves the site on a free localhost port.
     pub async fn start() -> Result<FixtureSite> {
+        FixtureSite::start_on(IpAddr::from([127, 0, 0, 1])).await
+    }
+
+    /// Serves the site on this machine's address on its network, for pages that must not be
+    /// on loopback (a person taking over may not open those).
+    pub async fn start_on_network() -> Result<FixtureSite> {
+        FixtureSite::start_on(network_address()?).await
+    }
+
+    /// Serves the site on a free port of `ip`.
+    pub async fn start_on(ip: IpAddr) -> Result<FixtureSite> {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/", get(|| async { Html(index()) }))
@@ -79,7 +90,7 @@ impl FixtureSite {
             .route("/files/{name}", get(file))
             .route("/{page}", get(page))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0)).await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
             // Streamed answers are many small writes: Nagle's algorithm would hold each one
@@ -129,6 +140,20 @@ impl Drop for FixtureSite {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// This machine's address on its network: the source address of its route to a TEST-NET
+/// address (no packet is sent).
+pub fn network_address() -> Result<IpAddr> {
+    let socket = UdpSocket::bind("0.0.0.0:0")?;
+    socket
+        .connect("192.0.2.1:9")
+        .context("this test needs a network interface besides loopback (a route to 192.0.2.1)")?;
+    let ip = socket.local_addr()?.ip();
+    if ip.is_loopback() || ip.is_unspecified() {
+        bail!("this test needs a network interface besides loopback; found only {ip}");
+    }
+    Ok(ip)
 }
 
 fn index() -> String {

@@ -1,6 +1,6 @@
 //! Finding and starting Chromium: the daemon's own flags, a fresh profile, its own process
-//! group (so the whole browser tree can be killed at once), and the DevTools address read
-//! from its stderr.
+//! group (so the whole browser tree can be killed at once), and DevTools over a pipe (see
+//! [`super::pipe`]): no debugging port.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::oneshot;
 
 use super::BrowserError;
+use super::pipe::DevtoolsPipes;
 use crate::procs::ChildRegistry;
 
 /// Executables tried, in order, when none is configured.
@@ -23,8 +24,10 @@ const CANDIDATES: &[&str] = &[
     "google-chrome-stable",
     "chrome",
 ];
-/// How long Chromium may take to print its DevTools address.
-const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the CDP client may take to connect to the pipe's bridge.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Lines of Chromium's stderr kept to explain a failed start.
+const STDERR_LINES_KEPT: usize = 20;
 
 /// The Chromium executable: the configured one, or the first candidate on `PATH`.
 pub fn find(configured: Option<&Path>) -> Result<PathBuf, BrowserError> {
@@ -121,15 +124,18 @@ fn die_with_parent(command: &mut std::process::Command) {
 #[derive(Debug)]
 pub struct Chromium {
     pub pid: i32,
+    /// The one-shot WebSocket in front of the DevTools pipe.
     pub ws_url: String,
     /// Cleared when the process exits.
     pub alive: Arc<AtomicBool>,
+    /// The first lines Chromium wrote to stderr.
+    stderr_head: Arc<std::sync::Mutex<Vec<String>>>,
     // The profile lives as long as the browser; removed on drop.
     _profile: tempfile::TempDir,
 }
 
 impl Chromium {
-    /// Starts Chromium headless with a fresh profile and waits for its DevTools address.
+    /// Starts Chromium headless with a fresh profile, DevTools on a pipe.
     pub async fn launch(
         launcher: &Launcher,
         executable: &Path,
@@ -157,14 +163,12 @@ impl Chromium {
             "--disable-default-apps",
             "--disable-extensions",
             "--disable-dev-shm-usage",
-            "--disable-popup-blocking",
             "--disable-features=Translate,MediaRouter,OptimizationHints",
             "--password-store=basic",
             "--use-mock-keychain",
             "--hide-scrollbars",
             "--mute-audio",
-            "--remote-debugging-port=0",
-            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-pipe",
         ])
         .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
@@ -177,6 +181,10 @@ impl Chromium {
         // Its own process group: the browser and every helper it forks die together.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         die_with_parent(&mut cmd);
+        let pipes = DevtoolsPipes::new().map_err(|e| {
+            BrowserError::Unavailable(format!("cannot create the DevTools pipes: {e}"))
+        })?;
+        pipes.install(&mut cmd);
         let mut child = launcher.spawn(cmd).await.map_err(|e| {
             BrowserError::Unavailable(format!("cannot start {}: {e}", executable.display()))
         })?;
@@ -205,48 +213,36 @@ impl Chromium {
                 })
                 .map_err(|e| BrowserError::Unavailable(format!("cannot watch Chromium: {e}")))?;
         }
-        let mut lines = BufReader::new(stderr).lines();
-        let mut seen = Vec::new();
-        let found = tokio::time::timeout(LAUNCH_TIMEOUT, async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.trim().strip_prefix("DevTools listening on ") {
-                    return Some(url.to_string());
+        let stderr_head = Arc::new(std::sync::Mutex::new(Vec::new()));
+        {
+            let head = stderr_head.clone();
+            // Keep draining stderr so Chromium never blocks on a full pipe.
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(mut head) = head.lock()
+                        && head.len() < STDERR_LINES_KEPT
+                    {
+                        head.push(line.clone());
+                    }
+                    tracing::trace!(target: "chromium", "{line}");
                 }
-                if seen.len() < 20 {
-                    seen.push(line);
-                }
-            }
-            None
-        })
-        .await;
-        let ws_url = match found {
-            Ok(Some(url)) => url,
-            outcome => {
+            });
+        }
+        let ws_url = match pipes.bridge(CONNECT_TIMEOUT).await {
+            Ok(url) => url,
+            Err(e) => {
                 kill_group(pid);
-                let why = if outcome.is_err() {
-                    format!(
-                        "printed no DevTools address within {} s",
-                        LAUNCH_TIMEOUT.as_secs()
-                    )
-                } else {
-                    "exited during startup".to_string()
-                };
                 return Err(BrowserError::Unavailable(format!(
-                    "Chromium {why}; it said: {}",
-                    seen.join(" | ")
+                    "cannot bridge Chromium's DevTools pipe: {e}"
                 )));
             }
         };
-        // Keep draining stderr so Chromium never blocks on a full pipe.
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::trace!(target: "chromium", "{line}");
-            }
-        });
         Ok(Chromium {
             pid,
             ws_url,
             alive,
+            stderr_head,
             _profile: profile,
         })
     }
@@ -254,6 +250,14 @@ impl Chromium {
     /// Whether the main process is still running.
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::SeqCst)
+    }
+
+    /// What Chromium said on stderr as it started, for an error message.
+    pub fn said(&self) -> String {
+        self.stderr_head
+            .lock()
+            .map(|head| head.join(" | "))
+            .unwrap_or_default()
     }
 }
 

@@ -117,10 +117,20 @@ impl BrowserManager {
     }
 
     /// Carries out a person's command from the takeover page (navigate, back, reload, switch
-    /// tab), without the agent's state snapshot.
-    pub async fn viewer_act(&self, action: super::Action) -> Result<Option<String>, BrowserError> {
+    /// tab), without the agent's state snapshot, if `still_allowed` holds once the browser is
+    /// free: the takeover may have ended while the command waited for it.
+    pub async fn viewer_act(
+        &self,
+        action: super::Action,
+        still_allowed: impl Fn() -> bool,
+    ) -> Result<Option<String>, BrowserError> {
         let limit = self.settings.timeout;
         let (mut guard, _) = self.lock_running().await?;
+        if !still_allowed() {
+            return Err(BrowserError::InvalidRequest(
+                "the takeover has ended; the browser is the agent's again".into(),
+            ));
+        }
         let session = running(&mut guard)?;
         let outcome = tokio::time::timeout(limit * 2, session.perform(action))
             .await

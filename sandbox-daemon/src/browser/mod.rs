@@ -8,6 +8,8 @@ pub mod http;
 pub(crate) mod keys;
 pub mod live;
 mod navigation;
+mod pipe;
+pub mod reach;
 mod session;
 
 use std::path::PathBuf;

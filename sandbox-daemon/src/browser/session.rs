@@ -155,9 +155,7 @@ impl Session {
             Browser::connect_with_config(chromium.ws_url.clone(), config),
         )
         .await
-        .map_err(|_| {
-            BrowserError::Unavailable("Chromium's DevTools endpoint did not answer".into())
-        })?
+        .map_err(|_| BrowserError::Unavailable("Chromium's DevTools pipe did not answer".into()))?
         .map_err(|e| BrowserError::Unavailable(format!("cannot attach to Chromium: {e}")))?;
         let handler_alive = Arc::new(AtomicBool::new(true));
         let handler_task = {
@@ -172,6 +170,18 @@ impl Session {
                 alive.store(false, Ordering::SeqCst);
             })
         };
+        // The pipe says nothing until the browser answers; a browser that failed to start
+        // is found here, with what it printed.
+        if !matches!(
+            tokio::time::timeout(settings.timeout, browser.version()).await,
+            Ok(Ok(_))
+        ) {
+            handler_task.abort();
+            return Err(BrowserError::Unavailable(format!(
+                "Chromium did not answer over its DevTools pipe; it said: {}",
+                chromium.said()
+            )));
+        }
         let mut session = Session {
             settings,
             chromium,
@@ -519,7 +529,7 @@ impl Session {
     }
 
     async fn navigate(&mut self, raw: &str) -> Result<Outcome, BrowserError> {
-        let url = normalise_url(raw)?;
+        let url = super::reach::normalise_url(raw)?;
         if url.starts_with("data:") {
             // Pages may not open data: URLs themselves; only the protocol can.
             let page = self.page()?;
@@ -899,60 +909,5 @@ fn clip_url(url: &str) -> String {
         format!("{}...", &url[..cut])
     } else {
         url.to_string()
-    }
-}
-
-/// A URL the browser can load: a scheme is added when missing (`http://` for local hosts,
-/// `https://` otherwise).
-pub fn normalise_url(raw: &str) -> Result<String, BrowserError> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Err(BrowserError::InvalidRequest("url is empty".into()));
-    }
-    let lower = raw.to_ascii_lowercase();
-    let with_scheme =
-        if lower.contains("://") || ["about:", "data:"].iter().any(|p| lower.starts_with(p)) {
-            raw.to_string()
-        } else if ["localhost", "127.", "0.0.0.0", "[::1]"]
-            .iter()
-            .any(|p| lower.starts_with(p))
-        {
-            format!("http://{raw}")
-        } else {
-            format!("https://{raw}")
-        };
-    let parsed = reqwest::Url::parse(&with_scheme)
-        .map_err(|e| BrowserError::InvalidRequest(format!("{raw:?} is not a URL: {e}")))?;
-    match parsed.scheme() {
-        "http" | "https" | "about" | "data" | "file" => Ok(parsed.to_string()),
-        other => Err(BrowserError::InvalidRequest(format!(
-            "the {other}: scheme is not supported; use http or https"
-        ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_get_a_sensible_scheme() {
-        assert_eq!(
-            normalise_url("example.com").unwrap(),
-            "https://example.com/"
-        );
-        assert_eq!(
-            normalise_url("localhost:8080/x").unwrap(),
-            "http://localhost:8080/x"
-        );
-        assert_eq!(
-            normalise_url("127.0.0.1:3000").unwrap(),
-            "http://127.0.0.1:3000/"
-        );
-        assert_eq!(normalise_url(" http://a.b/c ").unwrap(), "http://a.b/c");
-        assert_eq!(normalise_url("about:blank").unwrap(), "about:blank");
-        assert!(normalise_url("").is_err());
-        assert!(normalise_url("javascript:alert(1)").is_err());
-        assert!(normalise_url("http://").is_err());
     }
 }

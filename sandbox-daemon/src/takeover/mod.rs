@@ -12,6 +12,7 @@ mod input;
 mod screencast;
 mod viewer;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -82,6 +83,9 @@ pub struct Live {
     page: Mutex<Option<Page>>,
     /// Asks the screencast to re-read the tabs now.
     refresh: Notify,
+    /// The viewers' command under way (a navigation, say): one at a time, and aborted when
+    /// the takeover ends so nothing a person asked for runs after the agent has the browser.
+    command: Mutex<Option<JoinHandle<()>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -129,6 +133,23 @@ impl Live {
         lock(&self.page).clone()
     }
 
+    /// Runs `command` unless another is still under way; false if one is.
+    fn run_command(&self, command: impl Future<Output = ()> + Send + 'static) -> bool {
+        let mut slot = lock(&self.command);
+        if slot.as_ref().is_some_and(|task| !task.is_finished()) {
+            return false;
+        }
+        *slot = Some(tokio::spawn(command));
+        true
+    }
+
+    /// Stops the command under way, if any.
+    fn abort_command(&self) {
+        if let Some(task) = lock(&self.command).take() {
+            task.abort();
+        }
+    }
+
     fn describe(&self) -> ActiveTakeover {
         ActiveTakeover {
             id: self.id.clone(),
@@ -172,6 +193,11 @@ impl TakeoverManager {
             return None;
         }
         Some(live)
+    }
+
+    /// Whether the takeover `id` is the one under way.
+    pub fn is_current(&self, id: &str) -> bool {
+        self.current().is_some_and(|live| live.id == id)
     }
 
     /// The takeover a presented token opens, if it is the current one's and still valid.
@@ -274,6 +300,7 @@ impl TakeoverManager {
             next_viewer: AtomicU64::new(1),
             page: Mutex::new(Some(tab.page.clone())),
             refresh: Notify::new(),
+            command: Mutex::new(None),
         });
         let mut inner = lock(&self.inner);
         if let Some((existing, _)) = &inner.active {
@@ -323,6 +350,7 @@ impl TakeoverManager {
         drop(inner);
         // The screencast sees this and stops itself; the timer is no longer needed.
         live.ended.send_replace(Some(reason));
+        live.abort_command();
         for task in tasks.into_iter().skip(1) {
             task.abort();
         }

@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 use super::input::{ViewerMessage, to_input};
 use super::{Frame, Live, View};
 use crate::AppState;
-use crate::browser::Action;
 use crate::browser::live::{self, LiveInput};
+use crate::browser::{Action, reach};
 use crate::util::rfc3339;
 use cove_protocol::browser::NavigateTo;
 
@@ -185,14 +185,36 @@ async fn handle(
         // Navigations take seconds; the socket keeps serving frames meanwhile.
         let app = app.clone();
         let notes = notes.clone();
-        let live = live.clone();
-        tokio::spawn(async move {
-            if let Err(e) = app.browser.viewer_act(action).await {
+        let task_live = live.clone();
+        let started = live.run_command(async move {
+            let live = task_live;
+            let action = match action {
+                Action::NavigateTo(NavigateTo { url }) => {
+                    match reach::person_may_open(&url).await {
+                        Ok(url) => Action::NavigateTo(NavigateTo { url }),
+                        Err(e) => {
+                            let _ =
+                                notes.send(json!({ "type": "error", "message": e.to_string() }));
+                            return;
+                        }
+                    }
+                }
+                other => other,
+            };
+            let id = live.id.clone();
+            let takeover_app = app.clone();
+            let still_current = move || takeover_app.takeover.is_current(&id);
+            if let Err(e) = app.browser.viewer_act(action, still_current).await {
                 let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
             }
-            // Harmless if the takeover ended meanwhile: nothing listens any more.
             live.refresh.notify_one();
         });
+        if !started {
+            return Some(json!({
+                "type": "error",
+                "message": "still busy with your previous command; try again when it is done",
+            }));
+        }
         return None;
     }
     let (vw, vh) = {
