@@ -112,6 +112,21 @@ error_codes! {
     NotAnImage = "not_an_image" => 422,
     /// The image URL could not be fetched.
     FetchFailed = "fetch_failed" => 502,
+    /// The path names a FIFO, socket or device: only regular files are read or served.
+    NotRegularFile = "not_regular_file" => 409,
+    /// The file changed between reading and writing it (another edit won); read it again and
+    /// redo the edit.
+    Conflict = "conflict" => 409,
+    /// The request's `Host` is not one this daemon answers for (set by `--public-url`).
+    MisdirectedRequest = "misdirected_request" => 421,
+    /// Preview links need an origin per app, and the daemon is reached by an address with no
+    /// subdomains; start coved with `--public-url` (a name whose subdomains lead to it).
+    NoPreviewOrigin = "no_preview_origin" => 409,
+    /// The port is held by a process the agent did not start; only servers started from its
+    /// shell sessions can be previewed.
+    PortNotAgents = "port_not_agents" => 403,
+    /// Too many requests with a wrong token came from this address; wait and retry.
+    TooManyFailures = "too_many_failures" => 429,
     /// The daemon failed in a way that is not the caller's fault.
     Internal = "internal" => 500,
 }

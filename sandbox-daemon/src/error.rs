@@ -76,6 +76,8 @@ impl From<FileError> for ApiError {
             FileError::NotFound(_) => ErrorCode::NotFound,
             FileError::AlreadyExists(_) => ErrorCode::AlreadyExists,
             FileError::IsDirectory(_) => ErrorCode::IsDirectory,
+            FileError::NotRegularFile(_) => ErrorCode::NotRegularFile,
+            FileError::Conflict(_) => ErrorCode::Conflict,
             FileError::NotDirectory(_) => ErrorCode::NotDirectory,
             FileError::DirectoryNotEmpty(_) => ErrorCode::DirectoryNotEmpty,
             FileError::PermissionDenied(_) => ErrorCode::PermissionDenied,
@@ -88,6 +90,17 @@ impl From<FileError> for ApiError {
             FileError::Io { .. } => ErrorCode::Internal,
         };
         ApiError::new(code, e.to_string())
+    }
+}
+
+impl From<crate::util::BlockingError> for ApiError {
+    fn from(e: crate::util::BlockingError) -> Self {
+        match e {
+            crate::util::BlockingError::TimedOut => {
+                ApiError::new(ErrorCode::Timeout, e.to_string())
+            }
+            crate::util::BlockingError::Failed(_) => ApiError::internal(e.to_string()),
+        }
     }
 }
 

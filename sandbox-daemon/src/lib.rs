@@ -37,6 +37,7 @@ use browser::{BrowserManager, BrowserSettings};
 use cove_protocol::browser::{DEFAULT_ELEMENTS_CAP, DEFAULT_VIEWPORT, Viewport};
 use cove_protocol::takeover::DEFAULT_TAKEOVER_TTL_SECS;
 use files::Workspace;
+use preview::origins::PublicUrl;
 use preview::{Preview, PreviewSettings};
 use procs::ChildRegistry;
 use shell::session::SessionSettings;
@@ -76,8 +77,9 @@ pub struct DaemonConfig {
     pub elements_cap: usize,
     /// Lifetime of a takeover when the caller does not say.
     pub takeover_ttl: Duration,
-    /// The daemon's address as people reach it, for takeover and preview links.
-    pub public_url: Option<String>,
+    /// The daemon's address as people reach it, for takeover and preview links; previews
+    /// are served under its subdomains.
+    pub public_url: Option<PublicUrl>,
     /// `/preview/` and `/proxy/` need no token.
     pub preview_public: bool,
 }
@@ -134,8 +136,6 @@ pub struct App {
     pub browser: BrowserManager,
     pub takeover: TakeoverManager,
     pub preview: Preview,
-    /// The daemon's address as people reach it, when the operator said.
-    pub public_url: Option<String>,
     /// Client for the preview proxy (no redirects followed, no proxy), built on first use.
     pub proxy_http: std::sync::OnceLock<reqwest::Client>,
     /// Client for fetching image URLs, built on first use (loading TLS roots costs startup
@@ -243,12 +243,11 @@ impl Daemon {
             browser,
             takeover: TakeoverManager::new(TakeoverSettings {
                 ttl: config.takeover_ttl,
-                public_url: config.public_url.clone(),
             }),
             preview: Preview::new(&PreviewSettings {
                 public: config.preview_public,
+                public_url: config.public_url.clone(),
             }),
-            public_url: config.public_url.clone(),
             proxy_http: std::sync::OnceLock::new(),
             http: std::sync::OnceLock::new(),
             openapi,

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use cove_protocol::browser::Viewport;
 use coved::auth::{TokenSource, resolve_token};
+use coved::preview::origins::PublicUrl;
 use coved::{Daemon, DaemonConfig};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing_subscriber::EnvFilter;
@@ -83,8 +84,8 @@ struct Cli {
 
     /// This daemon's address as people reach it (e.g. https://sandbox-7.example.com), for
     /// takeover and preview links; by default the address the controller used.
-    #[arg(long, env = "COVED_PUBLIC_URL")]
-    public_url: Option<String>,
+    #[arg(long, env = "COVED_PUBLIC_URL", value_parser = parse_public_url)]
+    public_url: Option<PublicUrl>,
 
     /// Serve /preview/ and /proxy/ without a token (when something in front of the daemon
     /// already guards it).
@@ -102,6 +103,10 @@ fn parse_viewport(raw: &str) -> Result<Viewport, String> {
         return Err(format!("{width}x{height} is not a sensible viewport"));
     }
     Ok(Viewport { width, height })
+}
+
+fn parse_public_url(raw: &str) -> Result<PublicUrl, String> {
+    PublicUrl::parse(raw)
 }
 
 fn default_state_dir() -> PathBuf {
@@ -169,7 +174,7 @@ async fn main() -> anyhow::Result<()> {
         cli.takeover_ttl_secs
             .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
     );
-    config.public_url = cli.public_url.filter(|u| !u.trim().is_empty());
+    config.public_url = cli.public_url;
     config.preview_public = cli.preview_public;
     let daemon = Daemon::new(config)?;
 

@@ -3,8 +3,9 @@
 //! Every row of [`cove_protocol::api::ENDPOINTS`] is routed through [`handler`], an exhaustive
 //! match, and every row but `/health` sits behind the token middleware, which also guards the
 //! fallback: an unknown path answers 401 to a caller without the token, not 404. The
-//! takeover page and its socket sit outside the table: they check the takeover token; so do
-//! `/preview/` and `/proxy/`, which take the preview token (see [`crate::preview`]).
+//! takeover page and its socket sit outside the table: they check the takeover token. In
+//! front of it all, [`preview::by_host`] sends requests for the preview origins
+//! (`p<port>.<base>`, `files.<base>`) to the previews, which take the preview token.
 
 use std::any::Any;
 
@@ -115,33 +116,30 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_token,
         ));
-    // Workspace preview and the proxy: a person's browser, so the preview token or cookie.
+    // Previews on the daemon's origin: the API token's holder is served, browsers are sent
+    // on to the preview origins.
     let previews = Router::new()
+        .route("/preview", axum::routing::any(preview::on_daemon_origin))
+        .route("/preview/", axum::routing::any(preview::on_daemon_origin))
         .route(
-            "/preview",
-            axum::routing::get(|| async { axum::response::Redirect::permanent("/preview/") }),
-        )
-        .route("/preview/", axum::routing::get(preview::files::root))
-        .route("/preview/{*path}", axum::routing::get(preview::files::file))
-        .route("/proxy/{port}", axum::routing::any(preview::proxy::bare))
-        .route(
-            "/proxy/{port}/",
-            axum::routing::any(preview::proxy::forward_root),
+            "/preview/{*path}",
+            axum::routing::any(preview::on_daemon_origin),
         )
         .route(
-            "/proxy/{port}/{*rest}",
-            axum::routing::any(preview::proxy::forward),
-        )
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            preview::guard,
-        ));
+            "/proxy/{*rest}",
+            axum::routing::any(preview::on_daemon_origin),
+        );
     public
         .merge(previews)
         .merge(protected)
         // Bodies are capped by the extractors themselves (see `body`), which also drain what
         // they refuse; axum's own limit would cut the connection instead.
         .layer(DefaultBodyLimit::disable())
+        // Outermost but for panics: the preview origins never reach the routes above.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            preview::by_host,
+        ))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

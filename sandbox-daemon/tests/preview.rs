@@ -1,5 +1,6 @@
-//! Workspace preview and the proxy: files served read-only, and an app started by a shell
-//! session reached over HTTP and WebSocket, through the preview token's cookie.
+//! Workspace preview and the proxy: files served read-only at `files.localhost`, and an app
+//! started by a shell session reached at `p<port>.localhost` over HTTP and WebSocket, through
+//! the preview token's cookie.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
 
@@ -7,14 +8,15 @@ use std::time::Duration;
 
 use cove_protocol::client::CovedClient;
 use cove_protocol::files::CreateRequest;
+use cove_protocol::preview::ExposeResponse;
 use cove_protocol::shell::ExecRequest;
+use cove_tests::preview::{client, websocket};
 use cove_tests::{DaemonBuilder, DaemonProcess};
 use futures_util::{SinkExt, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const SERVER: &str = include_str!("../../tests/fixtures/preview/server.py");
 
@@ -35,12 +37,10 @@ async fn put(c: &CovedClient, path: &str, content: &str) {
     .unwrap();
 }
 
-/// A client that keeps cookies and follows no redirects, as a test sees each step.
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+/// The origin of a link: everything before the path.
+fn origin(link: &str) -> String {
+    let (scheme, rest) = link.split_once("://").unwrap();
+    format!("{scheme}://{}", rest.split(['/', '?']).next().unwrap())
 }
 
 /// Trades a link's token for the cookie; returns the cookie and where the link pointed.
@@ -48,16 +48,52 @@ async fn visit_link(http: &reqwest::Client, link: &str) -> (String, String) {
     let r = http.get(link).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER, "{link}");
     let cookie = r.headers()[SET_COOKIE].to_str().unwrap().to_string();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("Path=/"),
-        "{cookie}"
-    );
+    for part in ["HttpOnly", "Path=/", "SameSite=Strict", "Max-Age="] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    assert!(cookie.starts_with("cove_preview_"), "{cookie}");
     let location = r.headers()[LOCATION].to_str().unwrap().to_string();
     assert!(
         !location.contains("cove_preview"),
         "the token stays in the URL: {location}"
     );
     (cookie.split(';').next().unwrap().to_string(), location)
+}
+
+/// Starts the test app in a shell session on a free port of `address`; waits until it
+/// listens.
+async fn start_app(c: &CovedClient, address: &str) -> (u16, ExposeResponse) {
+    put_if_missing(c, "server.py", SERVER).await;
+    let port = free_port();
+    let started = c
+        .exec(
+            &ExecRequest::new(format!("python3 server.py {port} {address}"))
+                .in_session(format!("app{port}"))
+                .non_blocking(),
+        )
+        .await
+        .unwrap();
+    assert!(!started.completed, "{}", started.output);
+    let mut exposed = c.expose(port).await.unwrap();
+    for _ in 0..100 {
+        if exposed.listening {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        exposed = c.expose(port).await.unwrap();
+    }
+    assert!(exposed.listening, "the app never listened");
+    (port, exposed)
+}
+
+async fn put_if_missing(c: &CovedClient, path: &str, content: &str) {
+    let _ = c
+        .create(&CreateRequest {
+            path: path.into(),
+            content: content.into(),
+            mode: None,
+        })
+        .await;
 }
 
 #[tokio::test]
@@ -73,39 +109,56 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
     put(&c, "site/style.css", "h1 { color: teal }").await;
     put(&c, "site/docs/notes.md", "# notes").await;
     put(&c, "secret.txt", "workspace file").await;
+    put(
+        &c,
+        "drawing.svg",
+        "<svg xmlns='http://www.w3.org/2000/svg'/>",
+    )
+    .await;
     let exposed = c.expose(1).await.unwrap();
-    let base = c.base_url().as_str().trim_end_matches('/').to_string();
+    let daemon_port = d.url.rsplit(':').next().unwrap().to_string();
+    let files = format!("http://files.localhost:{daemon_port}");
     assert!(
         exposed
             .files_url
-            .starts_with(&format!("{base}/preview/?cove_preview="))
+            .starts_with(&format!("{files}/?cove_preview=")),
+        "{}",
+        exposed.files_url
+    );
+    assert_eq!(
+        origin(&exposed.url),
+        format!("http://p1.localhost:{daemon_port}")
     );
 
-    let http = browser();
-    // No token: refused, for files and the proxy alike.
-    for path in ["/preview/", "/preview/site/index.html", "/proxy/1/"] {
-        let r = http.get(format!("{base}{path}")).send().await.unwrap();
-        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
+    let http = client(&[&exposed.files_url, &exposed.url]);
+    // No token: refused, for files and the app alike.
+    for url in [
+        format!("{files}/"),
+        format!("{files}/site/index.html"),
+        origin(&exposed.url),
+    ] {
+        let r = http.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{url}");
     }
     let wrong = http
-        .get(format!("{base}/preview/?cove_preview=nope"))
+        .get(format!("{files}/?cove_preview=nope"))
         .send()
         .await
         .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
     // The preview token opens nothing of the API.
     let token = exposed.files_url.split("cove_preview=").nth(1).unwrap();
-    let api = CovedClient::new(&base, token.to_string()).unwrap();
+    let api = CovedClient::new(&d.url, token.to_string()).unwrap();
     assert!(api.info().await.is_err(), "the API took the preview token");
 
     let (cookie, location) = visit_link(&http, &exposed.files_url).await;
-    assert_eq!(location, "/preview/");
+    assert_eq!(location, "/");
     let get = |path: &str| {
-        http.get(format!("{base}{path}"))
+        http.get(format!("{files}{path}"))
             .header(COOKIE, &cookie)
             .send()
     };
-    let listing = get("/preview/").await.unwrap();
+    let listing = get("/").await.unwrap();
     assert_eq!(listing.status(), StatusCode::OK);
     let listing = listing.text().await.unwrap();
     assert!(
@@ -113,30 +166,30 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
         "{listing}"
     );
 
-    let moved = get("/preview/site").await.unwrap();
+    let moved = get("/site").await.unwrap();
     assert_eq!(moved.status(), StatusCode::MOVED_PERMANENTLY);
-    assert_eq!(moved.headers()[LOCATION], "/preview/site/");
-    let index = get("/preview/site/").await.unwrap();
+    assert_eq!(moved.headers()[LOCATION], "/site/");
+    let index = get("/site/").await.unwrap();
     assert_eq!(index.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(index.headers().get("content-security-policy").is_none());
     assert!(index.text().await.unwrap().contains("Built by the agent"));
-    let css = get("/preview/site/style.css").await.unwrap();
+    let css = get("/site/style.css").await.unwrap();
     assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
     assert_eq!(css.text().await.unwrap(), "h1 { color: teal }");
-    let docs = get("/preview/site/docs/")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let svg = get("/drawing.svg").await.unwrap();
+    assert_eq!(svg.headers()["content-security-policy"], "sandbox");
+    let docs = get("/site/docs/").await.unwrap().text().await.unwrap();
     assert!(docs.contains("notes.md") && docs.contains("../"), "{docs}");
+    let spaced = get("/site/docs/notes%2Emd").await.unwrap();
+    assert_eq!(spaced.text().await.unwrap(), "# notes");
     assert_eq!(
-        get("/preview/missing.html").await.unwrap().status(),
+        get("/missing.html").await.unwrap().status(),
         StatusCode::NOT_FOUND
     );
 
     // Read-only, and confined like the file API.
     let post = http
-        .post(format!("{base}/preview/secret.txt"))
+        .post(format!("{files}/secret.txt"))
         .header(COOKIE, &cookie)
         .body("x")
         .send()
@@ -144,7 +197,7 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
         .unwrap();
     assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
     std::os::unix::fs::symlink("/etc", d.path("etc-link")).unwrap();
-    let escaped = get("/preview/etc-link/passwd").await.unwrap();
+    let escaped = get("/etc-link/passwd").await.unwrap();
     assert!(
         matches!(
             escaped.status(),
@@ -153,16 +206,31 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
         "{}",
         escaped.status()
     );
-    let dotdot = get("/preview/site/%2e%2e/%2e%2e/etc/passwd").await.unwrap();
+    let dotdot = get("/site/%2e%2e/%2e%2e/etc/passwd").await.unwrap();
     assert_ne!(dotdot.status(), StatusCode::OK);
-    // The API token works too, for tools.
+
+    // On the daemon's origin: the API token is served (for tools), a browser is sent on.
     let with_api = http
-        .get(format!("{base}/preview/secret.txt"))
+        .get(format!("{}/preview/secret.txt", d.url))
         .bearer_auth(c.token())
         .send()
         .await
         .unwrap();
     assert_eq!(with_api.text().await.unwrap(), "workspace file");
+    let html = http
+        .get(format!("{}/preview/site/index.html", d.url))
+        .bearer_auth(c.token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(html.headers()["content-security-policy"], "sandbox");
+    let sent_on = http
+        .get(format!("{}/preview/site/?x=1", d.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent_on.status(), StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(sent_on.headers()[LOCATION], format!("{files}/site/?x=1"));
 }
 
 fn free_port() -> u16 {
@@ -177,33 +245,15 @@ fn free_port() -> u16 {
 async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
     let d = daemon().await;
     let c = d.client.clone();
-    put(&c, "server.py", SERVER).await;
-    let port = free_port();
-    let started = c
-        .exec(
-            &ExecRequest::new(format!("python3 server.py {port}"))
-                .in_session("app")
-                .non_blocking(),
-        )
-        .await
-        .unwrap();
-    assert!(!started.completed, "{}", started.output);
-    let mut exposed = c.expose(port).await.unwrap();
-    for _ in 0..100 {
-        if exposed.listening {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        exposed = c.expose(port).await.unwrap();
-    }
-    assert!(exposed.listening, "the app never listened");
+    let (port, exposed) = start_app(&c, "127.0.0.1").await;
     assert!(!c.expose(free_port()).await.unwrap().listening);
 
-    let base = c.base_url().as_str().trim_end_matches('/').to_string();
-    let http = browser();
+    let app = origin(&exposed.url);
+    let daemon_port = d.url.rsplit(':').next().unwrap().to_string();
+    assert_eq!(app, format!("http://p{port}.localhost:{daemon_port}"));
+    let http = client(&[&app]);
     let (cookie, location) = visit_link(&http, &exposed.url).await;
-    assert_eq!(location, format!("/proxy/{port}/"));
-    let app = format!("{base}/proxy/{port}");
+    assert_eq!(location, "/");
 
     let page = http
         .get(format!("{app}/page"))
@@ -234,7 +284,11 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
     assert_eq!(headers["x-custom"], "yes");
     assert_eq!(headers["cookie"], "theme=dark", "{headers}");
     assert_eq!(headers["host"], format!("localhost:{port}"));
-    assert_eq!(headers["x-forwarded-prefix"], format!("/proxy/{port}"));
+    assert_eq!(
+        headers["x-forwarded-host"],
+        format!("p{port}.localhost:{daemon_port}")
+    );
+    assert!(headers.get("x-forwarded-prefix").is_none(), "{headers}");
     let with_api: Value = http
         .get(format!("{app}/who"))
         .bearer_auth(c.token())
@@ -249,7 +303,7 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
         "{with_api}"
     );
 
-    // A redirect to /landed stays under the prefix.
+    // A redirect to /landed stays on the app's origin.
     let redirect = http
         .get(format!("{app}/redirect"))
         .header(COOKIE, &cookie)
@@ -257,18 +311,11 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
         .await
         .unwrap();
     assert_eq!(redirect.status(), StatusCode::FOUND);
-    assert_eq!(
-        redirect.headers()[LOCATION],
-        format!("/proxy/{port}/landed")
-    );
+    assert_eq!(redirect.headers()[LOCATION], "/landed");
 
     // A WebSocket echo through the proxy.
-    let ws_url = format!("{}/proxy/{port}/ws", base.replacen("http://", "ws://", 1));
-    let mut request = ws_url.into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", cookie.parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let ws_url = format!("{}/ws", app.replacen("http://", "ws://", 1));
+    let mut socket = websocket(&ws_url, Some(&cookie)).await.unwrap();
     socket.send(Message::Text("hello".into())).await.unwrap();
     let answer = tokio::time::timeout(Duration::from_secs(10), socket.next())
         .await
@@ -290,11 +337,33 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
     socket.close(None).await.unwrap();
 
     // No token, no WebSocket either.
-    let bare = format!("{}/proxy/{port}/ws", base.replacen("http://", "ws://", 1));
-    assert!(tokio_tungstenite::connect_async(bare).await.is_err());
+    assert!(websocket(&ws_url, None).await.is_err());
+
+    // The API token's holder reaches the app under /proxy/<port>/ on the daemon's origin.
+    let prefixed: Value = http
+        .get(format!("{}/proxy/{port}/who?y=2", d.url))
+        .bearer_auth(c.token())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(prefixed["path"], "/who?y=2");
+    assert_eq!(
+        prefixed["headers"]["x-forwarded-prefix"],
+        format!("/proxy/{port}")
+    );
+    let sent_on = http
+        .get(format!("{}/proxy/{port}/page", d.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent_on.status(), StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(sent_on.headers()[LOCATION], format!("{app}/page"));
 
     // Once the app stops, the proxy says so.
-    c.signal("app", cove_protocol::shell::Signal::Int)
+    c.signal(&format!("app{port}"), cove_protocol::shell::Signal::Int)
         .await
         .unwrap();
     let mut status = StatusCode::OK;
@@ -312,4 +381,21 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(status, StatusCode::BAD_GATEWAY);
+}
+
+#[tokio::test]
+async fn an_app_listening_only_on_ipv6_loopback_is_reached() {
+    let d = daemon().await;
+    let c = d.client.clone();
+    let (_, exposed) = start_app(&c, "::1").await;
+    let http = client(&[&exposed.url]);
+    let (cookie, _) = visit_link(&http, &exposed.url).await;
+    let page = http
+        .get(format!("{}/page", origin(&exposed.url)))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.text().await.unwrap().contains("Hello from the app"));
 }

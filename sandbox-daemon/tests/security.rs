@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use cove_protocol::browser::{NavigateTo, StateQuery};
 use cove_protocol::client::CovedClient;
+use cove_protocol::files::CreateRequest;
+use cove_protocol::shell::ExecRequest;
 use cove_protocol::takeover::StartTakeover;
+use cove_tests::person::Person;
 use cove_tests::viewer::chromium_path;
 use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, procs};
 use serde_json::json;
@@ -237,4 +240,563 @@ async fn a_persons_commands_end_with_the_takeover() {
     let state = c.browser_state(LEAN).await.unwrap();
     assert!(state.url.ends_with("/select.html"), "{}", state.url);
     assert_eq!(state.tabs.len(), 1);
+}
+
+const HOSTILE: &str = include_str!("../../tests/fixtures/preview/hostile.py");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts the hostile app in a shell session, trying to read `targets`; returns its port
+/// and preview link.
+async fn start_hostile(c: &CovedClient, targets: &[String]) -> (u16, String) {
+    c.create(&CreateRequest {
+        path: "hostile.py".into(),
+        content: HOSTILE.into(),
+        mode: None,
+    })
+    .await
+    .unwrap();
+    let port = free_port();
+    let targets = serde_json::to_string(targets).unwrap();
+    c.exec(
+        &ExecRequest::new(format!(
+            "python3 hostile.py {port} {}",
+            cove_tests::shell_quote(&targets)
+        ))
+        .in_session("hostile")
+        .non_blocking(),
+    )
+    .await
+    .unwrap();
+    for _ in 0..100 {
+        let exposed = c.expose(port).await.unwrap();
+        if exposed.listening {
+            return (port, exposed.url);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the hostile app never listened");
+}
+
+/// What the hostile app has logged so far.
+fn hostile_log(d: &DaemonProcess) -> String {
+    std::fs::read_to_string(d.path("hostile.log")).unwrap_or_default()
+}
+
+/// H2: an app the agent runs is previewed on an origin of its own, so the service worker it
+/// registers controls that origin alone and never sees the takeover page (nor its token),
+/// and its page cannot read the workspace's files or the API with the person's cookies.
+#[tokio::test]
+async fn a_previewed_app_cannot_reach_the_takeover_or_the_files() {
+    chromium_path();
+    let d = daemon().await;
+    let c = &d.client;
+    c.create(&CreateRequest {
+        path: "secret.txt".into(),
+        content: "the workspace's secret".into(),
+        mode: None,
+    })
+    .await
+    .unwrap();
+    let files = c.expose(1).await.unwrap().files_url;
+    let files_origin = files.split("/?").next().unwrap().to_string();
+    let targets = vec![
+        format!("{files_origin}/secret.txt"),
+        format!("{}/preview/secret.txt", d.url),
+        format!("{}/v1/info", d.url),
+    ];
+    let (_, link) = start_hostile(c, &targets).await;
+    let app_origin = link.split("/?").next().unwrap().to_string();
+
+    // The person opens the files link, then the app's link, in their browser.
+    let mut person = Person::launch().await.unwrap();
+    person.goto(&files).await.unwrap();
+    person
+        .wait_until(
+            "document.body && document.body.innerText.includes('secret.txt')",
+            WAIT,
+        )
+        .await
+        .expect("the files' listing opens");
+    person.goto(&link).await.unwrap();
+    if person
+        .wait_until("document.title === 'done'", WAIT)
+        .await
+        .is_err()
+    {
+        let seen = person
+            .eval("navigator.serviceWorker.getRegistrations().then(rs => location.href + ' | ' + document.title + ' | ' + isSecureContext + ' | ' + JSON.stringify(rs.map(r => [r.scope, !!r.installing, !!r.waiting, !!r.active, r.active && r.active.state])))")
+            .await;
+        panic!(
+            "the app's page did not run: {seen:?}; log {}",
+            hostile_log(&d)
+        );
+    }
+    let log = hostile_log(&d);
+    assert!(
+        log.contains(&format!("sw {app_origin}/")),
+        "the worker's scope is the app's origin: {log}"
+    );
+    for target in &targets {
+        assert!(
+            log.contains(&format!("blocked {target}")),
+            "{target}: {log}"
+        );
+    }
+    assert!(!log.contains("the workspace's secret"), "{log}");
+
+    // Later the agent asks for help; the person opens the takeover link in the same browser.
+    open(c, "data:text/html,<title>agent page</title>").await;
+    let grant = c
+        .takeover_start(&StartTakeover {
+            message: None,
+            ttl_secs: None,
+        })
+        .await
+        .unwrap();
+    person.goto(&grant.url).await.unwrap();
+    person
+        .wait_until("document.title.includes('Cove takeover')", WAIT)
+        .await
+        .expect("the takeover page opens");
+    // The control: the worker is alive on its own origin and reports what it sees there.
+    person.goto(&format!("{app_origin}/again")).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !hostile_log(&d).contains("steal http") {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never ran: {}",
+            hostile_log(&d)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = hostile_log(&d);
+    assert!(!log.contains("takeover"), "the app saw the takeover: {log}");
+    assert!(!log.contains(&grant.token), "the app has the token: {log}");
+    assert!(log.contains(&format!("steal {app_origin}/again")), "{log}");
+    person.close().await;
+}
+
+/// M1: each daemon's preview cookie has a name of its own and stays on its origin: two
+/// sandboxes on one host never overwrite each other's, and no other service of the host
+/// (another port, another name) receives it.
+#[tokio::test]
+async fn preview_cookies_stay_with_their_sandbox_and_origin() {
+    chromium_path();
+    let a = daemon().await;
+    let b = daemon().await;
+    for (d, text) in [(&a, "hello-a"), (&b, "hello-b")] {
+        d.client
+            .create(&CreateRequest {
+                path: "index.txt".into(),
+                content: text.into(),
+                mode: None,
+            })
+            .await
+            .unwrap();
+    }
+    let link_a = a.client.expose(1).await.unwrap().files_url;
+    let link_b = b.client.expose(1).await.unwrap().files_url;
+    let page_a = format!("{}/index.txt", link_a.split("/?").next().unwrap());
+    // An unrelated service of the host that shows what it receives.
+    let echo = EchoServer::start().await;
+
+    let mut person = Person::launch().await.unwrap();
+    let body = "document.body ? document.body.innerText : ''";
+    person.goto(&link_a).await.unwrap();
+    person.goto(&page_a).await.unwrap();
+    assert_eq!(person.eval(body).await.unwrap(), "hello-a");
+    person.goto(&link_b).await.unwrap();
+    person
+        .wait_until(
+            "document.body && document.body.innerText.includes('index.txt')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    person.goto(&page_a).await.unwrap();
+    assert_eq!(
+        person.eval(body).await.unwrap(),
+        "hello-a",
+        "b's cookie replaced a's"
+    );
+
+    for host in ["127.0.0.1", "localhost"] {
+        person
+            .goto(&format!("http://{host}:{}/unrelated", echo.port))
+            .await
+            .unwrap();
+    }
+    let seen = echo.requests();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen.iter().all(|r| !r.contains("cove_preview")),
+        "a preview cookie reached another service: {seen:?}"
+    );
+    person.close().await;
+}
+
+/// A server on loopback that keeps the head of every request it gets.
+struct EchoServer {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EchoServer {
+    async fn start() -> EchoServer {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    let n = stream.read(&mut buf).await.unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                    if head.starts_with("GET /unrelated") {
+                        log.lock().unwrap().push(head);
+                    }
+                    let _ = stream
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                        )
+                        .await;
+                });
+            }
+        });
+        EchoServer { port, seen, task }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for EchoServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// M1, M7: a page of another site cannot make a preview change state (a cross-site form
+/// post), with or without the preview token in force.
+#[tokio::test]
+async fn other_sites_cannot_post_to_a_preview() {
+    for public in [false, true] {
+        let mut builder = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"));
+        if public {
+            builder = builder.arg("--preview-public");
+        }
+        let d = builder.spawn().await.unwrap();
+        let c = &d.client;
+        let (_, link) = start_hostile(c, &[]).await;
+        let app = link.split("/?").next().unwrap().to_string();
+        let http = cove_tests::preview::client(&[&app]);
+        let mut cookie = String::new();
+        if !public {
+            let traded = http.get(&link).send().await.unwrap();
+            cookie = traded.headers()["set-cookie"]
+                .to_str()
+                .unwrap()
+                .split(';')
+                .next()
+                .unwrap()
+                .to_string();
+        }
+        let post = |headers: &[(&str, &str)]| {
+            let mut request = http
+                .post(format!("{app}/form"))
+                .header("cookie", &cookie)
+                .body("x=1");
+            for (k, v) in headers {
+                request = request.header(*k, *v);
+            }
+            request.send()
+        };
+        for headers in [
+            vec![
+                ("sec-fetch-site", "cross-site"),
+                ("origin", "http://evil.example"),
+            ],
+            vec![("origin", "http://evil.example")],
+            vec![("origin", "null")],
+            vec![("origin", "http://127.0.0.1:9")],
+        ] {
+            let answer = post(&headers).await.unwrap();
+            assert_eq!(answer.status(), 403, "public={public} {headers:?}");
+        }
+        // The control: the app's own pages (and requests without a browser's origin) post.
+        let daemon_port = d.url.rsplit(':').next().unwrap();
+        for headers in [
+            vec![("sec-fetch-site", "same-origin"), ("origin", app.as_str())],
+            vec![
+                ("sec-fetch-site", "same-site"),
+                ("origin", &format!("http://files.localhost:{daemon_port}")),
+            ],
+            vec![],
+        ] {
+            let answer = post(&headers).await.unwrap();
+            assert_eq!(answer.status(), 200, "public={public} {headers:?}");
+        }
+        let log = hostile_log(&d);
+        assert_eq!(log.matches("POST /form").count(), 3, "{log}");
+    }
+}
+
+/// M7, L2: a `Host` that is not a host and port never reaches a link, and behind a public
+/// URL any other host is refused (DNS rebinding), on every route, before anything else.
+#[tokio::test]
+async fn hosts_are_checked_before_they_reach_a_link_or_a_route() {
+    let d = daemon().await;
+    let http = reqwest::Client::new();
+    let api = |host: &str, path: &str, method: reqwest::Method| {
+        http.request(method, format!("{}{path}", d.url))
+            .bearer_auth(d.client.token())
+            .header("host", host)
+            .body(r#"{"port": 8000}"#)
+            .send()
+    };
+    for host in ["evil.example/x?", "127.0.0.1:1@evil.example", "a b", "[::1"] {
+        for path in ["/v1/preview/expose", "/v1/browser/takeover"] {
+            let answer = api(host, path, reqwest::Method::POST).await.unwrap();
+            assert_eq!(answer.status(), 400, "{host} {path}");
+            let body = answer.text().await.unwrap();
+            assert!(!body.contains("evil"), "{body}");
+        }
+    }
+    // A well-formed name that is not this machine's gets no preview link: it has no
+    // subdomains for the apps' origins.
+    let answer = api(
+        "sandbox.internal:7700",
+        "/v1/preview/expose",
+        reqwest::Method::POST,
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 409);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "no_preview_origin", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--public-url")
+    );
+
+    // Behind a public URL, and with previews open to anyone: a rebinding page's host is
+    // refused for the API, the previews and the paths that lead to them.
+    let public = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--preview-public")
+        .arg("--public-url")
+        .arg("https://sb.example.com")
+        .spawn()
+        .await
+        .unwrap();
+    std::fs::write(public.path("x.txt"), "workspace file").unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for host in [
+        "rebind.attacker.example",
+        "p8000.rebind.attacker.example",
+        "files.attacker.example",
+    ] {
+        for path in [
+            "/preview/x.txt",
+            "/x.txt",
+            "/proxy/8000/",
+            "/v1/info",
+            "/health",
+        ] {
+            let answer = http
+                .get(format!("{}{path}", public.url))
+                .header("host", host)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 421, "{host}{path}");
+        }
+    }
+    // The control: the public name's own files origin serves the file.
+    let answer = http
+        .get(format!("{}/x.txt", public.url))
+        .header("host", "files.sb.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.text().await.unwrap(), "workspace file");
+    // Links are built from the public URL, whatever host the caller used.
+    chromium_path();
+    let grant = public
+        .client
+        .takeover_start(&StartTakeover {
+            message: None,
+            ttl_secs: Some(5),
+        })
+        .await
+        .unwrap();
+    assert!(
+        grant
+            .url
+            .starts_with("https://sb.example.com/takeover?token="),
+        "{}",
+        grant.url
+    );
+}
+
+/// C1, M7: the proxy reaches only servers the agent's shell sessions started: not coved
+/// itself (no recursion), not a service someone else runs on the machine, whatever the
+/// port's spelling.
+#[tokio::test]
+async fn the_proxy_reaches_only_the_agents_servers() {
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--preview-public")
+        .spawn()
+        .await
+        .unwrap();
+    let c = &d.client;
+    let daemon_port: u16 = d.url.rsplit(':').next().unwrap().parse().unwrap();
+    let other = EchoServer::start().await;
+    let (agents, link) = start_hostile(c, &[]).await;
+    let http = cove_tests::preview::client(&[
+        &format!("http://p{daemon_port}.localhost:{daemon_port}/"),
+        &format!("http://p{}.localhost:{daemon_port}/", other.port),
+        &link,
+    ]);
+    for port in [daemon_port, other.port] {
+        let refused = c.expose(port).await.unwrap_err();
+        assert!(refused.to_string().contains("port_not_agents"), "{refused}");
+        for url in [
+            format!("http://p{port}.localhost:{daemon_port}/unrelated"),
+            format!("http://p{port}.localhost:{daemon_port}/v1/info"),
+        ] {
+            let answer = http.get(&url).send().await.unwrap();
+            assert_eq!(answer.status(), 403, "{url}");
+        }
+        let answer = http
+            .get(format!("{}/proxy/{port}/unrelated", d.url))
+            .bearer_auth(c.token())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 403, "/proxy/{port}/");
+    }
+    assert!(other.requests().is_empty(), "{:?}", other.requests());
+    // Recursion through the daemon's own origin goes nowhere.
+    let mut path = String::new();
+    for _ in 0..50 {
+        path.push_str(&format!("/proxy/{daemon_port}"));
+    }
+    let answer = http
+        .get(format!("{}{path}/preview/x.txt", d.url))
+        .bearer_auth(c.token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 403);
+    // Ports spelled any way but plain digits are not ports.
+    for spelling in [
+        "0",
+        format!("0{agents}").as_str(),
+        &format!("+{agents}"),
+        "%31%32",
+    ] {
+        let answer = http
+            .get(format!("{}/proxy/{spelling}/x", d.url))
+            .bearer_auth(c.token())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "/proxy/{spelling}/");
+    }
+    // Overlong URLs are refused before anything is forwarded.
+    let long = format!("{}/{}", link.split("/?").next().unwrap(), "a".repeat(9000));
+    assert_eq!(http.get(&long).send().await.unwrap().status(), 414);
+    // The control: the agent's own server is reached.
+    let answer = http
+        .get(format!("{}/ok", link.split("/?").next().unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+}
+
+/// L6: the takeover socket serves the takeover page only (a page elsewhere that learnt the
+/// token cannot use it from the person's browser), and the token leaves the page's address
+/// as soon as it loads, yet a reload keeps working.
+#[tokio::test]
+async fn the_takeover_token_stays_on_the_takeover_page() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    chromium_path();
+    let d = daemon().await;
+    let c = &d.client;
+    open(c, "data:text/html,<title>agent page</title>hi").await;
+    let grant = c
+        .takeover_start(&StartTakeover {
+            message: None,
+            ttl_secs: None,
+        })
+        .await
+        .unwrap();
+    let socket_url = format!("{}/takeover/ws", d.url.replacen("http://", "ws://", 1));
+    let connect = |origin: Option<String>| {
+        let mut request = socket_url.as_str().into_client_request().unwrap();
+        let headers = request.headers_mut();
+        headers.insert(
+            "sec-websocket-protocol",
+            format!("cove-takeover, cove-token.{}", grant.token)
+                .parse()
+                .unwrap(),
+        );
+        if let Some(origin) = origin {
+            headers.insert("origin", origin.parse().unwrap());
+        }
+        tokio_tungstenite::connect_async(request)
+    };
+    for origin in [
+        "http://evil.example",
+        "null",
+        "http://p8000.localhost:1",
+        "http://127.0.0.1:1",
+    ] {
+        let refused = connect(Some(origin.into())).await.expect_err(origin);
+        assert!(refused.to_string().contains("403"), "{origin}: {refused}");
+    }
+    // The control: the page's own origin, and clients that are not browsers.
+    assert!(connect(Some(d.url.clone())).await.is_ok());
+    assert!(connect(None).await.is_ok());
+
+    let mut person = Person::launch().await.unwrap();
+    person.goto(&grant.url).await.unwrap();
+    let frames = "Number(document.getElementById('view').dataset.frames || 0) > 0";
+    person
+        .wait_until(frames, WAIT)
+        .await
+        .expect("frames arrive");
+    let href = person.eval("location.href").await.unwrap();
+    assert_eq!(
+        href,
+        format!("{}/takeover", d.url),
+        "the token stayed in the URL"
+    );
+    person
+        .eval("window.beforeReload = true; location.reload()")
+        .await
+        .ok();
+    person
+        .wait_until(&format!("!window.beforeReload && {frames}"), WAIT)
+        .await
+        .expect("frames arrive after a reload");
+    person.close().await;
 }

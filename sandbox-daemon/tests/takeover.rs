@@ -326,7 +326,8 @@ async fn wrong_ended_and_expired_tokens_get_401_and_no_frames() {
 
     assert_eq!(page_status(&grant.url).await, 200);
     assert_eq!(page_status(&format!("{base}?token=wrong")).await, 401);
-    assert_eq!(page_status(&base).await, 401);
+    // Without a token the page is served: it finds the token its tab kept (see security.rs).
+    assert_eq!(page_status(&base).await, 200);
     let refused = LiveClient::connect(&grant.url, "wrong")
         .await
         .err()

@@ -8,6 +8,8 @@ pub mod docker;
 pub mod firefox;
 pub mod live;
 pub mod llm;
+pub mod person;
+pub mod preview;
 pub mod procs;
 pub mod site;
 pub mod stats;
@@ -35,4 +37,9 @@ pub fn log_text() -> String {
         i += 1;
     }
     out
+}
+
+/// Quotes `s` for a POSIX shell as a single word.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
 }

@@ -85,6 +85,12 @@ impl Viewer {
         })
     }
 
+    /// Opens `url` in the viewer's page, as a person typing it would.
+    pub async fn goto(&self, url: &str) -> Result<()> {
+        within("navigate", self.page.goto(url)).await?;
+        Ok(())
+    }
+
     /// Evaluates `js` in the viewer page.
     pub async fn eval(&self, js: &str) -> Result<Value> {
         let result = within("evaluate", self.page.evaluate(js)).await?;

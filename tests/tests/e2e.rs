@@ -917,7 +917,7 @@ async fn the_agent_serves_a_site_and_exposes_it_for_the_user() {
         let text = request.all_text();
         let link = text
             .split_whitespace()
-            .find(|w| w.contains("/proxy/"))
+            .find(|w| w.contains("cove_preview="))
             .unwrap_or("NO LINK")
             .to_string();
         Turn::text("").call("complete", json!({"text": link}))
@@ -946,11 +946,11 @@ async fn the_agent_serves_a_site_and_exposes_it_for_the_user() {
     let output = exposed["output"].as_str().unwrap();
     let link = output
         .split_whitespace()
-        .find(|w| w.contains("/proxy/"))
+        .find(|w| w.contains("cove_preview="))
         .unwrap_or_else(|| panic!("no link in {exposed}"))
         .to_string();
     assert!(
-        link.contains(&format!("/proxy/{port}/?cove_preview=")),
+        link.starts_with(&format!("http://p{port}.localhost:")) && link.contains("/?cove_preview="),
         "{link}"
     );
     // The user opens the link while the sandbox still runs: the cookie, then the page.
@@ -966,45 +966,27 @@ async fn the_agent_serves_a_site_and_exposes_it_for_the_user() {
     assert!(child.wait().await.unwrap().success(), "{:?}", kinds(&all));
 }
 
-/// Follows a preview link as a browser would (cookie and redirect), with a bare HTTP/1.1
-/// client: the harness has no HTTP client dependency of its own.
+/// Follows a preview link as a browser would: the token traded for the cookie, then the page.
 async fn reqwest_like_get(link: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = link.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let fetch = |path: String, cookie: Option<String>| {
-        let host = host.to_string();
-        async move {
-            let mut s = tokio::net::TcpStream::connect(&host).await.unwrap();
-            let cookie = cookie
-                .map(|c| format!("Cookie: {c}\r\n"))
-                .unwrap_or_default();
-            s.write_all(
-                format!(
-                    "GET /{path} HTTP/1.1\r\nHost: {host}\r\n{cookie}Connection: close\r\n\r\n"
-                )
-                .as_bytes(),
-            )
-            .await
-            .unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).await.unwrap();
-            out
-        }
-    };
-    let first = fetch(path.to_string(), None).await;
-    let header = |name: &str| {
-        first
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(": ")?;
-                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-            })
-            .unwrap_or_else(|| panic!("no {name} in {first}"))
-    };
-    let cookie = header("set-cookie").split(';').next().unwrap().to_string();
-    let location = header("location");
-    fetch(location.trim_start_matches('/').to_string(), Some(cookie)).await
+    let http = cove_tests::preview::client(&[link]);
+    let first = http.get(link).send().await.unwrap();
+    let cookie = first.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let location = first.headers()["location"].to_str().unwrap().to_string();
+    let origin = link.split("/?").next().unwrap();
+    http.get(format!("{origin}{location}"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]

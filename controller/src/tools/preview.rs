@@ -16,8 +16,8 @@ struct ExposePort {
 async fn expose_port(ctx: &ToolContext, a: ExposePort) -> ToolResult {
     match ctx.sandbox.expose(a.port).await {
         Ok(exposed) if exposed.listening => ToolResult::ok(format!(
-            "Port {} is reachable at {} (give this link to the user; it opens the app under /proxy/{}/, so the app should use relative links). The workspace's files are at {}.",
-            a.port, exposed.url, a.port, exposed.files_url
+            "Port {} is reachable at {} (give this link to the user; it opens the app at the root of its own address). The workspace's files are at {}.",
+            a.port, exposed.url, exposed.files_url
         )),
         Ok(_) => ToolResult::error(format!(
             "nothing listens on port {} inside the sandbox yet: start the server first (execute_command with blocking=false), check its output, then expose the port again",

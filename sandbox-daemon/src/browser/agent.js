@@ -251,7 +251,8 @@
         walk(el, childCtx);
       }
     };
-    walk(document.documentElement, { inControl: false, inListed: false, pointer: false, visible: true, y: 0, block: null });
+    // A document being replaced may have no root for a moment.
+    if (document.documentElement) walk(document.documentElement, { inControl: false, inListed: false, pointer: false, visible: true, y: 0, block: null });
 
     // Merge text into lines and sort every item into viewport / below / above.
     const inView = [], below = [], above = [];

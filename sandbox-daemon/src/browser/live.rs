@@ -11,7 +11,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     EventScreencastFrame, ScreencastFrameAckParams, StartScreencastFormat, StartScreencastParams,
-    StopScreencastParams,
+    StopLoadingParams, StopScreencastParams,
 };
 use chromiumoxide::listeners::EventStream;
 use cove_protocol::browser::{TabInfo, Viewport};
@@ -267,6 +267,11 @@ pub async fn ack_frame(
     cdp::run(page, ScreencastFrameAckParams::new(session_id), limit)
         .await
         .map(|_| ())
+}
+
+/// Stops whatever the tab is loading.
+pub async fn stop_loading(page: &Page, limit: std::time::Duration) {
+    let _ = cdp::run(page, StopLoadingParams::default(), limit).await;
 }
 
 /// Stops the tab's screencast.

@@ -28,9 +28,8 @@ async fn blocking<T: Send + 'static>(
     op: impl FnOnce(&Workspace) -> Result<T, FileError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let workspace = workspace.clone();
-    tokio::task::spawn_blocking(move || op(&workspace))
-        .await
-        .map_err(|e| ApiError::internal(format!("file task failed: {e}")))?
+    crate::util::blocking(move || op(&workspace))
+        .await?
         .map_err(ApiError::from)
 }
 
@@ -178,8 +177,6 @@ pub async fn upload(
         .await
         .map_err(|e| ApiError::from(super::workspace::map_io(&path, e)))?;
     drop(file);
-    tokio::task::spawn_blocking(move || upload.commit())
-        .await
-        .map_err(|e| ApiError::internal(format!("upload task failed: {e}")))??;
+    crate::util::blocking(move || upload.commit()).await??;
     Ok(Json(WriteResponse { path, bytes: total }))
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt as _, OpenOptions, OpenOptionsExt as _};
+use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use cove_protocol::files::{
@@ -41,6 +42,16 @@ pub enum FileError {
     AlreadyExists(String),
     #[error("{0:?} is a directory")]
     IsDirectory(String),
+    /// Read the file again and redo the edit.
+    #[error(
+        "{0:?} changed while it was being edited (another edit or a process wrote it); read it again and redo the edit"
+    )]
+    Conflict(String),
+    /// Only regular files are read: a FIFO would block the reader, a device never ends.
+    #[error(
+        "{0:?} is not a regular file (a FIFO, socket or device); only regular files can be read"
+    )]
+    NotRegularFile(String),
     #[error("{0:?} is not a directory (or a parent of it is a file)")]
     NotDirectory(String),
     /// Pass `recursive=true`.
@@ -247,21 +258,44 @@ impl Workspace {
         Ok(ListResponse { entries, truncated })
     }
 
-    fn load_text(&self, rel: &RelPath) -> Result<String, FileError> {
+    /// Opens a regular file for reading. The open itself does not block: a FIFO with no
+    /// writer would otherwise hold the calling thread forever.
+    fn open_regular(&self, rel: &RelPath) -> Result<(std::fs::File, u64), FileError> {
         let path = rel.as_str();
-        let mut file = self.root.open(path).map_err(|e| map_io(path, e))?;
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags(OFlags::NONBLOCK.bits() as i32);
+        let file = self
+            .root
+            .open_with(path, &options)
+            .map_err(|e| map_io(path, e))?
+            .into_std();
         let meta = file.metadata().map_err(|e| map_io(path, e))?;
         if meta.is_dir() {
             return Err(FileError::IsDirectory(path.to_string()));
         }
-        if meta.len() > self.max_read_bytes {
+        if !meta.is_file() {
+            return Err(FileError::NotRegularFile(path.to_string()));
+        }
+        let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| map_io(path, e.into()))?;
+        rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)
+            .map_err(|e| map_io(path, e.into()))?;
+        Ok((file, meta.len()))
+    }
+
+    fn load_text(&self, rel: &RelPath) -> Result<String, FileError> {
+        let path = rel.as_str();
+        let (mut file, len) = self.open_regular(rel)?;
+        let meta_len = len;
+        if meta_len > self.max_read_bytes {
             return Err(FileError::TooLarge {
                 path: path.to_string(),
-                size: meta.len(),
+                size: meta_len,
                 limit: self.max_read_bytes,
             });
         }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        let mut bytes = Vec::with_capacity(meta_len as usize);
         file.read_to_end(&mut bytes).map_err(|e| map_io(path, e))?;
         if let Some(at) = bytes.iter().position(|b| *b == 0) {
             return Err(FileError::NotText {
@@ -499,14 +533,7 @@ impl Workspace {
 
     /// Opens a regular file for download. Returns the file and its length.
     pub fn open_for_download(&self, path: &str) -> Result<(std::fs::File, u64), FileError> {
-        let rel = RelPath::parse(path)?;
-        let p = rel.as_str();
-        let file = self.root.open(p).map_err(|e| map_io(p, e))?;
-        let meta = file.metadata().map_err(|e| map_io(p, e))?;
-        if meta.is_dir() {
-            return Err(FileError::IsDirectory(p.to_string()));
-        }
-        Ok((file.into_std(), meta.len()))
+        self.open_regular(&RelPath::parse(path)?)
     }
 
     /// Prepares an upload to `path`: a temporary file beside its destination, renamed over

@@ -1,13 +1,14 @@
-//! `/preview/...`: the workspace's files, read-only, as a static web site. A directory shows
-//! its `index.html`, or a listing; paths stay inside the workspace exactly as the file API's
-//! do (the same confinement beneath the root handle).
+//! The workspace's files, read-only, as a static web site: at `files.<base>` for browsers,
+//! and at `/preview/` on the daemon's origin for the API token's holder. A directory shows its
+//! `index.html`, or a listing; paths stay inside the workspace exactly as the file API's do
+//! (the same confinement beneath the root handle), and only regular files are served.
 
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::Request;
 use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
-use axum::http::{HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use tokio_util::io::ReaderStream;
 
@@ -50,7 +51,8 @@ pub fn media_type(path: &str) -> &'static str {
     }
 }
 
-fn escape(text: &str) -> String {
+/// `text` made safe inside HTML text and attribute values.
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -58,11 +60,10 @@ fn escape(text: &str) -> String {
 }
 
 fn not_found(path: &str) -> Response {
-    (
+    super::text(
         StatusCode::NOT_FOUND,
-        format!("404: no file {path} in the workspace\n"),
+        &format!("404: no file {path} in the workspace\n"),
     )
-        .into_response()
 }
 
 async fn blocking<T: Send + 'static>(
@@ -70,22 +71,69 @@ async fn blocking<T: Send + 'static>(
     op: impl FnOnce(&Workspace) -> Result<T, FileError> + Send + 'static,
 ) -> Option<Result<T, FileError>> {
     let workspace = workspace.clone();
-    tokio::task::spawn_blocking(move || op(&workspace))
-        .await
+    crate::util::blocking(move || op(&workspace)).await.ok()
+}
+
+/// Where the files are served, which decides how far their HTML is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// `files.<base>`: an origin of their own.
+    Own,
+    /// `/preview/` on the daemon's origin, for the API token's holder.
+    Daemon,
+}
+
+/// A request to the files' origin: the path is the file.
+pub async fn site(app: AppState, request: Request) -> Response {
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        return method_not_allowed();
+    }
+    let url_path = request.uri().path().to_string();
+    let raw = url_path.strip_prefix('/').unwrap_or(&url_path);
+    match decode(raw) {
+        Some(path) => serve(app, path, &url_path, Origin::Own).await,
+        None => bad_path(),
+    }
+}
+
+/// `/preview/{path}` on the daemon's origin, for the API token's holder.
+pub async fn on_daemon_origin(app: AppState, raw: String, request: Request) -> Response {
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        return method_not_allowed();
+    }
+    // A service worker registered here would control the API's origin.
+    if request.headers().contains_key("service-worker") {
+        return super::text(
+            StatusCode::FORBIDDEN,
+            "403: no service worker is served from the daemon's origin\n",
+        );
+    }
+    match decode(&raw) {
+        Some(path) => serve(app, path, request.uri().path(), Origin::Daemon).await,
+        None => bad_path(),
+    }
+}
+
+fn method_not_allowed() -> Response {
+    super::text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "405: the workspace preview is read-only\n",
+    )
+}
+
+fn bad_path() -> Response {
+    super::text(StatusCode::BAD_REQUEST, "400: the path is not UTF-8\n")
+}
+
+/// A URL path, percent-decoded.
+fn decode(raw: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
         .ok()
+        .map(|p| p.into_owned())
 }
 
-/// `GET /preview/`
-pub async fn root(State(app): State<AppState>, uri: Uri) -> Response {
-    serve(app, String::new(), uri).await
-}
-
-/// `GET /preview/{*path}`
-pub async fn file(State(app): State<AppState>, Path(path): Path<String>, uri: Uri) -> Response {
-    serve(app, path, uri).await
-}
-
-async fn serve(app: AppState, path: String, uri: Uri) -> Response {
+async fn serve(app: AppState, path: String, url_path: &str, origin: Origin) -> Response {
     let is_dir_url = path.is_empty() || path.ends_with('/');
     let target = path.clone();
     let opened = blocking(&app.workspace, move |w| w.open_for_download(&target)).await;
@@ -94,30 +142,32 @@ async fn serve(app: AppState, path: String, uri: Uri) -> Response {
             if is_dir_url && !path.is_empty() {
                 return not_found(&path);
             }
-            stream_file(file, len, media_type(&path))
+            stream_file(file, len, media_type(&path), origin)
         }
         Some(Err(FileError::IsDirectory(_))) => {
             if !is_dir_url {
                 // Relative links inside the directory's page need the slash.
                 let mut response = StatusCode::MOVED_PERMANENTLY.into_response();
-                let location = format!("{}/", uri.path());
+                let location = format!("{url_path}/");
                 if let Ok(location) = HeaderValue::from_str(&location) {
                     response.headers_mut().insert(LOCATION, location);
                 }
                 return response;
             }
-            directory(app, path).await
+            directory(app, path, origin).await
         }
-        Some(Err(FileError::OutsideWorkspace { .. })) => (
+        Some(Err(FileError::OutsideWorkspace { .. })) => super::text(
             StatusCode::FORBIDDEN,
-            format!("403: {path} is outside the workspace\n"),
-        )
-            .into_response(),
+            &format!("403: {path} is outside the workspace\n"),
+        ),
+        Some(Err(e @ FileError::NotRegularFile(_))) => {
+            super::text(StatusCode::FORBIDDEN, &format!("403: {e}\n"))
+        }
         Some(Err(_)) | None => not_found(&path),
     }
 }
 
-fn stream_file(file: std::fs::File, len: u64, media: &'static str) -> Response {
+fn stream_file(file: std::fs::File, len: u64, media: &'static str, origin: Origin) -> Response {
     let stream = ReaderStream::new(tokio::fs::File::from_std(file));
     let mut response = Body::from_stream(stream).into_response();
     let headers = response.headers_mut();
@@ -129,16 +179,27 @@ fn stream_file(file: std::fs::File, len: u64, media: &'static str) -> Response {
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
+    // An SVG needs no script to be seen, and a downloaded one may carry some. HTML keeps its
+    // scripts on the files' own origin (a site the agent built must load its own files); on
+    // the daemon's origin nothing previewed runs at all.
+    let sandboxed =
+        media == "image/svg+xml" || (origin == Origin::Daemon && media.starts_with("text/html"));
+    if sandboxed {
+        headers.insert(
+            "content-security-policy",
+            HeaderValue::from_static("sandbox"),
+        );
+    }
     response
 }
 
-async fn directory(app: AppState, dir: String) -> Response {
+async fn directory(app: AppState, dir: String, origin: Origin) -> Response {
     let index = format!("{dir}index.html");
     let target = index.clone();
     if let Some(Ok((file, len))) =
         blocking(&app.workspace, move |w| w.open_for_download(&target)).await
     {
-        return stream_file(file, len, media_type(&index));
+        return stream_file(file, len, media_type(&index), origin);
     }
     let target = dir.clone();
     let Some(Ok(listing)) = blocking(&app.workspace, move |w| w.list(&target, 1)).await else {

@@ -1,31 +1,17 @@
 //! `POST /v1/preview/expose`: the browser URL of a server inside the sandbox.
 
-use std::time::Duration;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::header::HOST;
+use cove_protocol::ErrorCode;
 use cove_protocol::preview::{ExposeRequest, ExposeResponse};
 
+use super::ports::PortCheck;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::ApiJson;
-
-/// Whether something accepts connections on the port, on IPv4 or IPv6 loopback.
-async fn listening(port: u16) -> bool {
-    for addr in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
-        if let Ok(Ok(_)) = tokio::time::timeout(
-            Duration::from_secs(1),
-            tokio::net::TcpStream::connect(&addr),
-        )
-        .await
-        {
-            return true;
-        }
-    }
-    false
-}
+use crate::net::Authority;
 
 /// `POST /v1/preview/expose`
 pub async fn expose(
@@ -33,7 +19,8 @@ pub async fn expose(
     headers: HeaderMap,
     ApiJson(body): ApiJson<ExposeRequest>,
 ) -> Result<Json<ExposeResponse>, ApiError> {
-    if body.port == 0 {
+    let port = body.port;
+    if port == 0 {
         return Err(ApiError::invalid_request(
             "port must be between 1 and 65535",
         ));
@@ -41,17 +28,36 @@ pub async fn expose(
     let host = headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
+        .and_then(Authority::parse);
     let base = app
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{host}"));
-    let base = base.trim_end_matches('/');
+        .preview
+        .origins
+        .preview_base(host.as_ref())
+        .map_err(|e| ApiError::new(ErrorCode::NoPreviewOrigin, e.to_string()))?;
+    let agent = app.shell.agent_processes();
+    let check = {
+        let app = app.clone();
+        crate::util::blocking(move || app.preview.ports.check(port, &agent))
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::Timeout, e.to_string()))?
+    };
+    let listening = match check {
+        PortCheck::Agent(_) => true,
+        PortCheck::NotListening => false,
+        PortCheck::NotAgents => {
+            return Err(ApiError::new(
+                ErrorCode::PortNotAgents,
+                format!(
+                    "port {port} is held by a process the agent did not start (the daemon itself, the browser, or another service of the sandbox); start the server from a shell session and expose its port"
+                ),
+            ));
+        }
+    };
     let query = app.preview.link_query();
     Ok(Json(ExposeResponse {
-        port: body.port,
-        url: format!("{base}/proxy/{}/{query}", body.port),
-        files_url: format!("{base}/preview/{query}"),
-        listening: listening(body.port).await,
+        port,
+        url: format!("{}/{query}", base.app(port)),
+        files_url: format!("{}/{query}", base.files()),
+        listening,
     }))
 }

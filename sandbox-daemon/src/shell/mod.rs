@@ -156,6 +156,14 @@ impl ShellManager {
         Ok(winner)
     }
 
+    /// The processes of every session: their shells, and the tag they all inherit.
+    pub fn agent_processes(&self) -> crate::preview::ports::AgentProcesses {
+        crate::preview::ports::AgentProcesses {
+            shells: self.map().values().map(|s| s.shell_pid()).collect(),
+            tag_prefix: self.tag_prefix.clone(),
+        }
+    }
+
     fn forget(&self, name: &str, session: &Arc<Session>) {
         let mut map = self.map();
         if map.get(name).is_some_and(|s| Arc::ptr_eq(s, session)) {

@@ -235,6 +235,11 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// The pid of the session's shell.
+    pub fn shell_pid(&self) -> i32 {
+        self.shell_pid
+    }
+
     /// Starts a shell in a PTY and waits for its first prompt.
     pub async fn spawn(
         name: &str,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, SEC_WEBSOCKET_PROTOCOL};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN, SEC_WEBSOCKET_PROTOCOL};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cove_protocol::browser::StateQuery;
@@ -20,6 +20,7 @@ use super::viewer::{self, MAX_MESSAGE_BYTES};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiQuery};
+use crate::net::Authority;
 
 const PAGE: &str = include_str!("page.html");
 /// The subprotocol the page speaks; the token rides in a second one, `cove-token.<token>`,
@@ -33,11 +34,12 @@ pub async fn start(
     headers: HeaderMap,
     ApiJson(body): ApiJson<StartTakeover>,
 ) -> Result<Json<TakeoverGrant>, ApiError> {
+    // Only a host that parsed as one goes into the link (see `preview::origins`).
     let host = headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    let base = format!("http://{host}");
+        .and_then(Authority::parse);
+    let base = app.preview.origins.daemon_base(host.as_ref());
     Ok(Json(app.takeover.start(&app, &base, body).await?))
 }
 
@@ -104,12 +106,12 @@ fn set_page_headers(response: &mut Response, content_type: &'static str) {
     );
 }
 
-/// `GET /takeover?token=...`: the takeover page.
+/// `GET /takeover?token=...`: the takeover page. Without a token it is the same page, which
+/// finds the token its tab kept when the person reloads (the page drops it from the URL).
 pub async fn page(State(app): State<AppState>, Query(query): Query<TokenQuery>) -> Response {
-    let Some(token) = query.token.filter(|t| !t.is_empty()) else {
-        return refused("It carries no token.");
-    };
-    if app.takeover.authorize(&token).is_none() {
+    if let Some(token) = query.token.filter(|t| !t.is_empty())
+        && app.takeover.authorize(&token).is_none()
+    {
         return refused("Its token is wrong, or the takeover has ended or expired.");
     }
     let mut response = PAGE.into_response();
@@ -131,6 +133,34 @@ fn presented_token(headers: &HeaderMap, query: TokenQuery) -> Option<String> {
     from_protocol.or(query.token).filter(|t| !t.is_empty())
 }
 
+/// Whether a browser's socket comes from the takeover page itself: its `Origin` is the
+/// daemon's own origin (as the request names it, or the public URL). Clients that are not
+/// browsers send no `Origin` and cannot be tricked into using a person's credentials.
+fn from_the_page(app: &AppState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return true;
+    };
+    let origin = origin.trim_end_matches('/');
+    if let Some(public) = app.preview.origins.public() {
+        let scheme = if public.https { "https" } else { "http" };
+        if origin.eq_ignore_ascii_case(&format!(
+            "{scheme}://{}",
+            public.authority.to_url_authority()
+        )) {
+            return true;
+        }
+    }
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(Authority::parse);
+    let origin_authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .and_then(Authority::parse);
+    matches!((host, origin_authority), (Some(h), Some(o)) if h == o)
+}
+
 /// `GET /takeover/ws`: the page's socket.
 pub async fn socket(
     State(app): State<AppState>,
@@ -138,6 +168,13 @@ pub async fn socket(
     Query(query): Query<TokenQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    if !from_the_page(&app, &headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            "the takeover socket only serves the takeover page of this daemon",
+        )
+            .into_response();
+    }
     let Some(live) = presented_token(&headers, query).and_then(|t| app.takeover.authorize(&t))
     else {
         return (

@@ -38,9 +38,6 @@ use crate::util::{random_hex, rfc3339};
 pub struct TakeoverSettings {
     /// Lifetime of a takeover when the caller does not say.
     pub ttl: Duration,
-    /// The daemon's address as people reach it (`https://sandbox-7.example.com`); when
-    /// absent, the request's `Host` over plain HTTP.
-    pub public_url: Option<String>,
 }
 
 /// One screencast frame.
@@ -251,7 +248,7 @@ impl TakeoverManager {
     }
 
     /// Starts a takeover, or answers with the one under way. `base` is the daemon's address
-    /// as the caller reached it.
+    /// as people reach it.
     pub async fn start(
         &self,
         app: &AppState,
@@ -267,13 +264,7 @@ impl TakeoverManager {
                 )));
             }
         };
-        let base = self
-            .settings
-            .public_url
-            .as_deref()
-            .unwrap_or(base)
-            .trim_end_matches('/')
-            .to_string();
+        let base = base.trim_end_matches('/').to_string();
         if let Some(live) = self.current() {
             return Ok(grant(&base, &live));
         }

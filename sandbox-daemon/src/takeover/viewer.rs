@@ -150,6 +150,18 @@ async fn run(
     }
 }
 
+/// Stops the tab's loading when dropped while still holding its page: a person's command
+/// that was aborted half-way.
+struct StopLoadingOnDrop(Option<chromiumoxide::Page>);
+
+impl Drop for StopLoadingOnDrop {
+    fn drop(&mut self) {
+        if let Some(page) = self.0.take() {
+            tokio::spawn(async move { live::stop_loading(&page, INPUT_LIMIT).await });
+        }
+    }
+}
+
 /// Acts on one message; returns an answer to send at once, if any.
 async fn handle(
     app: &AppState,
@@ -188,6 +200,8 @@ async fn handle(
         let task_live = live.clone();
         let started = live.run_command(async move {
             let live = task_live;
+            // Cut off when the takeover ends: a navigation it started must not finish later.
+            let mut unfinished = StopLoadingOnDrop(live.page());
             let action = match action {
                 Action::NavigateTo(NavigateTo { url }) => {
                     match reach::person_may_open(&url).await {
@@ -207,6 +221,7 @@ async fn handle(
             if let Err(e) = app.browser.viewer_act(action, still_current).await {
                 let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
             }
+            unfinished.0 = None;
             live.refresh.notify_one();
         });
         if !started {

@@ -1,0 +1,65 @@
+//! Clients for the preview origins (`p<port>.localhost`, `files.localhost`): browsers resolve
+//! `*.localhost` to loopback themselves, but the system resolver here need not, so these
+//! clients do it for the names they are given.
+
+use std::net::SocketAddr;
+
+use anyhow::{Context, Result, anyhow};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// The host name of `url` (`http://p8000.localhost:7700/x` → `p8000.localhost`).
+pub fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, _)| h)
+        .to_string()
+}
+
+/// An HTTP client that follows no redirects and reaches every `*.localhost` name of `urls`
+/// on 127.0.0.1, as a browser would.
+pub fn client(urls: &[&str]) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+    let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
+    for url in urls {
+        let host = host_of(url);
+        if host.ends_with(".localhost") {
+            builder = builder.resolve(&host, loopback);
+        }
+    }
+    builder.build().unwrap_or_default()
+}
+
+/// Opens a WebSocket to `url` (a `*.localhost` name is dialled on 127.0.0.1), sending
+/// `cookie` if given.
+pub async fn websocket(
+    url: &str,
+    cookie: Option<&str>,
+) -> Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
+    let mut request = url.into_client_request()?;
+    if let Some(cookie) = cookie {
+        request
+            .headers_mut()
+            .insert("cookie", HeaderValue::from_str(cookie)?);
+    }
+    let uri = request.uri().clone();
+    let port = uri
+        .port_u16()
+        .ok_or_else(|| anyhow!("{url} names no port"))?;
+    let host = uri.host().unwrap_or("localhost");
+    let ip = if host == "localhost" || host.ends_with(".localhost") {
+        "127.0.0.1".to_string()
+    } else {
+        host.to_string()
+    };
+    let stream = TcpStream::connect((ip.as_str(), port))
+        .await
+        .with_context(|| format!("cannot connect to {url}"))?;
+    let (socket, _) =
+        tokio_tungstenite::client_async(request, MaybeTlsStream::Plain(stream)).await?;
+    Ok(socket)
+}
