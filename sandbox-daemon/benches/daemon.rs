@@ -30,10 +30,11 @@ async fn startup_once(http: &reqwest::Client) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let mut child = tokio::process::Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--token", "bench", "--workspace"])
+        .args(["--listen", "127.0.0.1:0", "--workspace"])
         .arg(dir.path().join("ws"))
         .arg("--state-dir")
         .arg(dir.path().join("state"))
+        .env("COVE_TOKEN", "bench-token-0123456789abcdef0123456789")
         .env("COVED_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

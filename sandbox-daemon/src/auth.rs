@@ -5,8 +5,14 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderValue;
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use cove_protocol::ErrorCode;
@@ -26,8 +32,12 @@ impl std::fmt::Debug for AuthToken {
     }
 }
 
+/// The shortest token accepted: 32 characters, 128 bits or more for a random hex or
+/// base64 secret.
+pub const MIN_TOKEN_CHARS: usize = 32;
+
 impl AuthToken {
-    /// Wraps a token, refusing an empty one or one with whitespace inside.
+    /// Wraps a token, refusing one shorter than [`MIN_TOKEN_CHARS`] or with whitespace inside.
     pub fn new(token: impl Into<String>) -> Result<AuthToken, TokenError> {
         let token = token.into();
         let token = token.trim();
@@ -36,6 +46,10 @@ impl AuthToken {
         }
         if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(TokenError::Malformed);
+        }
+        let len = token.chars().count();
+        if len < MIN_TOKEN_CHARS {
+            return Err(TokenError::TooShort { len });
         }
         Ok(AuthToken(token.to_string()))
     }
@@ -63,6 +77,11 @@ pub enum TokenError {
     Empty,
     #[error("the token contains whitespace or control characters")]
     Malformed,
+    /// Use a longer, random token, or none at all (one is generated).
+    #[error(
+        "the token has {len} characters; use at least {MIN_TOKEN_CHARS} random ones (e.g. `head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'`), or give none and coved generates one"
+    )]
+    TooShort { len: usize },
     #[error("cannot read the token file {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("cannot store the token in {path}: {source}")]
@@ -141,7 +160,15 @@ pub async fn require_token(State(app): State<AppState>, request: Request, next: 
         });
     match presented {
         Some(token) if app.token.matches(token) => next.run(request).await,
-        Some(_) => ApiError::new(ErrorCode::Unauthorized, "wrong bearer token").into_response(),
+        Some(_) => {
+            let peer = crate::server::peer(request.extensions()).map(|a| a.ip());
+            match app.failures.record(peer, "the API") {
+                Verdict::Refuse => {
+                    ApiError::new(ErrorCode::Unauthorized, "wrong bearer token").into_response()
+                }
+                Verdict::TooMany { retry_after } => too_many(retry_after),
+            }
+        }
         None => ApiError::new(
             ErrorCode::Unauthorized,
             "missing `Authorization: Bearer <token>` header",
@@ -150,16 +177,111 @@ pub async fn require_token(State(app): State<AppState>, request: Request, next: 
     }
 }
 
+/// The answer to a client past the limit of failed attempts.
+pub fn too_many(retry_after: Duration) -> Response {
+    let mut response = ApiError::new(
+        ErrorCode::TooManyFailures,
+        format!(
+            "too many wrong tokens from this address; wait {} s",
+            retry_after.as_secs().max(1)
+        ),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after.as_secs().max(1)));
+    response
+}
+
+/// How long failures are counted together.
+const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Failures from one address in a window before it is refused outright.
+const FAILURES_ALLOWED: u32 = 20;
+/// Failures from one address logged one by one in a window; the rest are counted.
+const FAILURES_LOGGED: u32 = 5;
+/// Addresses tracked at once; past it the oldest windows are forgotten.
+const ADDRESSES_TRACKED: usize = 10_000;
+
+/// What to answer a wrong token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// 401, as always.
+    Refuse,
+    /// 429: the address is past its limit for a while.
+    TooMany { retry_after: Duration },
+}
+
+/// Wrong tokens per client address: each is logged (a few per window, then a count), and an
+/// address past the limit gets 429 until its window ends. A right token is never refused, so
+/// a page in the sandbox's own browser cannot lock the controller out by guessing.
+#[derive(Debug, Default)]
+pub struct Failures {
+    by_address: Mutex<HashMap<Option<IpAddr>, Window>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    started: Instant,
+    count: u32,
+}
+
+impl Failures {
+    /// Records a wrong token from `peer` for `what` (a name for the log).
+    pub fn record(&self, peer: Option<IpAddr>, what: &str) -> Verdict {
+        let now = Instant::now();
+        let mut map = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= ADDRESSES_TRACKED && !map.contains_key(&peer) {
+            map.retain(|_, w| now.duration_since(w.started) < FAILURE_WINDOW);
+            if map.len() >= ADDRESSES_TRACKED {
+                map.clear();
+            }
+        }
+        let window = map.entry(peer).or_insert(Window {
+            started: now,
+            count: 0,
+        });
+        if now.duration_since(window.started) >= FAILURE_WINDOW {
+            *window = Window {
+                started: now,
+                count: 0,
+            };
+        }
+        window.count = window.count.saturating_add(1);
+        let Window { started, count } = *window;
+        drop(map);
+        let shown = peer.map_or_else(|| "an unknown address".to_string(), |ip| ip.to_string());
+        if count <= FAILURES_LOGGED {
+            tracing::warn!(peer = %shown, count, "a wrong token for {what}");
+        } else if count == FAILURES_LOGGED + 1 {
+            tracing::warn!(
+                peer = %shown,
+                "more wrong tokens; counting them without logging each until the minute is over"
+            );
+        }
+        if count > FAILURES_ALLOWED {
+            if count == FAILURES_ALLOWED + 1 {
+                tracing::warn!(peer = %shown, "{FAILURES_ALLOWED} wrong tokens in a minute; refusing this address's wrong tokens with 429");
+            }
+            let retry_after = FAILURE_WINDOW.saturating_sub(now.duration_since(started));
+            Verdict::TooMany { retry_after }
+        } else {
+            Verdict::Refuse
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const T32: &str = "0123456789abcdef0123456789abcdef";
+
     #[test]
     fn tokens_compare_exactly() {
-        let t = AuthToken::new("abc123").unwrap();
-        assert!(t.matches("abc123"));
-        assert!(!t.matches("abc124"));
-        assert!(!t.matches("abc12"));
+        let t = AuthToken::new(T32).unwrap();
+        assert!(t.matches(T32));
+        assert!(!t.matches("0123456789abcdef0123456789abcdeX"));
+        assert!(!t.matches(&T32[..31]));
         assert!(!t.matches(""));
         assert_eq!(format!("{t:?}"), "AuthToken(<redacted>)");
     }
@@ -168,7 +290,33 @@ mod tests {
     fn bad_tokens_are_refused() {
         assert!(matches!(AuthToken::new("  \n"), Err(TokenError::Empty)));
         assert!(matches!(AuthToken::new("a b"), Err(TokenError::Malformed)));
-        assert_eq!(AuthToken::new(" tok\n").unwrap().expose(), "tok");
+        assert!(matches!(
+            AuthToken::new("a"),
+            Err(TokenError::TooShort { len: 1 })
+        ));
+        assert!(matches!(
+            AuthToken::new(&T32[..31]),
+            Err(TokenError::TooShort { len: 31 })
+        ));
+        assert_eq!(AuthToken::new(format!(" {T32}\n")).unwrap().expose(), T32);
+        assert_eq!(AuthToken::generate().expose().len(), 64);
+    }
+
+    #[test]
+    fn an_address_past_the_limit_is_told_to_wait_and_others_are_not() {
+        let failures = Failures::default();
+        let guesser = Some(IpAddr::from([10, 0, 0, 9]));
+        for _ in 0..FAILURES_ALLOWED {
+            assert_eq!(failures.record(guesser, "a test"), Verdict::Refuse);
+        }
+        let Verdict::TooMany { retry_after } = failures.record(guesser, "a test") else {
+            panic!("the 21st wrong token is still refused plainly");
+        };
+        assert!(retry_after <= FAILURE_WINDOW && retry_after > Duration::ZERO);
+        assert_eq!(
+            failures.record(Some(IpAddr::from([10, 0, 0, 10])), "a test"),
+            Verdict::Refuse
+        );
     }
 
     #[test]
@@ -184,7 +332,7 @@ mod tests {
         let (again, source) = resolve_token(None, &file).unwrap();
         assert_eq!(source, TokenSource::File(file.clone()));
         assert_eq!(first.expose(), again.expose());
-        let (given, source) = resolve_token(Some("given".into()), &file).unwrap();
-        assert_eq!((given.expose(), source), ("given", TokenSource::Given));
+        let (given, source) = resolve_token(Some(T32.into()), &file).unwrap();
+        assert_eq!((given.expose(), source), (T32, TokenSource::Given));
     }
 }

@@ -13,6 +13,7 @@ pub mod net;
 pub mod preview;
 pub mod procs;
 pub mod routes;
+pub mod server;
 pub mod shell;
 pub mod takeover;
 pub mod util;
@@ -25,7 +26,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use bytes::Bytes;
 use cove_protocol::api::{API_VERSION, openapi_document};
 use cove_protocol::info::InfoResponse;
@@ -40,14 +40,13 @@ use files::Workspace;
 use preview::origins::PublicUrl;
 use preview::{Preview, PreviewSettings};
 use procs::ChildRegistry;
+use server::ServerLimits;
 use shell::session::SessionSettings;
 use shell::{ShellConfig, ShellManager};
 use takeover::{TakeoverManager, TakeoverSettings};
 
 /// The daemon's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// How long in-flight requests may take to finish once shutdown starts.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Everything a daemon needs to start.
 #[derive(Debug, Clone)]
@@ -82,6 +81,8 @@ pub struct DaemonConfig {
     pub public_url: Option<PublicUrl>,
     /// `/preview/` and `/proxy/` need no token.
     pub preview_public: bool,
+    /// Connections, timeouts and draining of the HTTP server.
+    pub server: ServerLimits,
 }
 
 impl DaemonConfig {
@@ -104,6 +105,7 @@ impl DaemonConfig {
             takeover_ttl: Duration::from_secs(DEFAULT_TAKEOVER_TTL_SECS),
             public_url: None,
             preview_public: false,
+            server: ServerLimits::default(),
         }
     }
 }
@@ -130,6 +132,8 @@ pub struct Limits {
 /// State shared by every handler.
 pub struct App {
     pub token: AuthToken,
+    /// Wrong tokens per client address, for every token the daemon checks.
+    pub failures: auth::Failures,
     pub shell: ShellManager,
     pub workspace: Arc<Workspace>,
     pub limits: Limits,
@@ -176,6 +180,7 @@ impl Deref for AppState {
 /// A configured daemon, ready to serve.
 pub struct Daemon {
     state: AppState,
+    server: ServerLimits,
     // Session FIFOs and command files live here; removed when the daemon is dropped.
     _runtime_dir: tempfile::TempDir,
 }
@@ -225,6 +230,7 @@ impl Daemon {
             .unwrap_or_default();
         let app = App {
             token: config.token,
+            failures: auth::Failures::default(),
             shell,
             workspace: Arc::new(workspace),
             limits: Limits {
@@ -255,6 +261,7 @@ impl Daemon {
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),
+            server: config.server,
             _runtime_dir: runtime_dir,
         })
     }
@@ -280,41 +287,22 @@ impl Daemon {
         }
         let state = self.state.clone();
         let reaper = tokio::spawn(reap_orphans_forever(state.registry.clone()));
-        let stopping = Arc::new(tokio::sync::Notify::new());
-        let graceful = {
+        // Sessions and the browser go first, so requests waiting on them end quickly.
+        let stopping = {
             let state = state.clone();
-            let stopping = stopping.clone();
             async move {
                 shutdown.await;
                 tracing::info!("shutting down: killing shell sessions and the browser");
                 state.shell.shutdown().await;
                 state.browser.shutdown().await;
-                stopping.notify_one();
             }
         };
-        // Streamed output and screenshots are several writes each; Nagle's algorithm would hold
-        // them back until the client's delayed ACK.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
-        let server = axum::serve(listener, self.router()).with_graceful_shutdown(graceful);
-        let drained = tokio::select! {
-            result = server => result,
-            () = async {
-                stopping.notified().await;
-                tokio::time::sleep(DRAIN_TIMEOUT).await;
-            } => {
-                tracing::warn!("requests still open after {DRAIN_TIMEOUT:?}; closing them");
-                Ok(())
-            }
-        };
+        server::serve(listener, self.router(), self.server, stopping).await;
         reaper.abort();
         state.shell.shutdown().await;
         state.browser.shutdown().await;
         state.registry.reap_orphans();
-        drained
+        Ok(())
     }
 }
 

@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use cove_protocol::browser::Viewport;
 use coved::auth::{TokenSource, resolve_token};
 use coved::preview::origins::PublicUrl;
@@ -26,7 +27,8 @@ struct Cli {
     #[arg(long, env = "COVED_WORKSPACE", default_value = "/workspace")]
     workspace: PathBuf,
 
-    /// Bearer token clients must send. Takes precedence over --token-file.
+    /// Bearer token clients must send (32 characters or more). Takes precedence over
+    /// --token-file. Prefer COVE_TOKEN or a file: a flag is visible in the process list.
     #[arg(long, env = "COVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
 
@@ -87,10 +89,19 @@ struct Cli {
     #[arg(long, env = "COVED_PUBLIC_URL", value_parser = parse_public_url)]
     public_url: Option<PublicUrl>,
 
-    /// Serve /preview/ and /proxy/ without a token (when something in front of the daemon
-    /// already guards it).
+    /// Serve previews without a token (when something in front of the daemon already
+    /// guards them).
     #[arg(long, env = "COVED_PREVIEW_PUBLIC")]
     preview_public: bool,
+
+    /// Most connections open at once; past it new ones are closed at once.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+
+    /// Seconds a connection may stay without sending a request head (a half-sent request, an
+    /// idle kept-alive connection) before it is closed.
+    #[arg(long, default_value_t = 30)]
+    idle_timeout_secs: u64,
 }
 
 fn parse_viewport(raw: &str) -> Result<Viewport, String> {
@@ -141,7 +152,13 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches)?;
+    if matches.value_source("token") == Some(ValueSource::CommandLine) {
+        tracing::warn!(
+            "--token puts the secret in the process list, readable by every local user; pass it in COVE_TOKEN or a file (--token-file) instead"
+        );
+    }
 
     let token_file = cli.token_file.clone().unwrap_or_else(|| {
         cli.state_dir
@@ -176,6 +193,18 @@ async fn main() -> anyhow::Result<()> {
     );
     config.public_url = cli.public_url;
     config.preview_public = cli.preview_public;
+    let open_files = coved::server::raise_open_files_limit();
+    // Keep half the descriptors for files, shells and the browser.
+    let affordable =
+        open_files.map_or(usize::MAX, |n| usize::try_from(n / 2).unwrap_or(usize::MAX));
+    if cli.max_connections > affordable {
+        tracing::warn!(
+            max_connections = affordable,
+            "the open files limit allows fewer connections than --max-connections; using half of it"
+        );
+    }
+    config.server.max_connections = cli.max_connections.min(affordable).max(16);
+    config.server.idle_timeout = std::time::Duration::from_secs(cli.idle_timeout_secs.max(1));
     let daemon = Daemon::new(config)?;
 
     let listener = tokio::net::TcpListener::bind(cli.listen)

@@ -800,3 +800,243 @@ async fn the_takeover_token_stays_on_the_takeover_page() {
         .expect("frames arrive after a reload");
     person.close().await;
 }
+
+/// Open file descriptors of `pid`.
+fn open_fds(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// M4: connections that never finish a request (slowloris) are closed after the idle
+/// timeout, past the connection cap new ones are closed at once, and the daemon serves again
+/// as soon as they are gone.
+#[tokio::test]
+async fn half_sent_requests_cannot_hold_the_daemon() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--idle-timeout-secs")
+        .arg("2")
+        .arg("--max-connections")
+        .arg("64")
+        .spawn()
+        .await
+        .unwrap();
+    let addr = d.url.strip_prefix("http://").unwrap().to_string();
+    let health = || async {
+        let answer = tokio::time::timeout(
+            Duration::from_secs(5),
+            reqwest::get(format!("{}/health", d.url)),
+        )
+        .await;
+        matches!(answer, Ok(Ok(r)) if r.status() == 200)
+    };
+    assert!(health().await);
+    let baseline = open_fds(d.pid());
+    let mut sockets = Vec::new();
+    for _ in 0..300 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n").await;
+        sockets.push(s);
+    }
+    // Every one of them is closed by the daemon: at once past the cap, else at the timeout.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for mut s in sockets {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut buf = [0u8; 256];
+        let read = tokio::time::timeout(left, s.read(&mut buf)).await;
+        assert!(
+            read.is_ok(),
+            "a half-sent request was held past the idle timeout"
+        );
+    }
+    assert!(health().await, "the daemon serves again");
+    let after = open_fds(d.pid());
+    assert!(
+        after <= baseline + 8,
+        "descriptors leaked: {baseline} before, {after} after"
+    );
+    // A kept-alive connection that goes quiet is closed too.
+    let mut idle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = idle.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let closed = tokio::time::timeout(Duration::from_secs(10), idle.read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+}
+
+/// M2: a FIFO (or any file that is not a regular one) is refused at once by every route
+/// that reads files, so clients cannot pin the daemon's threads on it.
+#[tokio::test]
+async fn fifos_are_refused_without_blocking_anyone() {
+    let d = daemon().await;
+    let c = &d.client;
+    let fifo = d.path("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let http = reqwest::Client::new();
+    let mut calls = Vec::new();
+    for i in 0..600 {
+        let http = http.clone();
+        let url = d.url.clone();
+        let token = c.token().to_string();
+        calls.push(tokio::spawn(async move {
+            let request = match i % 3 {
+                0 => http.get(format!("{url}/v1/files/content?path=pipe")),
+                1 => http
+                    .post(format!("{url}/v1/files/read"))
+                    .body(r#"{"path": "pipe"}"#),
+                _ => http.get(format!("{url}/preview/pipe")),
+            };
+            tokio::time::timeout(Duration::from_secs(20), request.bearer_auth(token).send())
+                .await
+                .map(|r| r.map(|r| r.status().as_u16()))
+        }));
+    }
+    for call in calls {
+        let status = call.await.unwrap().expect("answered in time").unwrap();
+        assert!(status == 409 || status == 403, "{status}");
+    }
+    let read = c
+        .read(&cove_protocol::files::ReadRequest {
+            path: "pipe".into(),
+            start_line: None,
+            end_line: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(read.to_string().contains("not_regular_file"), "{read}");
+    let see = c
+        .see_image(&cove_protocol::vision::SeeImageRequest {
+            path: Some("pipe".into()),
+            url: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(see.to_string().contains("not_regular_file"), "{see}");
+    // Everything else still works.
+    c.list(&Default::default()).await.unwrap();
+    let out = c.exec(&ExecRequest::new("echo still here")).await.unwrap();
+    assert_eq!(out.output.trim(), "still here");
+}
+
+/// L5: a short token is refused at start with a clear message; a token on the command line
+/// is warned about; wrong tokens are logged and, past a limit, answered 429, while the right
+/// token keeps working.
+#[tokio::test]
+async fn tokens_are_long_and_guessing_is_noticed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_coved"))
+        .args(["--listen", "127.0.0.1:0", "--token", "short"])
+        .arg("--workspace")
+        .arg(dir.path().join("ws"))
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .env_remove("COVE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("5 characters") && said.contains("at least 32"),
+        "{said}"
+    );
+
+    let d = daemon().await;
+    assert!(
+        d.wait_for_stderr("--token puts the secret in the process list")
+            .await,
+        "{}",
+        d.stderr()
+    );
+    let http = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    for _ in 0..25 {
+        let answer = http
+            .get(format!("{}/v1/info", d.url))
+            .bearer_auth("0123456789abcdef0123456789abcdef")
+            .send()
+            .await
+            .unwrap();
+        statuses.push(answer.status().as_u16());
+        if answer.status() == 429 {
+            assert!(answer.headers().contains_key("retry-after"));
+        }
+    }
+    assert_eq!(&statuses[..20], &[401; 20]);
+    assert_eq!(&statuses[20..], &[429; 5]);
+    // The right token is never refused, so guessing cannot lock the controller out.
+    d.client.info().await.unwrap();
+    assert!(d.wait_for_stderr("a wrong token for the API").await);
+    assert!(
+        d.wait_for_stderr("refusing this address's wrong tokens with 429")
+            .await
+    );
+    assert_eq!(
+        d.stderr().matches("a wrong token for the API").count(),
+        5,
+        "the log is not flooded"
+    );
+}
+
+/// M6: parallel edits of one file (a model's parallel tool calls), through any of its names,
+/// are applied one after another: every edit that answers success is in the file.
+#[tokio::test]
+async fn parallel_edits_of_one_file_are_never_lost() {
+    let d = daemon().await;
+    let c = &d.client;
+    let lines = 40;
+    c.create(&CreateRequest {
+        path: "race.txt".into(),
+        content: (0..lines).map(|i| format!("line{i}=old\n")).collect(),
+        mode: None,
+    })
+    .await
+    .unwrap();
+    std::os::unix::fs::symlink("race.txt", d.path("alias.txt")).unwrap();
+    for round in 0..3 {
+        let mut edits = Vec::new();
+        for i in 0..lines {
+            let c = c.clone();
+            let (from, to) = if round == 0 {
+                (format!("line{i}=old"), format!("line{i}=r0"))
+            } else {
+                (
+                    format!("line{i}=r{}", round - 1),
+                    format!("line{i}=r{round}"),
+                )
+            };
+            let path = if i % 2 == 0 { "race.txt" } else { "alias.txt" };
+            edits.push(tokio::spawn(async move {
+                c.str_replace(&cove_protocol::files::StrReplaceRequest {
+                    path: path.into(),
+                    old_str: from,
+                    new_str: to,
+                })
+                .await
+            }));
+        }
+        for edit in edits {
+            edit.await.unwrap().expect("every edit succeeds");
+        }
+        let text = std::fs::read_to_string(d.path("race.txt")).unwrap();
+        for i in 0..lines {
+            assert!(
+                text.contains(&format!("line{i}=r{round}\n")),
+                "round {round}: {text}"
+            );
+        }
+    }
+    assert!(
+        std::fs::symlink_metadata(d.path("alias.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

@@ -13,6 +13,13 @@ use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+/// A fresh 256-bit token, as hex.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// How a daemon gets its token.
 #[derive(Debug, Clone)]
 enum TokenMode {
@@ -38,7 +45,7 @@ impl DaemonBuilder {
         DaemonBuilder {
             bin: bin.into(),
             workspace: None,
-            token: TokenMode::Flag(format!("test-token-{}", std::process::id())),
+            token: TokenMode::Flag(random_token()),
             args: Vec::new(),
             env: Vec::new(),
         }

@@ -177,6 +177,7 @@ pub async fn upload(
         .await
         .map_err(|e| ApiError::from(super::workspace::map_io(&path, e)))?;
     drop(file);
-    crate::util::blocking(move || upload.commit()).await??;
+    let workspace = app.workspace.clone();
+    crate::util::blocking(move || workspace.commit(upload)).await??;
     Ok(Json(WriteResponse { path, bytes: total }))
 }

@@ -3,9 +3,11 @@
 //! kernel has it and a component-by-component walk elsewhere). String checks only give early,
 //! precise errors; the kernel-side resolution is what keeps a symlink from escaping.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt as _, OpenOptions, OpenOptionsExt as _};
@@ -218,6 +220,51 @@ pub struct Workspace {
     root: Dir,
     root_path: PathBuf,
     max_read_bytes: u64,
+    edits: EditLocks,
+}
+
+/// One lock per file being changed, by the path it resolves to: edits of one file (a model's
+/// parallel tool calls) are applied one after another, so none is lost.
+#[derive(Debug, Default)]
+struct EditLocks {
+    by_path: Mutex<HashMap<String, Weak<Mutex<()>>>>,
+}
+
+impl EditLocks {
+    /// The lock of `key`, shared with every edit of it under way.
+    fn of(&self, key: String) -> Arc<Mutex<()>> {
+        let mut map = self.by_path.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(lock) = map.get(&key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        let lock = Arc::new(Mutex::new(()));
+        map.insert(key, Arc::downgrade(&lock));
+        if map.len() > 1024 {
+            map.retain(|_, lock| lock.strong_count() > 0);
+        }
+        lock
+    }
+}
+
+/// What a file was when it was read: a write that finds anything else refuses to replace it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt as _;
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        }
+    }
 }
 
 impl Workspace {
@@ -228,6 +275,7 @@ impl Workspace {
             root: dir,
             root_path: root.to_path_buf(),
             max_read_bytes,
+            edits: EditLocks::default(),
         })
     }
 
@@ -260,7 +308,7 @@ impl Workspace {
 
     /// Opens a regular file for reading. The open itself does not block: a FIFO with no
     /// writer would otherwise hold the calling thread forever.
-    fn open_regular(&self, rel: &RelPath) -> Result<(std::fs::File, u64), FileError> {
+    fn open_regular(&self, rel: &RelPath) -> Result<(std::fs::File, std::fs::Metadata), FileError> {
         let path = rel.as_str();
         let mut options = OpenOptions::new();
         options
@@ -281,13 +329,18 @@ impl Workspace {
         let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| map_io(path, e.into()))?;
         rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)
             .map_err(|e| map_io(path, e.into()))?;
-        Ok((file, meta.len()))
+        Ok((file, meta))
     }
 
     fn load_text(&self, rel: &RelPath) -> Result<String, FileError> {
+        self.load_stamped_text(rel).map(|(text, _)| text)
+    }
+
+    fn load_stamped_text(&self, rel: &RelPath) -> Result<(String, Stamp), FileError> {
         let path = rel.as_str();
-        let (mut file, len) = self.open_regular(rel)?;
-        let meta_len = len;
+        let (mut file, meta) = self.open_regular(rel)?;
+        let stamp = Stamp::of(&meta);
+        let meta_len = meta.len();
         if meta_len > self.max_read_bytes {
             return Err(FileError::TooLarge {
                 path: path.to_string(),
@@ -303,10 +356,22 @@ impl Workspace {
                 reason: format!("NUL byte at offset {at}"),
             });
         }
-        String::from_utf8(bytes).map_err(|e| FileError::NotText {
+        let text = String::from_utf8(bytes).map_err(|e| FileError::NotText {
             path: path.to_string(),
             reason: format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
-        })
+        })?;
+        Ok((text, stamp))
+    }
+
+    /// The lock of the file `rel` names: by the path it resolves to (through symbolic links
+    /// that stay inside), so two names of one file share it.
+    fn edit_lock(&self, rel: &RelPath) -> Arc<Mutex<()>> {
+        let key = self
+            .root
+            .canonicalize(rel.as_str())
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| rel.as_str().to_string());
+        self.edits.of(key)
     }
 
     /// Reads a text file, or lines `start_line..=end_line` of it.
@@ -451,9 +516,34 @@ impl Workspace {
     /// replaced and the link kept.
     pub fn rewrite(&self, path: &str, content: &[u8]) -> Result<WriteResponse, FileError> {
         let rel = RelPath::parse(path)?;
-        match self.target(&rel, false)? {
+        let lock = self.edit_lock(&rel);
+        let _editing = lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.replace_existing(&rel, content, None)
+    }
+
+    /// Writes `content` over the file at `rel`, if it is still the one `expected` describes.
+    fn replace_existing(
+        &self,
+        rel: &RelPath,
+        content: &[u8],
+        expected: Option<Stamp>,
+    ) -> Result<WriteResponse, FileError> {
+        match self.target(rel, false)? {
             Target::Absent { .. } => Err(FileError::NotFound(rel.as_str().to_string())),
             Target::File { parent, name, mode } => {
+                if let Some(expected) = expected {
+                    // Something outside the API (the agent's shell, say) may have written it.
+                    let now = parent.symlink_metadata(&name).map(|m| Stamp {
+                        dev: m.dev(),
+                        ino: m.ino(),
+                        len: m.len(),
+                        modified_ns: i128::from(m.mtime()) * 1_000_000_000
+                            + i128::from(m.mtime_nsec()),
+                    });
+                    if now.ok() != Some(expected) {
+                        return Err(FileError::Conflict(rel.as_str().to_string()));
+                    }
+                }
                 replace_atomically(&parent, &name, content, mode)
                     .map_err(|e| map_io(rel.as_str(), e))?;
                 Ok(WriteResponse {
@@ -475,7 +565,10 @@ impl Workspace {
             return Err(FileError::InvalidRequest("old_str is empty".into()));
         }
         let rel = RelPath::parse(path)?;
-        let text = self.load_text(&rel)?;
+        // Held from the read to the rename: no other edit of this file lands in between.
+        let lock = self.edit_lock(&rel);
+        let _editing = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (text, stamp) = self.load_stamped_text(&rel)?;
         let positions: Vec<usize> = text.match_indices(old).map(|(i, _)| i).take(50).collect();
         let line_of = |at: usize| text[..at].matches('\n').count() as u64 + 1;
         let at = match positions.as_slice() {
@@ -495,7 +588,7 @@ impl Workspace {
         updated.push_str(&text[..at]);
         updated.push_str(new);
         updated.push_str(&text[at + old.len()..]);
-        self.rewrite(rel.as_str(), updated.as_bytes())?;
+        self.replace_existing(&rel, updated.as_bytes(), Some(stamp))?;
 
         let first = line_of(at);
         let last = first + new.matches('\n').count() as u64;
@@ -533,7 +626,16 @@ impl Workspace {
 
     /// Opens a regular file for download. Returns the file and its length.
     pub fn open_for_download(&self, path: &str) -> Result<(std::fs::File, u64), FileError> {
-        self.open_regular(&RelPath::parse(path)?)
+        let (file, meta) = self.open_regular(&RelPath::parse(path)?)?;
+        Ok((file, meta.len()))
+    }
+
+    /// Moves a finished upload into place, in turn with the edits of that file.
+    pub fn commit(&self, upload: Upload) -> Result<(), FileError> {
+        let rel = RelPath::parse(upload.path())?;
+        let lock = self.edit_lock(&rel);
+        let _editing = lock.lock().unwrap_or_else(|p| p.into_inner());
+        upload.commit()
     }
 
     /// Prepares an upload to `path`: a temporary file beside its destination, renamed over
@@ -586,8 +688,8 @@ impl Upload {
         self.file.take()
     }
 
-    /// Moves the finished upload into place.
-    pub fn commit(mut self) -> Result<(), FileError> {
+    /// Moves the finished upload into place (see [`Workspace::commit`]).
+    fn commit(mut self) -> Result<(), FileError> {
         let Some(pending) = self.pending.take() else {
             return Ok(());
         };
@@ -694,6 +796,43 @@ mod tests {
         assert_eq!(RelPath::parse("").unwrap().as_str(), ".");
         assert_eq!(RelPath::parse("./").unwrap().as_str(), ".");
         assert!(RelPath::parse(".").unwrap().is_root());
+    }
+
+    #[test]
+    fn a_file_changed_since_it_was_read_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path(), 1 << 20).unwrap();
+        ws.create("a.txt", b"one\n", None).unwrap();
+        let rel = RelPath::parse("a.txt").unwrap();
+        let (_, stamp) = ws.load_stamped_text(&rel).unwrap();
+        // Another writer (the agent's shell) replaces it in between.
+        std::fs::write(dir.path().join("a.txt"), "two, longer\n").unwrap();
+        let refused = ws.replace_existing(&rel, b"edited\n", Some(stamp));
+        assert!(
+            matches!(refused, Err(FileError::Conflict(_))),
+            "{refused:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "two, longer\n"
+        );
+        let (_, fresh) = ws.load_stamped_text(&rel).unwrap();
+        ws.replace_existing(&rel, b"edited\n", Some(fresh)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "edited\n"
+        );
+    }
+
+    #[test]
+    fn two_names_of_one_file_share_its_edit_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path(), 1 << 20).unwrap();
+        ws.create("real.txt", b"x", None).unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("alias.txt")).unwrap();
+        let a = ws.edit_lock(&RelPath::parse("real.txt").unwrap());
+        let b = ws.edit_lock(&RelPath::parse("./alias.txt").unwrap());
+        assert!(Arc::ptr_eq(&a, &b));
     }
 
     #[test]

@@ -221,6 +221,12 @@ fn refuse(app: &AppState, request: &Request) -> Option<Response> {
     });
     if let Some(token) = in_query {
         if !preview.matches(token) {
+            let peer = crate::server::peer(request.extensions()).map(|a| a.ip());
+            if let crate::auth::Verdict::TooMany { retry_after } =
+                app.failures.record(peer, "a preview link")
+            {
+                return Some(crate::auth::too_many(retry_after));
+            }
             return Some(refused(
                 "the preview link's token is wrong (links stop working when the sandbox restarts)",
             ));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Query, State};
+use axum::extract::{Query, Request, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN, SEC_WEBSOCKET_PROTOCOL};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,9 +18,11 @@ use serde::Deserialize;
 
 use super::viewer::{self, MAX_MESSAGE_BYTES};
 use crate::AppState;
+use crate::auth::{self, Verdict};
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::net::Authority;
+use crate::server::ConnectInfoPeer;
 
 const PAGE: &str = include_str!("page.html");
 /// The subprotocol the page speaks; the token rides in a second one, `cove-token.<token>`,
@@ -108,10 +110,18 @@ fn set_page_headers(response: &mut Response, content_type: &'static str) {
 
 /// `GET /takeover?token=...`: the takeover page. Without a token it is the same page, which
 /// finds the token its tab kept when the person reloads (the page drops it from the URL).
-pub async fn page(State(app): State<AppState>, Query(query): Query<TokenQuery>) -> Response {
+pub async fn page(
+    State(app): State<AppState>,
+    Query(query): Query<TokenQuery>,
+    request: Request,
+) -> Response {
     if let Some(token) = query.token.filter(|t| !t.is_empty())
         && app.takeover.authorize(&token).is_none()
     {
+        let peer = crate::server::peer(request.extensions()).map(|a| a.ip());
+        if let Verdict::TooMany { retry_after } = app.failures.record(peer, "the takeover page") {
+            return auth::too_many(retry_after);
+        }
         return refused("Its token is wrong, or the takeover has ended or expired.");
     }
     let mut response = PAGE.into_response();
@@ -164,6 +174,7 @@ fn from_the_page(app: &AppState, headers: &HeaderMap) -> bool {
 /// `GET /takeover/ws`: the page's socket.
 pub async fn socket(
     State(app): State<AppState>,
+    ConnectInfoPeer(peer): ConnectInfoPeer,
     headers: HeaderMap,
     Query(query): Query<TokenQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -175,8 +186,14 @@ pub async fn socket(
         )
             .into_response();
     }
-    let Some(live) = presented_token(&headers, query).and_then(|t| app.takeover.authorize(&t))
-    else {
+    let presented = presented_token(&headers, query);
+    let Some(live) = presented.as_ref().and_then(|t| app.takeover.authorize(t)) else {
+        if presented.is_some()
+            && let Verdict::TooMany { retry_after } =
+                app.failures.record(peer, "the takeover socket")
+        {
+            return auth::too_many(retry_after);
+        }
         return (
             StatusCode::UNAUTHORIZED,
             "the takeover token is missing, wrong or expired",
