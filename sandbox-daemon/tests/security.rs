@@ -1040,3 +1040,125 @@ async fn parallel_edits_of_one_file_are_never_lost() {
             .is_symlink()
     );
 }
+
+const BLANK_PNG: &str = include_str!("../../tests/fixtures/vision/blank_png.py");
+
+/// A GIF of a few dozen bytes whose logical screen is 11000x11000 pixels (the review's
+/// "62-byte GIF").
+fn gif_bomb() -> Vec<u8> {
+    let mut gif = b"GIF89a".to_vec();
+    gif.extend_from_slice(&11000u16.to_le_bytes());
+    gif.extend_from_slice(&11000u16.to_le_bytes());
+    gif.extend_from_slice(&[0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff]);
+    gif.extend_from_slice(&[0x21, 0xf9, 0x04, 0x04, 0, 0, 0, 0, 0x2c]);
+    for v in [0u16, 0, 1, 1] {
+        gif.extend_from_slice(&v.to_le_bytes());
+    }
+    gif.extend_from_slice(&[0, 0x02, 0x02, 0x44, 0x01, 0, 0x3b]);
+    gif
+}
+
+/// Writes a blank PNG of `width` x `height` pixels into the workspace.
+fn blank_png(d: &DaemonProcess, name: &str, width: u32, height: u32) {
+    let script = d.path(".blank_png.py");
+    std::fs::write(&script, BLANK_PNG).unwrap();
+    let made = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(d.path(name))
+        .arg(width.to_string())
+        .arg(height.to_string())
+        .status()
+        .expect("python3 is installed");
+    assert!(made.success());
+}
+
+/// M5: images that claim more pixels than the daemon decodes are refused from their header,
+/// before a byte of pixels is allocated; large real ones are still prepared, a few at a time.
+#[tokio::test]
+async fn image_bombs_are_refused_before_they_are_decoded() {
+    let d = daemon().await;
+    let c = &d.client;
+    std::fs::write(d.path("bigscreen.gif"), gif_bomb()).unwrap();
+    assert!(gif_bomb().len() < 64);
+    blank_png(&d, "huge.png", 13000, 13000);
+    assert!(std::fs::metadata(d.path("huge.png")).unwrap().len() < 1_000_000);
+    for name in ["bigscreen.gif", "huge.png"] {
+        let refused = c
+            .see_image(&cove_protocol::vision::SeeImageRequest {
+                path: Some(name.into()),
+                url: None,
+            })
+            .await
+            .unwrap_err();
+        let said = refused.to_string();
+        assert!(
+            said.contains("payload_too_large") && said.contains("pixels"),
+            "{name}: {said}"
+        );
+    }
+    // The control: a 24-megapixel image is prepared, also four at once from the web.
+    blank_png(&d, "photo.png", 6000, 4000);
+    let site = FixtureSite::start().await.unwrap();
+    site.put_file(
+        "photo.png",
+        "image/png",
+        std::fs::read(d.path("photo.png")).unwrap(),
+    );
+    let mut calls = Vec::new();
+    for _ in 0..4 {
+        let c = c.clone();
+        let url = site.url("files/photo.png");
+        calls.push(tokio::spawn(async move {
+            c.see_image(&cove_protocol::vision::SeeImageRequest {
+                path: None,
+                url: Some(url),
+            })
+            .await
+        }));
+    }
+    for call in calls {
+        let seen = call.await.unwrap().unwrap();
+        assert_eq!((seen.width, seen.height), (1620, 1080));
+        assert_eq!((seen.original_width, seen.original_height), (6000, 4000));
+    }
+}
+
+/// L4: deleting a tree holds two directories open however deep it is, so a tree of 15,000
+/// levels goes even under a limit of 64 open files, and links inside it are not followed.
+#[tokio::test]
+async fn deleting_a_deep_tree_needs_no_descriptor_per_level() {
+    let d = daemon().await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("keep.txt"), "not the workspace's").unwrap();
+    let script = format!(
+        "import os\nos.chdir({root:?})\nos.mkdir('deep')\nos.chdir('deep')\nfor i in range(15000):\n    if i % 1000 == 0:\n        open('f.txt', 'w').write('x')\n        os.symlink({outside:?}, 'link')\n    os.mkdir('d')\n    os.chdir('d')\n",
+        root = d.root().display().to_string(),
+        outside = outside.path().display().to_string(),
+    );
+    let made = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let limited = std::process::Command::new("prlimit")
+        .arg("--pid")
+        .arg(d.pid().to_string())
+        .arg("--nofile=64:64")
+        .status()
+        .expect("prlimit (util-linux) is installed");
+    assert!(limited.success());
+    d.client
+        .delete(&cove_protocol::files::DeleteQuery {
+            path: "deep".into(),
+            recursive: true,
+        })
+        .await
+        .unwrap();
+    assert!(!d.path("deep").exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("keep.txt")).unwrap(),
+        "not the workspace's"
+    );
+    let left: Vec<_> = std::fs::read_dir(d.root()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -614,7 +614,7 @@ impl Workspace {
         let meta = parent.symlink_metadata(&name).map_err(|e| map_io(p, e))?;
         let result = if meta.is_dir() {
             if recursive {
-                parent.remove_dir_all(&name)
+                remove_tree(&parent, &name)
             } else {
                 parent.remove_dir(&name)
             }
@@ -752,6 +752,52 @@ fn replace_atomically(parent: &Dir, name: &str, content: &[u8], mode: u32) -> io
         let _ = parent.remove_file(&temp_name);
     }
     result
+}
+
+/// Deletes the directory `name` in `parent` and everything in it while holding at most two
+/// directories open, however deep the tree (a descriptor per level would run out past a
+/// few thousand): each subdirectory met is first moved up into the directory being deleted,
+/// so the tree flattens as it goes, and is emptied in a later pass. Symbolic links are
+/// removed, never followed.
+fn remove_tree(parent: &Dir, name: &str) -> io::Result<()> {
+    use std::os::unix::fs::DirEntryExt as _;
+    let top = parent.open_dir(name)?;
+    loop {
+        let mut subdirs = Vec::new();
+        for entry in top.entries()? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                subdirs.push((entry.file_name(), entry.ino()));
+            } else {
+                top.remove_file(entry.file_name())?;
+            }
+        }
+        if subdirs.is_empty() {
+            break;
+        }
+        for (sub, ino) in subdirs {
+            let dir = top.open_dir(&sub)?;
+            // Another process may have swapped the entry for a link since it was listed.
+            if dir.dir_metadata()?.ino() != ino {
+                return Err(io::Error::other(
+                    "the tree changed while it was being deleted; try again",
+                ));
+            }
+            for entry in dir.entries()? {
+                let entry = entry?;
+                if entry.file_type()?.is_dir() {
+                    let flat = format!(".coved-rm-{}", random_hex(8));
+                    dir.rename(entry.file_name(), &top, &flat)?;
+                } else {
+                    dir.remove_file(entry.file_name())?;
+                }
+            }
+            drop(dir);
+            top.remove_dir(&sub)?;
+        }
+    }
+    drop(top);
+    parent.remove_dir(name)
 }
 
 /// Appends the entries under `dir` (which is `rel`) to `out`; true if the cap was reached.

@@ -26,9 +26,17 @@ pub async fn see_image(
         }
     };
     let bytes = load(&app.workspace, http, &request).await?;
-    let prepared = tokio::task::spawn_blocking(move || prepare(&bytes))
+    // A decode may take a few hundred megabytes: only so many at once.
+    let _turn = tokio::time::timeout(crate::util::BLOCKING_DEADLINE, app.decodes.acquire())
         .await
-        .map_err(|e| ApiError::internal(format!("image task failed: {e}")))??;
+        .map_err(|_| {
+            ApiError::new(
+                cove_protocol::ErrorCode::Timeout,
+                "other images are being prepared; try again in a moment",
+            )
+        })?
+        .map_err(|_| ApiError::internal("the image queue is closed"))?;
+    let prepared = crate::util::blocking(move || prepare(&bytes)).await??;
     Ok(Json(prepared))
 }
 
@@ -39,6 +47,9 @@ impl From<VisionError> for ApiError {
             VisionError::File(file) => ApiError::from(file),
             VisionError::InvalidRequest(m) => ApiError::new(ErrorCode::InvalidRequest, m),
             e @ VisionError::TooLarge { .. } => {
+                ApiError::new(ErrorCode::PayloadTooLarge, e.to_string())
+            }
+            e @ VisionError::TooManyPixels { .. } => {
                 ApiError::new(ErrorCode::PayloadTooLarge, e.to_string())
             }
             VisionError::NotAnImage(m) => ApiError::new(ErrorCode::NotAnImage, m),

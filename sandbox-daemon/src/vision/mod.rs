@@ -12,7 +12,7 @@ use cove_protocol::vision::{
 use futures_util::StreamExt;
 use image::codecs::jpeg::JpegEncoder;
 use image::imageops::FilterType;
-use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 
 use crate::files::{FileError, Workspace};
 
@@ -20,6 +20,16 @@ use crate::files::{FileError, Workspace};
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// JPEG qualities tried, best first, until the output fits.
 const JPEG_QUALITIES: [u8; 4] = [85, 70, 55, 40];
+/// Most pixels decoded: a 40-megapixel photo, 160 MB as RGBA.
+pub const MAX_PIXELS: u64 = 40_000_000;
+/// Longest side decoded.
+const MAX_SIDE: u32 = 20_000;
+/// Most memory one decode may allocate.
+const MAX_DECODE_BYTES: u64 = 256 * 1024 * 1024;
+
+fn not_decodable(e: image::ImageError) -> VisionError {
+    VisionError::NotAnImage(format!("the image cannot be decoded: {e}"))
+}
 
 /// What went wrong preparing an image, by what the caller should do about it.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +43,11 @@ pub enum VisionError {
     /// Use a smaller image.
     #[error("the image is {size} bytes, over the {limit}-byte limit")]
     TooLarge { size: u64, limit: u64 },
+    /// Use an image of fewer pixels (scale it down first).
+    #[error(
+        "the image is {width}x{height} pixels, over the limit of {limit} pixels; scale it down first (e.g. `convert in.png -resize 4000x4000 out.png`)"
+    )]
+    TooManyPixels { width: u32, height: u32, limit: u64 },
     /// Give a PNG, JPEG, GIF or WebP.
     #[error("{0}")]
     NotAnImage(String),
@@ -54,9 +69,9 @@ pub async fn load(
         (Some(path), None) => {
             let workspace = workspace.clone();
             let path = path.clone();
-            tokio::task::spawn_blocking(move || read_file(&workspace, &path))
+            crate::util::blocking(move || read_file(&workspace, &path))
                 .await
-                .map_err(|e| VisionError::Internal(format!("read task failed: {e}")))?
+                .map_err(|e| VisionError::Internal(e.to_string()))?
         }
         (None, Some(url)) => fetch(http, url).await,
         _ => Err(VisionError::InvalidRequest(
@@ -145,18 +160,33 @@ pub fn prepare(input: &[u8]) -> Result<SeeImageResponse, VisionError> {
             ));
         }
     }
-    // A small file can claim enormous dimensions; refuse before allocating them.
+    // A small file can claim enormous dimensions (a 62-byte GIF, a 490 KB PNG of 13000x13000
+    // pixels): refuse before allocating them.
     let mut limits = Limits::default();
-    limits.max_image_width = Some(20_000);
-    limits.max_image_height = Some(20_000);
-    limits.max_alloc = Some(512 * 1024 * 1024);
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
     reader.limits(limits);
-    let image = reader
-        .decode()
-        .map_err(|e| VisionError::NotAnImage(format!("the image cannot be decoded: {e}")))?;
+    let decoder = reader.into_decoder().map_err(not_decodable)?;
+    let (width, height) = decoder.dimensions();
+    let pixels = u64::from(width) * u64::from(height);
+    if pixels > MAX_PIXELS {
+        return Err(VisionError::TooManyPixels {
+            width,
+            height,
+            limit: MAX_PIXELS,
+        });
+    }
+    let image = DynamicImage::from_decoder(decoder).map_err(not_decodable)?;
     let (original_width, original_height) = (image.width(), image.height());
     let mut scaled = if original_width > MAX_WIDTH || original_height > MAX_HEIGHT {
-        image.resize(MAX_WIDTH, MAX_HEIGHT, FilterType::Triangle)
+        if original_width > 2 * MAX_WIDTH || original_height > 2 * MAX_HEIGHT {
+            // Averages blocks of source pixels straight into the output: no full-size
+            // intermediate buffer, unlike a filtered resize.
+            image.thumbnail(MAX_WIDTH, MAX_HEIGHT)
+        } else {
+            image.resize(MAX_WIDTH, MAX_HEIGHT, FilterType::Triangle)
+        }
     } else {
         image
     };
