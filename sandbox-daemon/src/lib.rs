@@ -47,6 +47,8 @@ use takeover::{TakeoverManager, TakeoverSettings};
 
 /// The daemon's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The workspace folder the browser saves downloads into.
+pub const DOWNLOADS_DIR: &str = "downloads";
 
 /// Everything a daemon needs to start.
 #[derive(Debug, Clone)]
@@ -224,6 +226,7 @@ impl Daemon {
                 timeout: config.browser_timeout,
                 elements_cap: config.elements_cap,
                 screenshot_quality: 70,
+                downloads: root.join(DOWNLOADS_DIR),
             },
             registry.clone(),
         );

@@ -1000,7 +1000,7 @@ async fn parallel_edits_of_one_file_are_never_lost() {
     .await
     .unwrap();
     std::os::unix::fs::symlink("race.txt", d.path("alias.txt")).unwrap();
-    for round in 0..3 {
+    for round in 0..5 {
         let mut edits = Vec::new();
         for i in 0..lines {
             let c = c.clone();
@@ -1161,4 +1161,142 @@ async fn deleting_a_deep_tree_needs_no_descriptor_per_level() {
     );
     let left: Vec<_> = std::fs::read_dir(d.root()).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// L3: what a page downloads lands in the workspace's `downloads/` folder, where the agent
+/// sees it, never in the home folder or a place of the page's choosing.
+#[tokio::test]
+async fn downloads_land_in_the_workspace_only() {
+    chromium_path();
+    let home = tempfile::tempdir().unwrap();
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .env("HOME", home.path())
+        .env("XDG_DOWNLOAD_DIR", home.path().join("Downloads"))
+        .spawn()
+        .await
+        .unwrap();
+    let page = "data:text/html,<a id=a download=\"../../dropped-by-page.sh\" href=\"data:text/plain,echo pwned\">x</a><script>a.click()</script>";
+    open(&d.client, page).await;
+    let landed = d.path("downloads");
+    let deadline = Instant::now() + WAIT;
+    let found = loop {
+        let names: Vec<String> = std::fs::read_dir(&landed)
+            .map(|dir| {
+                dir.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.ends_with(".crdownload"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !names.is_empty() {
+            break names;
+        }
+        assert!(Instant::now() < deadline, "nothing was downloaded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("dropped-by-page.sh"), "{found:?}");
+    assert_eq!(
+        std::fs::read_to_string(landed.join(&found[0])).unwrap(),
+        "echo pwned"
+    );
+    let elsewhere: Vec<_> = walk(home.path());
+    assert!(
+        !elsewhere.iter().any(|p| p.contains("dropped-by-page")),
+        "{elsewhere:?}"
+    );
+    assert!(!d.path("dropped-by-page.sh").exists());
+    assert!(
+        !d.root()
+            .parent()
+            .unwrap()
+            .join("dropped-by-page.sh")
+            .exists()
+    );
+}
+
+/// Every path under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.path().display().to_string());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&entry.path()));
+        }
+    }
+    out
+}
+
+/// A page that tampers with everything a script in its own world could rely on: builtins
+/// return 30 MB, a fake agent waits in the global the real one used, and every element
+/// reports the "Real" button's box as the "Decoy" button's.
+const TAMPERING_PAGE: &str = r#"<!doctype html><title>tampering</title>
+<script>
+function report(o){fetch("/report",{method:"POST",body:JSON.stringify(o),keepalive:true});}
+const big = "A".repeat(30 * 1024 * 1024);
+const slice = String.prototype.slice;
+String.prototype.trim = function () { return big; };
+String.prototype.slice = function () { return this.length > 1e6 ? big : slice.apply(this, arguments); };
+const fake = {version: 7, snapshots: new Map(), snapshot: () => ({url: "x", title: "fake", elements: "[1]<button>Fake", element_count: 1, truncated: false, pixels_above: 0, pixels_below: 0, viewport: {width: 1, height: 1}, content: "fake"})};
+Object.defineProperty(globalThis, "__coveAgent", {get: () => fake, set: () => {}});
+const rect = Element.prototype.getBoundingClientRect;
+Element.prototype.getBoundingClientRect = function () {
+  const decoy = document.getElementById("decoy");
+  return this.id === "real" && decoy ? rect.call(decoy) : rect.call(this);
+};
+</script>
+<p>Some text on the page.</p>
+<button id=real onclick="report({clicked: 'real'})">Real</button>
+<div style="height:200px"></div>
+<button id=decoy onclick="report({clicked: 'decoy'})">Decoy</button>"#;
+
+/// L1: what the agent reads of a page is worked out where the page's scripts cannot reach,
+/// and held to its caps in the daemon: a page cannot lift the caps, fake the element list, or
+/// move a click onto another element.
+#[tokio::test]
+async fn a_page_cannot_rewrite_what_the_agent_reads() {
+    chromium_path();
+    let d = daemon().await;
+    let site = FixtureSite::start().await.unwrap();
+    site.put_file(
+        "tampering.html",
+        "text/html",
+        TAMPERING_PAGE.as_bytes().to_vec(),
+    );
+    open(&d.client, &site.url("files/tampering.html")).await;
+    let state = d
+        .client
+        .browser_state(StateQuery {
+            screenshot: false,
+            content: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(state.title, "tampering");
+    let content = state.content.unwrap_or_default();
+    assert!(content.len() < 30_000, "content of {} bytes", content.len());
+    assert!(content.contains("Some text on the page"), "{content}");
+    assert!(state.elements.len() < 20_000);
+    assert!(!state.elements.contains("Fake"), "{}", state.elements);
+    let real = state
+        .elements
+        .lines()
+        .find(|l| l.contains(">Real"))
+        .and_then(|l| l.strip_prefix('[')?.split(']').next()?.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("no Real button in {}", state.elements));
+    d.client
+        .browser(
+            &cove_protocol::browser::ClickElement {
+                index: real,
+                snapshot_id: Some(state.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap();
+    let clicked = site
+        .wait_for_report(|r| r.get("clicked").is_some())
+        .await
+        .expect("a button was clicked");
+    assert_eq!(clicked["clicked"], "real", "the click went to {clicked}");
 }

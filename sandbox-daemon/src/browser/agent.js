@@ -1,12 +1,13 @@
-// coved's page agent. Evaluated as an expression, it installs itself once per document (in an
-// isolated world when the daemon can get one) and evaluates to the agent object.
+// coved's page agent. Evaluated as an expression in an isolated world (the page's scripts
+// cannot see or change it, nor the builtins it uses), it installs itself once per document
+// and evaluates to the agent object.
 //
 // A snapshot walks the DOM, same-origin iframes and open shadow roots, lists the visible
 // interactive elements with short lines of visible text, viewport first, and keeps the
 // element objects under the snapshot's id so actions reach the very element the model saw,
 // or learn that it is gone.
 (() => {
-  const VERSION = 6;
+  const VERSION = 7;
   const G = globalThis;
   if (G.__coveAgent && G.__coveAgent.version === VERSION) return G.__coveAgent;
 
@@ -27,19 +28,26 @@
 
   const agent = { version: VERSION, snapshots: new Map(), order: [] };
 
-  function listenersOf(el) {
-    try {
-      // DevTools' command-line API: present when the daemon evaluates with it.
-      return typeof getEventListeners === 'function' ? getEventListeners(el) : null;
-    } catch (_) {
-      return null;
-    }
+/* ORDER */
+  // Elements the page's world says have a click-like listener (see probe.js), for the
+  // snapshot being taken.
+  let listening = new Set();
+  const MAX_PROBED = 50000;
+
+  function hearListeners(positions) {
+    listening = new Set();
+    if (!Array.isArray(positions) || !positions.length) return;
+    const wanted = new Set(positions.slice(0, MAX_PROBED));
+    let i = 0;
+    forEachElement((el) => {
+      if (wanted.has(i)) listening.add(el);
+      i += 1;
+      return i < MAX_PROBED;
+    });
   }
 
   function hasClickListener(el) {
-    const l = listenersOf(el);
-    return !!(l && (l.click || l.mousedown || l.mouseup || l.pointerdown || l.pointerup ||
-      l.drop || l.dragstart));
+    return listening.has(el);
   }
 
   function isInteractive(el, style, parentPointer) {
@@ -188,6 +196,7 @@
   }
 
   agent.snapshot = (opts) => {
+    hearListeners(opts.listeners);
     const vw = innerWidth, vh = innerHeight;
     const overlay = blockingOverlay(vw, vh);
     const items = [];

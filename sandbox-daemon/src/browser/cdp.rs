@@ -1,5 +1,6 @@
 //! CDP calls with the daemon's own deadline on each, and the page agent's entry point.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use chromiumoxide::Page;
@@ -10,14 +11,23 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams,
 };
-use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EvaluateParams, ExecutionContextId, TerminateExecutionParams,
+};
 use chromiumoxide::types::Command;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::BrowserError;
 
-const AGENT_JS: &str = include_str!("agent.js");
+/// The page agent, with the element order it shares with the listener probe.
+static AGENT_JS: LazyLock<String> =
+    LazyLock::new(|| include_str!("agent.js").replace("/* ORDER */", include_str!("order.js")));
+/// The listener probe, run in the page's own world.
+static PROBE_JS: LazyLock<String> =
+    LazyLock::new(|| include_str!("probe.js").replace("/* ORDER */", include_str!("order.js")));
+/// How often to look for the isolated world of a document that is being replaced.
+const WORLD_POLL: Duration = Duration::from_millis(20);
 
 /// Runs one CDP command, giving up after `limit`.
 pub async fn run<T: Command>(
@@ -35,24 +45,48 @@ pub async fn run<T: Command>(
     }
 }
 
-/// Evaluates `expression` and returns its JSON value: in the page's main world, or with
-/// `isolated` in chromiumoxide's utility world when the page has one.
+/// The execution context of chromiumoxide's utility world in the page's main frame: an
+/// isolated world, whose globals and builtins the page's scripts can neither see nor change.
+/// A document being replaced has none for a moment; past `limit` the page has moved on.
+async fn isolated_world(page: &Page, limit: Duration) -> Result<ExecutionContextId, BrowserError> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Ok(Ok(Some(context))) =
+            tokio::time::timeout_at(deadline, page.secondary_execution_context()).await
+        {
+            return Ok(context);
+        }
+        if tokio::time::Instant::now() + WORLD_POLL >= deadline {
+            return Err(BrowserError::ContextLost);
+        }
+        tokio::time::sleep(WORLD_POLL).await;
+    }
+}
+
+/// Where a script runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum World {
+    /// The page's own: its scripts can change what the script sees and answers.
+    Page,
+    /// An isolated world the page cannot reach.
+    Isolated,
+}
+
+/// Evaluates `expression` in `world` and returns its JSON value.
 pub async fn evaluate<T: DeserializeOwned>(
     page: &Page,
     expression: String,
-    isolated: bool,
+    world: World,
     limit: Duration,
 ) -> Result<T, BrowserError> {
     let mut params = EvaluateParams::builder()
         .expression(expression)
         .return_by_value(true)
-        .await_promise(true)
-        .include_command_line_api(true);
-    if isolated
-        && let Ok(Ok(Some(context))) =
-            tokio::time::timeout(limit, page.secondary_execution_context()).await
-    {
-        params = params.context_id(context);
+        .await_promise(true);
+    match world {
+        // DevTools' command-line API (getEventListeners) is for the probe.
+        World::Page => params = params.include_command_line_api(true),
+        World::Isolated => params = params.context_id(isolated_world(page, limit).await?),
     }
     let params = params
         .build()
@@ -92,8 +126,7 @@ pub async fn agent<T: DeserializeOwned>(
 ) -> Result<T, BrowserError> {
     let args: Vec<String> = args.iter().map(Value::to_string).collect();
     let expression = format!("({}).{method}({})", AGENT_JS.trim_end(), args.join(","));
-    // The main world: DevTools' getEventListeners only sees the page's own listeners there.
-    let value: Value = evaluate(page, expression, false, limit).await?;
+    let value: Value = evaluate(page, expression, World::Isolated, limit).await?;
     if let Some(kind) = value.get("error").and_then(Value::as_str) {
         let reason = value
             .get("reason")
@@ -232,7 +265,25 @@ pub async fn screenshot_base64(
 
 /// `document.readyState` in the main world, or None while a navigation swaps documents.
 pub async fn ready_state(page: &Page, limit: Duration) -> Option<String> {
-    evaluate::<String>(page, "document.readyState".into(), false, limit)
+    evaluate::<String>(page, "document.readyState".into(), World::Page, limit)
         .await
         .ok()
+}
+
+/// Most element positions the probe may answer; more is a page lying about itself.
+const MAX_PROBED: usize = 50_000;
+
+/// The positions of the page's elements with a click-like listener, as its own world sees
+/// them (see `probe.js`); none when the probe fails, which costs only those click targets.
+pub async fn listener_positions(page: &Page, limit: Duration) -> Vec<u64> {
+    match evaluate::<Vec<u64>>(page, PROBE_JS.clone(), World::Page, limit).await {
+        Ok(mut positions) => {
+            positions.truncate(MAX_PROBED);
+            positions
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "the listener probe failed");
+            Vec::new()
+        }
+    }
 }

@@ -134,6 +134,8 @@ pub struct BrowserSettings {
     pub elements_cap: usize,
     /// JPEG quality of screenshots.
     pub screenshot_quality: u8,
+    /// Where pages' downloads go: a folder in the workspace, where the agent finds them.
+    pub downloads: PathBuf,
 }
 
 /// One browser action, as the routes receive them.

@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventType, EventDragIntercepted,
     SetInterceptDragsParams,
@@ -27,6 +30,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+use super::cdp::World;
 use super::chromium::{self, Chromium, Launcher};
 use super::keys::{self, KeyInput};
 use super::navigation::{NavigationWatch, Settled};
@@ -35,6 +39,10 @@ use crate::procs::ChildRegistry;
 
 /// Longest page text returned with `content=true`.
 const CONTENT_CHARS: usize = 20_000;
+/// Longest page or tab title returned.
+const MAX_TITLE_CHARS: usize = 1_000;
+/// Longest page or tab URL returned.
+const MAX_URL_CHARS: usize = 8_192;
 /// Longest wait after an input for a navigation or a new tab to start.
 const SETTLE: Duration = Duration::from_millis(150);
 /// How long a state read waits for a background tab's title.
@@ -88,6 +96,32 @@ struct Snapshot {
     pixels_below: u64,
     viewport: Viewport,
     content: Option<String>,
+}
+
+impl Snapshot {
+    /// Holds every text to its cap, whatever the page made of the script that wrote it.
+    fn cap(&mut self, elements_cap: usize) {
+        // The agent clips at the cap and adds a short "more below" hint.
+        if clip_chars(&mut self.elements, elements_cap + 200) {
+            self.truncated = true;
+        }
+        if let Some(content) = &mut self.content {
+            clip_chars(content, CONTENT_CHARS + 100);
+        }
+        clip_chars(&mut self.title, MAX_TITLE_CHARS);
+        clip_chars(&mut self.url, MAX_URL_CHARS);
+    }
+}
+
+/// Cuts `text` to at most `max` characters; true if it was longer.
+fn clip_chars(text: &mut String, max: usize) -> bool {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => {
+            text.truncate(cut);
+            true
+        }
+        None => false,
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +215,22 @@ impl Session {
                 "Chromium did not answer over its DevTools pipe; it said: {}",
                 chromium.said()
             )));
+        }
+        // Downloads land in the workspace, where the agent sees them, not wherever a page
+        // (or the profile's default) would put them.
+        let downloads = SetDownloadBehaviorParams::builder()
+            .behavior(SetDownloadBehaviorBehavior::Allow)
+            .download_path(settings.downloads.to_string_lossy().into_owned())
+            .build()
+            .map_err(|e| BrowserError::Internal(format!("bad download settings: {e}")))?;
+        if !matches!(
+            tokio::time::timeout(settings.timeout, browser.execute(downloads)).await,
+            Ok(Ok(_))
+        ) {
+            handler_task.abort();
+            return Err(BrowserError::Unavailable(
+                "Chromium refused to keep downloads in the workspace".into(),
+            ));
         }
         let mut session = Session {
             settings,
@@ -548,21 +598,21 @@ impl Session {
         let mut watch = NavigationWatch::new(&page, limit).await?;
         let assign = format!("location.assign({}); true", Value::from(url));
         if let Err(e) =
-            cdp::evaluate::<bool>(&page, assign.clone(), false, Duration::from_secs(3)).await
+            cdp::evaluate::<bool>(&page, assign.clone(), World::Page, Duration::from_secs(3)).await
         {
             // The tab may be stuck in an earlier navigation: cancel it and try once more.
             if !matches!(e, BrowserError::Timeout(_) | BrowserError::ContextLost) {
                 return Err(e);
             }
             watch.stop().await;
-            cdp::evaluate::<bool>(&page, assign, false, limit).await?;
+            cdp::evaluate::<bool>(&page, assign, World::Page, limit).await?;
         }
         match watch.settle(limit).await {
             Settled::Loaded { url: landed } if landed.starts_with("chrome-error://") => {
                 let text: String = cdp::evaluate(
                     &page,
                     "document.body ? document.body.innerText : ''".into(),
-                    false,
+                    World::Isolated,
                     Duration::from_secs(3),
                 )
                 .await
@@ -758,14 +808,15 @@ impl Session {
         let page = self.page()?;
         let limit = self.limit();
         let sid = BrowserManager::next_snapshot_id(counter);
-        let args = json!({
-            "snapshotId": sid,
-            "maxChars": self.settings.elements_cap,
-            "content": query.content,
-            "contentChars": CONTENT_CHARS,
-        });
         let mut attempts = 0;
-        let snapshot: Snapshot = loop {
+        let mut snapshot: Snapshot = loop {
+            let args = json!({
+                "snapshotId": sid,
+                "maxChars": self.settings.elements_cap,
+                "content": query.content,
+                "contentChars": CONTENT_CHARS,
+                "listeners": cdp::listener_positions(&page, limit).await,
+            });
             match cdp::agent(&page, "snapshot", std::slice::from_ref(&args), limit).await {
                 Err(BrowserError::ContextLost) if attempts < 5 => {
                     // A navigation is swapping documents; wait for the new one.
@@ -776,6 +827,8 @@ impl Session {
                 other => break other?,
             }
         };
+        // The agent runs where the page cannot change it; the caps hold here regardless.
+        snapshot.cap(self.settings.elements_cap);
         let active = self.active;
         if let Some(tab) = self.tabs.iter_mut().find(|t| t.id == active) {
             tab.last_snapshot = Some(sid);
@@ -845,6 +898,9 @@ impl Session {
                         .unwrap_or_default(),
                 )
             };
+            let (mut url, mut title) = (url, title);
+            clip_chars(&mut url, MAX_URL_CHARS);
+            clip_chars(&mut title, MAX_TITLE_CHARS);
             tabs.push(TabInfo {
                 tab_id: tab.id,
                 url,

@@ -26,6 +26,8 @@ const SNIPPET_CONTEXT: u64 = 4;
 pub const MAX_LIST_ENTRIES: usize = 10_000;
 /// Mode of files created without one.
 const DEFAULT_FILE_MODE: u32 = 0o644;
+/// Symbolic links followed in a row, at most (as the kernel's own limit).
+const MAX_LINK_HOPS: usize = 40;
 
 /// What went wrong with a file request, by what the caller should do about it.
 #[derive(Debug, thiserror::Error)]
@@ -367,11 +369,38 @@ impl Workspace {
     /// that stay inside), so two names of one file share it.
     fn edit_lock(&self, rel: &RelPath) -> Arc<Mutex<()>> {
         let key = self
-            .root
-            .canonicalize(rel.as_str())
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| rel.as_str().to_string());
+            .lock_key(rel)
+            .unwrap_or_else(|| rel.as_str().to_string());
         self.edits.of(key)
+    }
+
+    /// The path `rel` names with symbolic links followed: its directory canonicalized, and a
+    /// link in its last component read and followed. (Canonicalizing the file itself would
+    /// go through the file's descriptor, which names a file being replaced by a rename
+    /// "x (deleted)".) None when the path cannot be resolved inside the workspace.
+    fn lock_key(&self, rel: &RelPath) -> Option<String> {
+        let mut current = rel.as_str().to_string();
+        for _ in 0..MAX_LINK_HOPS {
+            let (parent, name) = match current.rsplit_once('/') {
+                Some((parent, name)) => (parent.to_string(), name.to_string()),
+                None => (".".to_string(), current.clone()),
+            };
+            let parent_path = if parent == "." {
+                std::path::PathBuf::new()
+            } else {
+                self.root.canonicalize(&parent).ok()?
+            };
+            let dir = self.open_dir(&parent).ok()?;
+            let is_link = dir
+                .symlink_metadata(&name)
+                .is_ok_and(|m| m.file_type().is_symlink());
+            if !is_link {
+                return Some(parent_path.join(name).to_string_lossy().into_owned());
+            }
+            let target = dir.read_link_contents(&name).ok()?;
+            current = normalize(&parent_path.join(target))?;
+        }
+        None
     }
 
     /// Reads a text file, or lines `start_line..=end_line` of it.
@@ -800,6 +829,23 @@ fn remove_tree(parent: &Dir, name: &str) -> io::Result<()> {
     parent.remove_dir(name)
 }
 
+/// A relative path with `.` and `..` worked out by name; None for an absolute one or one
+/// that climbs above the root.
+fn normalize(path: &Path) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                parts.pop()?;
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
 /// Appends the entries under `dir` (which is `rel`) to `out`; true if the cap was reached.
 fn walk(dir: &Dir, rel: &RelPath, depth: u32, out: &mut Vec<FileEntry>) -> Result<bool, FileError> {
     let entries = dir.entries().map_err(|e| map_io(rel.as_str(), e))?;
@@ -879,6 +925,13 @@ mod tests {
         let a = ws.edit_lock(&RelPath::parse("real.txt").unwrap());
         let b = ws.edit_lock(&RelPath::parse("./alias.txt").unwrap());
         assert!(Arc::ptr_eq(&a, &b));
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("../real.txt", dir.path().join("sub/up.txt")).unwrap();
+        let c = ws.edit_lock(&RelPath::parse("sub/up.txt").unwrap());
+        assert!(Arc::ptr_eq(&a, &c));
+        assert_eq!(normalize(Path::new("a/../b/./c")), Some("b/c".into()));
+        assert_eq!(normalize(Path::new("../x")), None);
+        assert_eq!(normalize(Path::new("/etc/passwd")), None);
     }
 
     #[test]
