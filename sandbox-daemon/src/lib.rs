@@ -326,6 +326,6 @@ async fn reap_orphans_forever(registry: Arc<ChildRegistry>) {
             _ = tick.tick() => {}
         }
         let registry = registry.clone();
-        let _ = tokio::task::spawn_blocking(move || registry.reap_orphans()).await;
+        let _ = util::blocking(move || registry.reap_orphans()).await;
     }
 }

@@ -10,7 +10,7 @@ use cove_protocol::client::CovedClient;
 use cove_protocol::files::CreateRequest;
 use cove_protocol::preview::ExposeResponse;
 use cove_protocol::shell::ExecRequest;
-use cove_tests::preview::{client, websocket};
+use cove_tests::preview::{client, free_port, origin, websocket};
 use cove_tests::{DaemonBuilder, DaemonProcess};
 use futures_util::{SinkExt, StreamExt};
 use reqwest::StatusCode;
@@ -35,12 +35,6 @@ async fn put(c: &CovedClient, path: &str, content: &str) {
     })
     .await
     .unwrap();
-}
-
-/// The origin of a link: everything before the path.
-fn origin(link: &str) -> String {
-    let (scheme, rest) = link.split_once("://").unwrap();
-    format!("{scheme}://{}", rest.split(['/', '?']).next().unwrap())
 }
 
 /// Trades a link's token for the cookie; returns the cookie and where the link pointed.
@@ -231,14 +225,6 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
         .unwrap();
     assert_eq!(sent_on.status(), StatusCode::TEMPORARY_REDIRECT);
     assert_eq!(sent_on.headers()[LOCATION], format!("{files}/site/?x=1"));
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

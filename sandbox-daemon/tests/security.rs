@@ -11,8 +11,10 @@ use cove_protocol::browser::{NavigateTo, StateQuery};
 use cove_protocol::client::CovedClient;
 use cove_protocol::files::CreateRequest;
 use cove_protocol::shell::ExecRequest;
-use cove_protocol::takeover::StartTakeover;
+use cove_protocol::takeover::{StartTakeover, TakeoverGrant};
+use cove_tests::images::{blank_png, gif_bomb};
 use cove_tests::person::Person;
+use cove_tests::preview::{free_port, trade_link};
 use cove_tests::viewer::chromium_path;
 use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, procs};
 use serde_json::json;
@@ -34,6 +36,20 @@ async fn open(c: &CovedClient, url: &str) -> cove_protocol::browser::BrowserStat
     c.browser(&NavigateTo { url: url.into() }, LEAN)
         .await
         .unwrap_or_else(|e| panic!("{url} loads: {e}"))
+}
+
+/// Hands the browser to a person: the grant, and the person's socket once it shows the view.
+async fn take_over(c: &CovedClient) -> (TakeoverGrant, LiveClient) {
+    let grant = c
+        .takeover_start(&StartTakeover {
+            message: None,
+            ttl_secs: None,
+        })
+        .await
+        .unwrap();
+    let mut live = LiveClient::connect(&grant.url, &grant.token).await.unwrap();
+    live.expect_json("view", WAIT).await.unwrap();
+    (grant, live)
 }
 
 /// Pids listening on TCP, as `ss` (iproute2) reports them.
@@ -111,15 +127,7 @@ async fn a_person_cannot_steer_the_browser_to_the_sandbox_itself() {
     let web = FixtureSite::start_on_network().await.unwrap();
     let local = FixtureSite::start().await.unwrap();
     open(c, &web.url("takeover.html")).await;
-    let grant = c
-        .takeover_start(&StartTakeover {
-            message: None,
-            ttl_secs: None,
-        })
-        .await
-        .unwrap();
-    let mut live = LiveClient::connect(&grant.url, &grant.token).await.unwrap();
-    live.expect_json("view", WAIT).await.unwrap();
+    let (_, mut live) = take_over(c).await;
 
     let port = local
         .url("")
@@ -199,15 +207,7 @@ async fn a_persons_commands_end_with_the_takeover() {
     let c = &d.client;
     let web = FixtureSite::start_on_network().await.unwrap();
     open(c, &web.url("takeover.html")).await;
-    let grant = c
-        .takeover_start(&StartTakeover {
-            message: None,
-            ttl_secs: None,
-        })
-        .await
-        .unwrap();
-    let mut live = LiveClient::connect(&grant.url, &grant.token).await.unwrap();
-    live.expect_json("view", WAIT).await.unwrap();
+    let (_, mut live) = take_over(c).await;
 
     // The first navigation hangs; the ones after it are refused while it lasts.
     live.send(json!({"t": "navigate", "url": web.url("hang")}))
@@ -243,14 +243,6 @@ async fn a_persons_commands_end_with_the_takeover() {
 }
 
 const HOSTILE: &str = include_str!("../../tests/fixtures/preview/hostile.py");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Starts the hostile app in a shell session, trying to read `targets`; returns its port
 /// and preview link.
@@ -504,14 +496,7 @@ async fn other_sites_cannot_post_to_a_preview() {
         let http = cove_tests::preview::client(&[&app]);
         let mut cookie = String::new();
         if !public {
-            let traded = http.get(&link).send().await.unwrap();
-            cookie = traded.headers()["set-cookie"]
-                .to_str()
-                .unwrap()
-                .split(';')
-                .next()
-                .unwrap()
-                .to_string();
+            cookie = trade_link(&http, &link).await.unwrap().0;
         }
         let post = |headers: &[(&str, &str)]| {
             let mut request = http
@@ -1041,37 +1026,6 @@ async fn parallel_edits_of_one_file_are_never_lost() {
     );
 }
 
-const BLANK_PNG: &str = include_str!("../../tests/fixtures/vision/blank_png.py");
-
-/// A GIF of a few dozen bytes whose logical screen is 11000x11000 pixels (the review's
-/// "62-byte GIF").
-fn gif_bomb() -> Vec<u8> {
-    let mut gif = b"GIF89a".to_vec();
-    gif.extend_from_slice(&11000u16.to_le_bytes());
-    gif.extend_from_slice(&11000u16.to_le_bytes());
-    gif.extend_from_slice(&[0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff]);
-    gif.extend_from_slice(&[0x21, 0xf9, 0x04, 0x04, 0, 0, 0, 0, 0x2c]);
-    for v in [0u16, 0, 1, 1] {
-        gif.extend_from_slice(&v.to_le_bytes());
-    }
-    gif.extend_from_slice(&[0, 0x02, 0x02, 0x44, 0x01, 0, 0x3b]);
-    gif
-}
-
-/// Writes a blank PNG of `width` x `height` pixels into the workspace.
-fn blank_png(d: &DaemonProcess, name: &str, width: u32, height: u32) {
-    let script = d.path(".blank_png.py");
-    std::fs::write(&script, BLANK_PNG).unwrap();
-    let made = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(d.path(name))
-        .arg(width.to_string())
-        .arg(height.to_string())
-        .status()
-        .expect("python3 is installed");
-    assert!(made.success());
-}
-
 /// M5: images that claim more pixels than the daemon decodes are refused from their header,
 /// before a byte of pixels is allocated; large real ones are still prepared, a few at a time.
 #[tokio::test]
@@ -1080,7 +1034,7 @@ async fn image_bombs_are_refused_before_they_are_decoded() {
     let c = &d.client;
     std::fs::write(d.path("bigscreen.gif"), gif_bomb()).unwrap();
     assert!(gif_bomb().len() < 64);
-    blank_png(&d, "huge.png", 13000, 13000);
+    blank_png(&d.path("huge.png"), 13000, 13000).unwrap();
     assert!(std::fs::metadata(d.path("huge.png")).unwrap().len() < 1_000_000);
     for name in ["bigscreen.gif", "huge.png"] {
         let refused = c
@@ -1097,7 +1051,7 @@ async fn image_bombs_are_refused_before_they_are_decoded() {
         );
     }
     // The control: a 24-megapixel image is prepared, also four at once from the web.
-    blank_png(&d, "photo.png", 6000, 4000);
+    blank_png(&d.path("photo.png"), 6000, 4000).unwrap();
     let site = FixtureSite::start().await.unwrap();
     site.put_file(
         "photo.png",

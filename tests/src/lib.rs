@@ -6,6 +6,7 @@ pub mod bins;
 pub mod daemon;
 pub mod docker;
 pub mod firefox;
+pub mod images;
 pub mod live;
 pub mod llm;
 pub mod person;

@@ -63,3 +63,37 @@ pub async fn websocket(
         tokio_tungstenite::client_async(request, MaybeTlsStream::Plain(stream)).await?;
     Ok(socket)
 }
+
+/// Opens a preview link as a browser's first request would: the answer trades its token for
+/// the cookie. Returns the cookie (`name=value`) and where the answer sends the browser.
+pub async fn trade_link(http: &reqwest::Client, link: &str) -> Result<(String, String)> {
+    let answer = http.get(link).send().await?;
+    let header = |name: &str| -> Result<String> {
+        Ok(answer
+            .headers()
+            .get(name)
+            .ok_or_else(|| anyhow!("no {name} in the answer to {link}: {answer:?}"))?
+            .to_str()?
+            .to_string())
+    };
+    let cookie = header("set-cookie")?;
+    let cookie = cookie.split(';').next().unwrap_or_default().to_string();
+    Ok((cookie, header("location")?))
+}
+
+/// The origin of a URL: everything before its path.
+pub fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    format!(
+        "{scheme}://{}",
+        rest.split(['/', '?']).next().unwrap_or(rest)
+    )
+}
+
+/// A free port on 127.0.0.1 (free when asked; a test binds it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}

@@ -969,16 +969,8 @@ async fn the_agent_serves_a_site_and_exposes_it_for_the_user() {
 /// Follows a preview link as a browser would: the token traded for the cookie, then the page.
 async fn reqwest_like_get(link: &str) -> String {
     let http = cove_tests::preview::client(&[link]);
-    let first = http.get(link).send().await.unwrap();
-    let cookie = first.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let location = first.headers()["location"].to_str().unwrap().to_string();
-    let origin = link.split("/?").next().unwrap();
+    let (cookie, location) = cove_tests::preview::trade_link(&http, link).await.unwrap();
+    let origin = cove_tests::preview::origin(link);
     http.get(format!("{origin}{location}"))
         .header("cookie", cookie)
         .send()

@@ -27,7 +27,7 @@ static AGENT_JS: LazyLock<String> =
 static PROBE_JS: LazyLock<String> =
     LazyLock::new(|| include_str!("probe.js").replace("/* ORDER */", include_str!("order.js")));
 /// How often to look for the isolated world of a document that is being replaced.
-const WORLD_POLL: Duration = Duration::from_millis(20);
+const WORLD_POLL: Duration = Duration::from_millis(5);
 
 /// Runs one CDP command, giving up after `limit`.
 pub async fn run<T: Command>(

@@ -122,6 +122,8 @@ async fn accept_one(listener: TcpListener, path: &str, deadline: Instant) -> Opt
             .await
             .ok()?
             .ok()?;
+        // CDP is many small messages; Nagle's algorithm would hold each one back.
+        let _ = stream.set_nodelay(true);
         // The signature is tungstenite's callback; its error type is not ours to shrink.
         #[allow(clippy::result_large_err)]
         let check = |request: &Request, response: Response| -> Result<Response, ErrorResponse> {

@@ -196,10 +196,9 @@ impl ShellManager {
             let starter = session.clone();
             let command = request.command.clone();
             let cwd = request.cwd.clone();
-            let result =
-                tokio::task::spawn_blocking(move || starter.start(&command, cwd.as_deref()))
-                    .await
-                    .map_err(|e| ShellError::Unavailable(format!("start task failed: {e}")))?;
+            let result = crate::util::blocking(move || starter.start(&command, cwd.as_deref()))
+                .await
+                .map_err(|e| ShellError::Unavailable(format!("cannot start the command: {e}")))?;
             match result {
                 Ok(seq) => break (session, seq),
                 // The shell died between the lookup and the start: start a fresh one once.
@@ -258,9 +257,10 @@ impl ShellManager {
     /// Types into session `name`'s running command.
     pub async fn input(&self, name: &str, text: String, enter: bool) -> Result<u64, ShellError> {
         let session = self.get(name)?;
-        tokio::task::spawn_blocking(move || session.send_input(&text, enter))
+        // A program that reads nothing fills the terminal's buffer and the write waits.
+        crate::util::blocking(move || session.send_input(&text, enter))
             .await
-            .map_err(|e| ShellError::Unavailable(format!("input task failed: {e}")))?
+            .map_err(|e| ShellError::Unavailable(format!("cannot type into the session: {e}")))?
     }
 
     /// Signals session `name`'s running command.

@@ -251,9 +251,9 @@ impl Session {
         let session = {
             let settings = settings.clone();
             let name = name.to_string();
-            tokio::task::spawn_blocking(move || start_shell(name, tag, dir, settings, registry))
+            crate::util::blocking(move || start_shell(name, tag, dir, settings, registry))
                 .await
-                .map_err(|e| ShellError::Unavailable(format!("shell start task failed: {e}")))??
+                .map_err(|e| ShellError::Unavailable(format!("cannot start the shell: {e}")))??
         };
         if !session.wait_for(0, Instant::now() + STARTUP_TIMEOUT).await {
             let output = session.read_output(0).output.text;
@@ -559,7 +559,7 @@ impl Session {
     /// processes were killed.
     pub async fn kill(self: &Arc<Self>) -> u64 {
         let (shell_pid, tag) = (self.shell_pid, self.tag.clone());
-        let killed = tokio::task::spawn_blocking(move || procs::kill_session(shell_pid, &tag))
+        let killed = crate::util::blocking(move || procs::kill_session(shell_pid, &tag))
             .await
             .unwrap_or(0);
         self.status_task.abort();
