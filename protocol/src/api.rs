@@ -486,7 +486,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         op: Op::PreviewExpose,
         method: Method::Post,
         path: "/v1/preview/expose",
-        summary: "A browser URL for a server listening on a port inside the sandbox",
+        summary: "A browser URL, on an origin of its own, for a server the agent started on a port inside the sandbox",
         auth: true,
         query: None,
         request: RequestBody::Json(reference::<ExposeRequest>),
@@ -616,7 +616,7 @@ pub fn openapi_document(daemon_version: &str) -> Value {
         "info": {
             "title": "coved",
             "version": daemon_version,
-            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; `/preview/` (workspace files) and `/proxy/{port}/` (servers inside the sandbox) take the bearer token or the preview token of `/v1/preview/expose`.",
+            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; previews are served on origins of their own, `p<port>.<base>` (a server the agent started inside the sandbox) and `files.<base>` (the workspace's files, read-only), and take the preview token of `/v1/preview/expose` (traded for a cookie) or the bearer token; `/preview/` and `/proxy/{port}/` on this origin serve the bearer token's holder and send browsers to those origins. With `--public-url`, requests for other hosts answer 421.",
         },
         "paths": paths,
         "components": {

@@ -97,6 +97,8 @@ impl CovedClient {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            // coved closes a connection left quiet for 30 s; let go of it first.
+            .pool_idle_timeout(Duration::from_secs(20))
             .build()
             .map_err(|source| ClientError::Transport {
                 url: base_url.to_string(),

@@ -16,11 +16,12 @@ pub struct ExposeRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExposeResponse {
     pub port: u16,
-    /// Opens the server in a browser; carries the preview token (valid for `/preview/` and
-    /// `/proxy/` only, never for the API), which the first visit trades for a cookie.
+    /// Opens the server in a browser, at the root of its own origin (`http://p8000.localhost:7700/`);
+    /// carries the preview token (good for previews only, never for the API), which the first
+    /// visit trades for a cookie of that origin.
     pub url: String,
-    /// The workspace's files, read-only, with the same token.
+    /// The workspace's files, read-only, on their own origin, with the same token.
     pub files_url: String,
-    /// Something accepted a connection on the port just now.
+    /// A process the agent started listens on the port now.
     pub listening: bool,
 }

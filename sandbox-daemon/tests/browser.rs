@@ -801,6 +801,16 @@ async fn bad_navigation_is_an_error_not_a_page() {
     )
     .await;
     assert_eq!(scheme.code(), Some(&ErrorCode::InvalidRequest));
+    // file: is refused at once (it used to hang for the whole deadline), saying what to do.
+    let file = refused(
+        c,
+        &NavigateTo {
+            url: format!("file://{}", d.path("").display()),
+        },
+    )
+    .await;
+    assert_eq!(file.code(), Some(&ErrorCode::InvalidRequest));
+    assert!(file.to_string().contains("http.server"), "{file}");
     // A missing page still loads: the server's 404 page is what a person would see.
     let missing = open(c, &site, "nope.html").await;
     assert_eq!(missing.title, "Not found");
