@@ -13,7 +13,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 coved="${1:?usage: check-recipe.sh path/to/coved}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 port="${RECIPE_PORT:-17700}"
-token="recipe-check-$$"
+token="recipe-check-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d " \n")"
 
 fail() { echo "recipe check FAILED: $*" >&2; exit 1; }
 step() { echo "== $*"; }
