@@ -616,7 +616,7 @@ pub fn openapi_document(daemon_version: &str) -> Value {
         "info": {
             "title": "coved",
             "version": daemon_version,
-            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; previews are served on origins of their own, `p<port>.<base>` (a server the agent started inside the sandbox) and `files.<base>` (the workspace's files, read-only), and take the preview token of `/v1/preview/expose` (traded for a cookie) or the bearer token; `/preview/` and `/proxy/{port}/` on this origin serve the bearer token's holder and send browsers to those origins. With `--public-url`, requests for other hosts answer 421.",
+            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; previews are served on origins of their own, `p<port>-<run>.<base>` (a server the agent started inside the sandbox) and `files-<run>.<base>` (the workspace's files, read-only), and take the preview token of `/v1/preview/expose` (one per origin, traded for a cookie; cross-origin requests other than navigations are refused) or the bearer token; `/preview/` and `/proxy/{port}/` on this origin serve the bearer token's holder and send browsers to those origins. With `--public-url`, requests for other hosts answer 421.",
         },
         "paths": paths,
         "components": {

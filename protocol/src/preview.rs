@@ -16,7 +16,7 @@ pub struct ExposeRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExposeResponse {
     pub port: u16,
-    /// Opens the server in a browser, at the root of its own origin (`http://p8000.localhost:7700/`);
+    /// Opens the server in a browser, at the root of its own origin (`http://p8000-3f9a1c2e.localhost:7700/`);
     /// carries the preview token (good for previews only, never for the API), which the first
     /// visit trades for a cookie of that origin.
     pub url: String,

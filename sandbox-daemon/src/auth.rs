@@ -202,6 +202,20 @@ const FAILURES_LOGGED: u32 = 5;
 /// Addresses tracked at once; past it the oldest windows are forgotten.
 const ADDRESSES_TRACKED: usize = 10_000;
 
+/// The address failures are counted under: an IPv4 address, or an IPv6 address's /64.
+fn network_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return IpAddr::V4(v4);
+            }
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+    }
+}
+
 /// What to answer a wrong token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -229,11 +243,17 @@ impl Failures {
     /// Records a wrong token from `peer` for `what` (a name for the log).
     pub fn record(&self, peer: Option<IpAddr>, what: &str) -> Verdict {
         let now = Instant::now();
+        // One host of IPv6 has a whole /64 to send from.
+        let peer = peer.map(network_of);
         let mut map = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= ADDRESSES_TRACKED && !map.contains_key(&peer) {
             map.retain(|_, w| now.duration_since(w.started) < FAILURE_WINDOW);
-            if map.len() >= ADDRESSES_TRACKED {
-                map.clear();
+            // Still full of addresses guessing now: forget the one that began longest ago,
+            // not everyone's count.
+            if map.len() >= ADDRESSES_TRACKED
+                && let Some(oldest) = map.iter().min_by_key(|(_, w)| w.started).map(|(k, _)| *k)
+            {
+                map.remove(&oldest);
             }
         }
         let window = map.entry(peer).or_insert(Window {
@@ -317,6 +337,15 @@ mod tests {
             failures.record(Some(IpAddr::from([10, 0, 0, 10])), "a test"),
             Verdict::Refuse
         );
+        // Addresses of one IPv6 /64 count as one.
+        let v6 = |last: u16| Some(IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last]));
+        for n in 0..FAILURES_ALLOWED {
+            assert_eq!(failures.record(v6(n as u16), "a test"), Verdict::Refuse);
+        }
+        assert!(matches!(
+            failures.record(v6(999), "a test"),
+            Verdict::TooMany { .. }
+        ));
     }
 
     #[test]

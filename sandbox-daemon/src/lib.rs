@@ -143,7 +143,7 @@ pub struct App {
     pub takeover: TakeoverManager,
     pub preview: Preview,
     /// Turns for image decodes, which each may take a few hundred megabytes.
-    pub decodes: tokio::sync::Semaphore,
+    pub decodes: Arc<tokio::sync::Semaphore>,
     /// Client for the preview proxy (no redirects followed, no proxy), built on first use.
     pub proxy_http: std::sync::OnceLock<reqwest::Client>,
     /// Client for fetching image URLs, built on first use (loading TLS roots costs startup
@@ -255,7 +255,7 @@ impl Daemon {
             takeover: TakeoverManager::new(TakeoverSettings {
                 ttl: config.takeover_ttl,
             }),
-            decodes: tokio::sync::Semaphore::new(2),
+            decodes: Arc::new(tokio::sync::Semaphore::new(2)),
             preview: Preview::new(&PreviewSettings {
                 public: config.preview_public,
                 public_url: config.public_url.clone(),

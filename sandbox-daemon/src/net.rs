@@ -4,8 +4,17 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// Cloud metadata services outside the link-local range: Alibaba's, Azure's host agent,
+/// AWS's over IPv6.
+const METADATA_V4: [Ipv4Addr; 2] = [
+    Ipv4Addr::new(100, 100, 100, 200),
+    Ipv4Addr::new(168, 63, 129, 16),
+];
+const METADATA_V6: [Ipv6Addr; 1] = [Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)];
+
 /// Whether `ip` reaches this machine or its link: loopback, link-local (cloud metadata
-/// services live there), or unspecified (`0.0.0.0` connects to the local host on Linux).
+/// services live there, and a few elsewhere), or unspecified (`0.0.0.0` connects to the
+/// local host on Linux).
 pub fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_internal_v4(v4),
@@ -13,13 +22,16 @@ pub fn is_internal(ip: IpAddr) -> bool {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_internal_v4(v4);
             }
-            v6.is_loopback() || v6.is_unspecified() || is_link_local_v6(v6)
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || is_link_local_v6(v6)
+                || METADATA_V6.contains(&v6)
         }
     }
 }
 
 fn is_internal_v4(ip: Ipv4Addr) -> bool {
-    ip.is_loopback() || ip.is_link_local() || ip.octets()[0] == 0
+    ip.is_loopback() || ip.is_link_local() || ip.octets()[0] == 0 || METADATA_V4.contains(&ip)
 }
 
 fn is_link_local_v6(ip: Ipv6Addr) -> bool {
@@ -137,6 +149,9 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "::ffff:169.254.1.1",
+            "100.100.100.200",
+            "168.63.129.16",
+            "fd00:ec2::254",
         ] {
             assert!(is_internal(ip.parse().unwrap()), "{ip}");
         }

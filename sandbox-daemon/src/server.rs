@@ -2,13 +2,15 @@
 //!
 //! A connection must send a request head within the idle timeout (a half-sent request, or a
 //! kept-alive connection that sends nothing more, is closed), and at most so many connections
-//! are open at once: past the cap, new ones are closed at once rather than left to queue, so
-//! the ones in use (the controller's) keep being served. Each request learns its peer's
+//! are open at once, WebSockets included: past the cap, new ones are closed at once rather
+//! than left to queue, so the ones in use (the controller's) keep being served. Each request learns its peer's
 //! address (axum's `ConnectInfo`), for the log and the failed-token limit.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -16,6 +18,7 @@ use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower::ServiceExt;
@@ -99,7 +102,13 @@ pub async fn serve(
             router.clone().oneshot(request)
         });
         let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
+            .serve_connection(
+                TokioIo::new(Counted {
+                    stream,
+                    _permit: permit,
+                }),
+                service,
+            )
             .with_upgrades();
         let mut stopped = stopped.clone();
         tokio::spawn(async move {
@@ -114,7 +123,6 @@ pub async fn serve(
             if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "connection ended");
             }
-            drop(permit);
         });
     }
     drop(listener);
@@ -128,6 +136,53 @@ pub async fn serve(
             "requests still open after {:?}; closing them",
             limits.drain_timeout
         );
+    }
+}
+
+/// A connection's socket with its place under the connection cap: the place is given back
+/// when the socket closes, also when an upgrade has handed it on to a WebSocket.
+struct Counted {
+    stream: tokio::net::TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
     }
 }
 

@@ -28,19 +28,14 @@ pub async fn blocking<T: Send + 'static>(
     }
 }
 
-/// `bytes` random bytes from the OS, as lowercase hex.
+/// `bytes` random bytes from the OS, as lowercase hex. Tokens are made of these, so without
+/// a source of randomness (no `getrandom(2)`, no `/dev/urandom`) the daemon stops rather than
+/// hand out guessable ones.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
-    if getrandom::fill(&mut buf).is_err() {
-        // The OS RNG never fails on Linux once booted; fall back to something unique anyway.
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let seed = nanos ^ u128::from(std::process::id());
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (seed >> ((i % 16) * 8)) as u8;
-        }
+    if let Err(e) = getrandom::fill(&mut buf) {
+        tracing::error!(error = %e, "the system has no source of randomness; stopping");
+        std::process::abort();
     }
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }

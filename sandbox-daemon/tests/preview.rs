@@ -10,7 +10,7 @@ use cove_protocol::client::CovedClient;
 use cove_protocol::files::CreateRequest;
 use cove_protocol::preview::ExposeResponse;
 use cove_protocol::shell::ExecRequest;
-use cove_tests::preview::{client, free_port, origin, websocket};
+use cove_tests::preview::{app_origin, client, free_port, origin, websocket, websocket_from};
 use cove_tests::{DaemonBuilder, DaemonProcess};
 use futures_util::{SinkExt, StreamExt};
 use reqwest::StatusCode;
@@ -109,19 +109,24 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
         "<svg xmlns='http://www.w3.org/2000/svg'/>",
     )
     .await;
+    put(&c, "javascript:alert(1)", "a name that looks like a scheme").await;
     let exposed = c.expose(1).await.unwrap();
     let daemon_port = d.url.rsplit(':').next().unwrap().to_string();
-    let files = format!("http://files.localhost:{daemon_port}");
+    let files = origin(&exposed.files_url);
     assert!(
-        exposed
-            .files_url
-            .starts_with(&format!("{files}/?cove_preview=")),
+        files.starts_with("http://files-")
+            && files.ends_with(&format!(".localhost:{daemon_port}"))
+            && exposed
+                .files_url
+                .starts_with(&format!("{files}/?cove_preview=")),
         "{}",
         exposed.files_url
     );
-    assert_eq!(
-        origin(&exposed.url),
-        format!("http://p1.localhost:{daemon_port}")
+    assert_eq!(origin(&exposed.url), app_origin(&exposed.files_url, 1));
+    assert!(
+        origin(&exposed.url).starts_with("http://p1-"),
+        "{}",
+        exposed.url
     );
 
     let http = client(&[&exposed.files_url, &exposed.url]);
@@ -158,6 +163,10 @@ async fn workspace_files_are_served_read_only_behind_the_preview_token() {
     assert!(
         listing.contains("site/") && listing.contains("secret.txt"),
         "{listing}"
+    );
+    assert!(
+        listing.contains("href=\"./javascript:alert(1)\""),
+        "a name became a scheme: {listing}"
     );
 
     let moved = get("/site").await.unwrap();
@@ -236,7 +245,11 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
 
     let app = origin(&exposed.url);
     let daemon_port = d.url.rsplit(':').next().unwrap().to_string();
-    assert_eq!(app, format!("http://p{port}.localhost:{daemon_port}"));
+    assert!(
+        app.starts_with(&format!("http://p{port}-"))
+            && app.ends_with(&format!(".localhost:{daemon_port}")),
+        "{app}"
+    );
     let http = client(&[&app]);
     let (cookie, location) = visit_link(&http, &exposed.url).await;
     assert_eq!(location, "/");
@@ -272,7 +285,7 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
     assert_eq!(headers["host"], format!("localhost:{port}"));
     assert_eq!(
         headers["x-forwarded-host"],
-        format!("p{port}.localhost:{daemon_port}")
+        app.strip_prefix("http://").unwrap()
     );
     assert!(headers.get("x-forwarded-prefix").is_none(), "{headers}");
     let with_api: Value = http
@@ -322,8 +335,24 @@ async fn the_proxy_reaches_an_app_the_agent_started_over_http_and_websocket() {
     assert_eq!(answer, Message::Binary(big.into()));
     socket.close(None).await.unwrap();
 
-    // No token, no WebSocket either.
+    // No token, no WebSocket either; nor from a page of another origin with the cookie.
     assert!(websocket(&ws_url, None).await.is_err());
+    for foreign in [
+        origin(&exposed.files_url),
+        app_origin(&exposed.url, 1),
+        "http://evil.example".to_string(),
+    ] {
+        let refused = websocket_from(&ws_url, &cookie, &foreign).await;
+        assert!(refused.is_err(), "a socket from {foreign} was let in");
+    }
+    let mut own = websocket_from(&ws_url, &cookie, &app).await.unwrap();
+    own.send(Message::Text("again".into())).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), own.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer, Message::Text("echo: again".into()));
 
     // The API token's holder reaches the app under /proxy/<port>/ on the daemon's origin.
     let prefixed: Value = http

@@ -14,7 +14,7 @@ use cove_protocol::shell::ExecRequest;
 use cove_protocol::takeover::{StartTakeover, TakeoverGrant};
 use cove_tests::images::{blank_png, gif_bomb};
 use cove_tests::person::Person;
-use cove_tests::preview::{free_port, trade_link};
+use cove_tests::preview::{app_origin, free_port, origin, trade_link};
 use cove_tests::viewer::chromium_path;
 use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, procs};
 use serde_json::json;
@@ -508,12 +508,22 @@ async fn other_sites_cannot_post_to_a_preview() {
             }
             request.send()
         };
+        // Another sandbox's app, this one's files, another app here, the web: all are
+        // other origins, whose pages may link to the app but not send it requests.
+        let files = origin(&c.expose(1).await.unwrap().files_url);
+        let neighbour = app_origin(&link, 1);
         for headers in [
             vec![
                 ("sec-fetch-site", "cross-site"),
                 ("origin", "http://evil.example"),
             ],
+            vec![("sec-fetch-site", "same-site"), ("origin", files.as_str())],
+            vec![
+                ("sec-fetch-site", "same-site"),
+                ("origin", neighbour.as_str()),
+            ],
             vec![("origin", "http://evil.example")],
+            vec![("origin", files.as_str())],
             vec![("origin", "null")],
             vec![("origin", "http://127.0.0.1:9")],
         ] {
@@ -521,13 +531,9 @@ async fn other_sites_cannot_post_to_a_preview() {
             assert_eq!(answer.status(), 403, "public={public} {headers:?}");
         }
         // The control: the app's own pages (and requests without a browser's origin) post.
-        let daemon_port = d.url.rsplit(':').next().unwrap();
         for headers in [
             vec![("sec-fetch-site", "same-origin"), ("origin", app.as_str())],
-            vec![
-                ("sec-fetch-site", "same-site"),
-                ("origin", &format!("http://files.localhost:{daemon_port}")),
-            ],
+            vec![("origin", app.as_str())],
             vec![],
         ] {
             let answer = post(&headers).await.unwrap();
@@ -614,9 +620,12 @@ async fn hosts_are_checked_before_they_reach_a_link_or_a_route() {
         }
     }
     // The control: the public name's own files origin serves the file.
+    let files = public.client.expose(1).await.unwrap().files_url;
+    let files_host = origin(&files).trim_start_matches("https://").to_string();
+    assert!(files_host.ends_with(".sb.example.com"), "{files}");
     let answer = http
         .get(format!("{}/x.txt", public.url))
-        .header("host", "files.sb.example.com")
+        .header("host", &files_host)
         .send()
         .await
         .unwrap();
@@ -655,16 +664,16 @@ async fn the_proxy_reaches_only_the_agents_servers() {
     let other = EchoServer::start().await;
     let (agents, link) = start_hostile(c, &[]).await;
     let http = cove_tests::preview::client(&[
-        &format!("http://p{daemon_port}.localhost:{daemon_port}/"),
-        &format!("http://p{}.localhost:{daemon_port}/", other.port),
+        &app_origin(&link, daemon_port),
+        &app_origin(&link, other.port),
         &link,
     ]);
     for port in [daemon_port, other.port] {
         let refused = c.expose(port).await.unwrap_err();
         assert!(refused.to_string().contains("port_not_agents"), "{refused}");
         for url in [
-            format!("http://p{port}.localhost:{daemon_port}/unrelated"),
-            format!("http://p{port}.localhost:{daemon_port}/v1/info"),
+            format!("{}/unrelated", app_origin(&link, port)),
+            format!("{}/v1/info", app_origin(&link, port)),
         ] {
             let answer = http.get(&url).send().await.unwrap();
             assert_eq!(answer.status(), 403, "{url}");
@@ -1253,4 +1262,199 @@ async fn a_page_cannot_rewrite_what_the_agent_reads() {
         .await
         .expect("a button was clicked");
     assert_eq!(clicked["clicked"], "real", "the click went to {clicked}");
+}
+
+/// H1: while a person has the browser, what their tab loads is checked, not only what they
+/// type: a page on the web that redirects, or links, to the sandbox itself or to a metadata
+/// address fails with "access denied", and once the agent has the browser back it may open
+/// its own servers again.
+#[tokio::test]
+async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
+    chromium_path();
+    let d = daemon().await;
+    let c = &d.client;
+    let web = FixtureSite::start_on_network().await.unwrap();
+    let local = FixtureSite::start().await.unwrap();
+    open(c, &web.url("takeover.html")).await;
+    let (_, mut live) = take_over(c).await;
+    let deny = |url: String| format!("{}?to={}", web.url("redirect"), url.replace(':', "%3A"));
+    for target in [
+        local.url("counter.html"),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        format!("{}/v1/info", d.url),
+    ] {
+        live.send(json!({"t": "navigate", "url": deny(target.clone())}))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let state = c.browser_state(LEAN).await.unwrap();
+            if state.url.starts_with("chrome-error://")
+                || state.elements.contains("ERR_ACCESS_DENIED")
+            {
+                break;
+            }
+            assert!(
+                !state.url.starts_with(&target),
+                "the redirect reached {target}"
+            );
+            assert!(Instant::now() < deadline, "still {}", state.url);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert!(local.reports().is_empty(), "{:?}", local.reports());
+    // The control: a redirect that stays on the web is followed.
+    live.send(json!({"t": "navigate", "url": deny(web.url("counter.html"))}))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !c
+        .browser_state(LEAN)
+        .await
+        .unwrap()
+        .url
+        .ends_with("/counter.html")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the web redirect was not followed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The agent has the browser back: its own servers open again.
+    c.takeover_end().await.unwrap();
+    let state = open(c, &local.url("counter.html")).await;
+    assert!(state.url.ends_with("/counter.html"), "{}", state.url);
+}
+
+/// H2, M1: a preview token opens the origin its link is for, nothing else: an app that
+/// learns its own link's token (its service worker sees it) cannot read the files or another
+/// app with it; the files register no service worker; another run's addresses are dead; and
+/// a link cannot send the browser off-site.
+#[tokio::test]
+async fn a_preview_token_opens_its_own_origin_only() {
+    let d = daemon().await;
+    let c = &d.client;
+    c.create(&CreateRequest {
+        path: "secret.txt".into(),
+        content: "the workspace's secret".into(),
+        mode: None,
+    })
+    .await
+    .unwrap();
+    let (port, link) = start_hostile(c, &[]).await;
+    let app_token = link.split("cove_preview=").nth(1).unwrap().to_string();
+    let files_link = c.expose(1).await.unwrap().files_url;
+    let files = origin(&files_link);
+    let other_app = app_origin(&link, 1);
+    let http = cove_tests::preview::client(&[&link, &files_link, &other_app]);
+    for target in [&files, &other_app] {
+        let answer = http
+            .get(format!("{target}/secret.txt?cove_preview={app_token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 401, "{target}");
+        let (cookie, _) = trade_link(&http, &link).await.unwrap();
+        let answer = http
+            .get(format!("{target}/secret.txt"))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 401, "{target} took the app's cookie");
+    }
+    // The files' own token works there (the control), but registers no worker.
+    let (cookie, _) = trade_link(&http, &files_link).await.unwrap();
+    let answer = http
+        .get(format!("{files}/secret.txt"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.text().await.unwrap(), "the workspace's secret");
+    let worker = http
+        .get(format!("{files}/secret.txt"))
+        .header("cookie", &cookie)
+        .header("service-worker", "script")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(worker.status(), 403);
+    // Another run's (or sandbox's) address of the same app is dead.
+    let stale = link.replacen(&format!("p{port}-"), &format!("p{port}-0000"), 1);
+    let stale_origin = origin(&stale);
+    let http_stale = cove_tests::preview::client(&[&stale]);
+    let answer = http_stale.get(&stale).send().await.unwrap();
+    assert_eq!(answer.status(), 404, "{stale_origin}");
+    // A link whose path starts with `//` leads to this origin, not to a host of that name.
+    let tricky = link.replacen("/?cove_preview=", "//evil.example/?cove_preview=", 1);
+    let (_, location) = trade_link(&http, &tricky).await.unwrap();
+    assert_eq!(location, "/evil.example/");
+}
+
+/// M4: WebSockets count towards the connection cap like any connection (an upgrade does not
+/// give its place back), and a takeover takes a few pages at most.
+#[tokio::test]
+async fn sockets_count_towards_the_connection_cap() {
+    chromium_path();
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--max-connections")
+        .arg("16")
+        .spawn()
+        .await
+        .unwrap();
+    let c = &d.client;
+    open(c, "data:text/html,<title>agent page</title>hi").await;
+    let grant = c
+        .takeover_start(&StartTakeover {
+            message: None,
+            ttl_secs: None,
+        })
+        .await
+        .unwrap();
+    let mut viewers = Vec::new();
+    for _ in 0..8 {
+        viewers.push(LiveClient::connect(&grant.url, &grant.token).await.unwrap());
+    }
+    let Err(ninth) = LiveClient::connect(&grant.url, &grant.token).await else {
+        panic!("a ninth page on one takeover was let in");
+    };
+    assert_eq!(
+        cove_tests::live::refusal_status(&ninth),
+        Some(429),
+        "{ninth:#}"
+    );
+    // Eight sockets and the client's pooled connections hold places; fill the rest.
+    let addr = d.url.strip_prefix("http://").unwrap().to_string();
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        if let Ok(s) = tokio::net::TcpStream::connect(&addr).await {
+            held.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = tokio::time::timeout(
+        Duration::from_secs(5),
+        reqwest::get(format!("{}/health", d.url)),
+    )
+    .await;
+    assert!(
+        !matches!(refused, Ok(Ok(ref r)) if r.status() == 200),
+        "the cap let a connection past: {refused:?}"
+    );
+    // Closing the sockets gives the places back.
+    drop(held);
+    for viewer in viewers {
+        viewer.close().await;
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let answer = reqwest::get(format!("{}/health", d.url)).await;
+        if matches!(answer, Ok(ref r) if r.status() == 200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the places never came back");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -97,3 +97,38 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .unwrap_or(0)
 }
+
+/// The origin of the app on `port` of the daemon that gave `link` (a link to one of its
+/// previews): the same run's label, another port.
+pub fn app_origin(link: &str, port: u16) -> String {
+    let origin = origin(link);
+    let (scheme, rest) = origin.split_once("://").unwrap_or(("http", &origin));
+    let (label, base) = rest.split_once('.').unwrap_or((rest, ""));
+    let run = label.rsplit_once('-').map_or("", |(_, id)| id);
+    format!("{scheme}://p{port}-{run}.{base}")
+}
+
+/// Opens a WebSocket to `url` as a page of `page_origin` would, with `cookie`.
+pub async fn websocket_from(
+    url: &str,
+    cookie: &str,
+    page_origin: &str,
+) -> Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
+    let mut request = url.into_client_request()?;
+    request
+        .headers_mut()
+        .insert("cookie", HeaderValue::from_str(cookie)?);
+    request
+        .headers_mut()
+        .insert("origin", HeaderValue::from_str(page_origin)?);
+    let uri = request.uri().clone();
+    let port = uri
+        .port_u16()
+        .ok_or_else(|| anyhow!("{url} names no port"))?;
+    let stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .with_context(|| format!("cannot connect to {url}"))?;
+    let (socket, _) =
+        tokio_tungstenite::client_async(request, MaybeTlsStream::Plain(stream)).await?;
+    Ok(socket)
+}

@@ -86,6 +86,7 @@ impl FixtureSite {
             .route("/", get(|| async { Html(index()) }))
             .route("/huge.html", get(|| async { Html(huge_page(10_000)) }))
             .route("/hang", get(hang))
+            .route("/redirect", get(redirect))
             .route("/report", post(report))
             .route("/files/{name}", get(file))
             .route("/{page}", get(page))
@@ -186,6 +187,36 @@ async fn page(Path(name): Path<String>) -> Response {
         )
             .into_response(),
     }
+}
+
+/// `/redirect?to=URL`: a 302 to wherever the query says.
+async fn redirect(axum::extract::RawQuery(query): axum::extract::RawQuery) -> Response {
+    let to = query
+        .as_deref()
+        .and_then(|q| q.strip_prefix("to="))
+        .map(percent_decode)
+        .unwrap_or_default();
+    (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+}
+
+/// `%XX` escapes decoded (enough for the URLs the tests send).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn hang() -> Response {

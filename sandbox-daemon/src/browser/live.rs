@@ -5,14 +5,19 @@
 //! queue behind a state read.
 
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    self, EventRequestPaused, RequestPattern, RequestStage,
+};
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
     DispatchMouseEventPointerType, DispatchMouseEventType, InsertTextParams, MouseButton,
 };
+use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
 use chromiumoxide::cdp::browser_protocol::page::{
-    EventScreencastFrame, ScreencastFrameAckParams, StartScreencastFormat, StartScreencastParams,
-    StopLoadingParams, StopScreencastParams,
+    EventScreencastFrame, NavigateParams, ScreencastFrameAckParams, StartScreencastFormat,
+    StartScreencastParams, StopLoadingParams, StopScreencastParams,
 };
+use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use chromiumoxide::listeners::EventStream;
 use cove_protocol::browser::{TabInfo, Viewport};
 
@@ -137,6 +142,12 @@ impl BrowserManager {
             .map_err(|_| BrowserError::Timeout("the browser did not finish in time".into()))??;
         session.sync_tabs().await;
         Ok(outcome.message)
+    }
+
+    /// The browser's identities of every tab open now.
+    pub async fn tab_targets(&self) -> Result<Vec<TargetId>, BrowserError> {
+        let (mut guard, _) = self.lock_running().await?;
+        Ok(running(&mut guard)?.target_ids())
     }
 
     /// The screencast's JPEG quality.
@@ -267,6 +278,59 @@ pub async fn ack_frame(
     cdp::run(page, ScreencastFrameAckParams::new(session_id), limit)
         .await
         .map(|_| ())
+}
+
+/// Holds every document the tab is about to load (a link, a redirect, a form, an address)
+/// until [`let_through`] or [`refuse_navigation`] decides; the page's other requests go on.
+pub async fn hold_navigations(
+    page: &Page,
+    limit: std::time::Duration,
+) -> Result<EventStream<EventRequestPaused>, BrowserError> {
+    // Subscribe first: a navigation may be held as soon as holding starts.
+    let held = tokio::time::timeout(limit, page.event_listener::<EventRequestPaused>())
+        .await
+        .map_err(|_| BrowserError::Timeout("the page did not answer in time".into()))?
+        .map_err(BrowserError::from_cdp)?;
+    let documents = RequestPattern::builder()
+        .url_pattern("*")
+        .resource_type(ResourceType::Document)
+        .request_stage(RequestStage::Request)
+        .build();
+    let params = fetch::EnableParams::builder()
+        .patterns(vec![documents])
+        .build();
+    cdp::run(page, params, limit).await?;
+    Ok(held)
+}
+
+/// Stops holding the tab's documents (any still held go on).
+pub async fn release_navigations(page: &Page, limit: std::time::Duration) {
+    let _ = cdp::run(page, fetch::DisableParams::default(), limit).await;
+}
+
+/// Lets a held document load.
+pub async fn let_through(page: &Page, request: fetch::RequestId, limit: std::time::Duration) {
+    let _ = cdp::run(page, fetch::ContinueRequestParams::new(request), limit).await;
+}
+
+/// Fails a held document: the tab shows the browser's error page.
+pub async fn refuse_navigation(page: &Page, request: fetch::RequestId, limit: std::time::Duration) {
+    let params = fetch::FailRequestParams::new(request, ErrorReason::AccessDenied);
+    let _ = cdp::run(page, params, limit).await;
+}
+
+/// The tab's address now.
+pub async fn page_url(page: &Page, limit: std::time::Duration) -> Option<String> {
+    tokio::time::timeout(limit, page.url())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+}
+
+/// Replaces what the tab shows with an empty page.
+pub async fn blank(page: &Page, limit: std::time::Duration) {
+    let _ = cdp::run(page, NavigateParams::new("about:blank"), limit).await;
 }
 
 /// Stops whatever the tab is loading.

@@ -1,10 +1,13 @@
 //! Which URLs the browser is told to open, and by whom.
 //!
 //! The agent (the API token's holder) may open any web page, its own servers on `localhost`
-//! included. A person taking over is a weaker principal: what they type may only lead to the
-//! web, never to this machine (coved, the apps of the image, DevTools) or its link (cloud
-//! metadata), nor to `file:`, `data:` or `javascript:` pages that would read files or run
-//! their own script in the agent's browser.
+//! included. A person taking over is a weaker principal: what they type, and every document
+//! their tabs load meanwhile (see `takeover::guard`), may only come from the web, never from
+//! this machine's loopback (coved, the apps of the image) or its link and metadata services,
+//! nor be a `file:`, `data:` or `javascript:` page that would read files or run its own
+//! script in the agent's browser. The check resolves names itself; a name that resolves
+//! elsewhere when the browser asks again (DNS rebinding) is beyond it: the sandbox's network
+//! policy is the control there.
 
 use std::time::Duration;
 
@@ -49,10 +52,16 @@ pub fn normalise_url(raw: &str) -> Result<String, BrowserError> {
     }
 }
 
-/// The URL a person taking over asked for, if they may open it: http or https, on a host
-/// that is not this machine or its link, by name or by any address the name resolves to.
+/// The URL a person taking over typed, if they may open it (see [`person_may_load`]).
 pub async fn person_may_open(raw: &str) -> Result<String, BrowserError> {
-    let url = Url::parse(&normalise_url(raw)?)
+    person_may_load(&normalise_url(raw)?).await
+}
+
+/// `raw` (a whole URL) if a person's tab may load it: http or https, on a host that is not
+/// this machine, its link (cloud metadata) or a known metadata service, by name or by any
+/// address the name resolves to now.
+pub async fn person_may_load(raw: &str) -> Result<String, BrowserError> {
+    let url = Url::parse(raw)
         .map_err(|e| BrowserError::InvalidRequest(format!("{raw:?} is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(BrowserError::InvalidRequest(

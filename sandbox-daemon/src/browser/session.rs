@@ -911,6 +911,14 @@ impl Session {
         tabs
     }
 
+    /// The browser's identities of every tab.
+    pub fn target_ids(&self) -> Vec<TargetId> {
+        self.tabs
+            .iter()
+            .map(|t| t.page.target_id().clone())
+            .collect()
+    }
+
     /// The active tab's id and page.
     pub fn active_page(&self) -> Result<(u32, Page), BrowserError> {
         let tab = self.active_tab()?;

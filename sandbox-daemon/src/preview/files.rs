@@ -1,4 +1,4 @@
-//! The workspace's files, read-only, as a static web site: at `files.<base>` for browsers,
+//! The workspace's files, read-only, as a static web site: at `files-<run>.<base>` for browsers,
 //! and at `/preview/` on the daemon's origin for the API token's holder. A directory shows its
 //! `index.html`, or a listing; paths stay inside the workspace exactly as the file API's do
 //! (the same confinement beneath the root handle), and only regular files are served.
@@ -32,6 +32,7 @@ pub fn media_type(path: &str) -> &'static str {
         }
         "csv" => "text/csv; charset=utf-8",
         "xml" => "application/xml",
+        "xhtml" => "application/xhtml+xml",
         "svg" => "image/svg+xml",
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",
@@ -77,7 +78,7 @@ async fn blocking<T: Send + 'static>(
 /// Where the files are served, which decides how far their HTML is trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
-    /// `files.<base>`: an origin of their own.
+    /// `files-<run>.<base>`: an origin of their own.
     Own,
     /// `/preview/` on the daemon's origin, for the API token's holder.
     Daemon,
@@ -87,6 +88,14 @@ enum Origin {
 pub async fn site(app: AppState, request: Request) -> Response {
     if !matches!(*request.method(), Method::GET | Method::HEAD) {
         return method_not_allowed();
+    }
+    // A worker would outlive the page and see every later visit to the files, links with
+    // their token included; a file site has no need of one.
+    if request.headers().contains_key("service-worker") {
+        return super::text(
+            StatusCode::FORBIDDEN,
+            "403: the workspace's files register no service worker\n",
+        );
     }
     let url_path = request.uri().path().to_string();
     let raw = url_path.strip_prefix('/').unwrap_or(&url_path);
@@ -179,11 +188,13 @@ fn stream_file(file: std::fs::File, len: u64, media: &'static str, origin: Origi
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
-    // An SVG needs no script to be seen, and a downloaded one may carry some. HTML keeps its
-    // scripts on the files' own origin (a site the agent built must load its own files); on
-    // the daemon's origin nothing previewed runs at all.
-    let sandboxed =
-        media == "image/svg+xml" || (origin == Origin::Daemon && media.starts_with("text/html"));
+    // An SVG or XML file needs no script to be seen, and a downloaded one may carry some.
+    // HTML keeps its scripts on the files' own origin (a site the agent built must load its
+    // own files); on the daemon's origin nothing previewed runs at all.
+    let sandboxed = matches!(
+        media,
+        "image/svg+xml" | "application/xml" | "application/xhtml+xml"
+    ) || (origin == Origin::Daemon && media.starts_with("text/html"));
     if sandboxed {
         headers.insert(
             "content-security-policy",
@@ -213,8 +224,9 @@ async fn directory(app: AppState, dir: String, origin: Origin) -> Response {
     for entry in &listing.entries {
         let name = entry.path.rsplit('/').next().unwrap_or(&entry.path);
         let slash = if entry.is_dir { "/" } else { "" };
+        // `./` keeps a name like `javascript:x` a path, not a scheme.
         rows.push_str(&format!(
-            "<li><a href=\"{href}{slash}\">{text}{slash}</a></li>",
+            "<li><a href=\"./{href}{slash}\">{text}{slash}</a></li>",
             href = escape(&percent_encode(name)),
             text = escape(name),
         ));

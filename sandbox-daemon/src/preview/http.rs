@@ -7,6 +7,7 @@ use axum::http::header::HOST;
 use cove_protocol::ErrorCode;
 use cove_protocol::preview::{ExposeRequest, ExposeResponse};
 
+use super::origins::Site;
 use super::ports::PortCheck;
 use crate::AppState;
 use crate::error::ApiError;
@@ -53,11 +54,14 @@ pub async fn expose(
             ));
         }
     };
-    let query = app.preview.link_query();
     Ok(Json(ExposeResponse {
         port,
-        url: format!("{}/{query}", base.app(port)),
-        files_url: format!("{}/{query}", base.files()),
+        url: format!(
+            "{}/{}",
+            base.app(port),
+            app.preview.link_query(Site::App(port))
+        ),
+        files_url: format!("{}/{}", base.files(), app.preview.link_query(Site::Files)),
         listening,
     }))
 }

@@ -1,6 +1,6 @@
 //! Workspace preview: what the agent built, opened in a person's browser. The workspace's
-//! files are served read-only at `files.<base>`; each server the agent started inside the
-//! sandbox is reached at `p<port>.<base>`, over HTTP and WebSocket. See [`origins`] for why
+//! files are served read-only at `files-<run>.<base>`; each server the agent started inside
+//! the sandbox is reached at `p<port>-<run>.<base>`, over HTTP and WebSocket. See [`origins`] for why
 //! each has an origin of its own, and [`ports`] for which servers qualify.
 //!
 //! A browser cannot send the API's bearer header, so these origins also take a preview token:
@@ -17,7 +17,8 @@ pub mod origins;
 pub mod ports;
 pub mod proxy;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
 use axum::http::header::{
@@ -52,9 +53,11 @@ pub struct PreviewSettings {
     pub public_url: Option<PublicUrl>,
 }
 
-/// The preview token, cookie and origins of one daemon.
+/// The preview tokens, cookie and origins of one daemon.
 pub struct Preview {
-    token: AuthToken,
+    /// One token per preview origin, made when its first link is: an app that learns the
+    /// token of its own origin (its service worker sees the link opened) gains nothing more.
+    tokens: Mutex<HashMap<Site, AuthToken>>,
     pub public: bool,
     /// This daemon's cookie: a name of its own, so daemons on one host never overwrite each
     /// other's, and `__Host-` behind https so no other origin can set it.
@@ -67,7 +70,7 @@ pub struct Preview {
 }
 
 impl Preview {
-    /// A fresh preview token (links from before a restart stop working).
+    /// Fresh preview origins and tokens (links from before a restart stop working).
     pub fn new(settings: &PreviewSettings) -> Preview {
         let secure = settings.public_url.as_ref().is_some_and(|u| u.https);
         let id = random_hex(4);
@@ -77,35 +80,37 @@ impl Preview {
             format!("{COOKIE_STEM}_{id}")
         };
         Preview {
-            token: AuthToken::generate(),
+            tokens: Mutex::new(HashMap::new()),
             public: settings.public,
             cookie_name,
             secure,
-            origins: Origins::new(settings.public_url.clone()),
+            origins: Origins::new(settings.public_url.clone(), id),
             ports: PortGuard::default(),
             proxied: Arc::new(Semaphore::new(MAX_PROXIED)),
         }
     }
 
-    /// The query string a link carries, empty when no token is needed.
-    pub fn link_query(&self) -> String {
+    /// The query string a link to `site` carries, empty when no token is needed.
+    pub fn link_query(&self, site: Site) -> String {
         if self.public {
-            String::new()
-        } else {
-            format!("?{TOKEN_PARAM}={}", self.token.expose())
+            return String::new();
         }
+        let mut tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        let token = tokens.entry(site).or_insert_with(AuthToken::generate);
+        format!("?{TOKEN_PARAM}={}", token.expose())
     }
 
-    fn matches(&self, presented: &str) -> bool {
-        self.token.matches(presented)
+    /// Whether `presented` is the token of `site`.
+    fn matches(&self, site: Site, presented: &str) -> bool {
+        let tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        tokens.get(&site).is_some_and(|t| t.matches(presented))
     }
 
-    fn set_cookie(&self) -> String {
+    fn set_cookie(&self, token: &str) -> String {
         let secure = if self.secure { "; Secure" } else { "" };
         format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_SECS}{secure}",
+            "{}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_SECS}{secure}",
             self.cookie_name,
-            self.token.expose()
         )
     }
 }
@@ -163,14 +168,18 @@ pub async fn by_host(State(app): State<AppState>, request: Request, next: Next) 
     match app.preview.origins.site(host) {
         Err(refusal) => refuse_host(&refusal),
         Ok((Site::Daemon, _)) => next.run(request).await,
+        Ok((Site::Stale, _)) => text(
+            StatusCode::NOT_FOUND,
+            "404: this preview address belongs to another sandbox, or to an earlier run of this one; ask the agent for a new link\n",
+        ),
         Ok((site, _)) => {
-            if let Some(refusal) = refuse(&app, &request) {
+            if let Some(refusal) = refuse(&app, site, &request) {
                 return refusal;
             }
             match site {
                 Site::Files => files::site(app, request).await,
                 Site::App(port) => proxy::site(app, port, request).await,
-                Site::Daemon => unknown_site(),
+                Site::Daemon | Site::Stale => unknown_site(),
             }
         }
     }
@@ -199,14 +208,14 @@ pub(crate) fn text(status: StatusCode, body: &str) -> Response {
         .into_response()
 }
 
-/// The guard of the preview origins: the preview cookie, a link's token (traded for the
-/// cookie) or the API token; and no state-changing request from another site. Answers the
-/// refusal (or the token's trade), or nothing when the request may go on.
-fn refuse(app: &AppState, request: &Request) -> Option<Response> {
-    if from_another_site(app, request) {
+/// The guard of the preview origins: the origin's cookie, a link's token (traded for the
+/// cookie) or the API token; and nothing but a plain navigation from another origin. Answers
+/// the refusal (or the token's trade), or nothing when the request may go on.
+fn refuse(app: &AppState, site: Site, request: &Request) -> Option<Response> {
+    if from_another_origin(app, request) {
         return Some(text(
             StatusCode::FORBIDDEN,
-            "403: a page of another site may not send this request to a preview\n",
+            "403: a page of another origin may only link to a preview, not send it requests\n",
         ));
     }
     let preview = &app.preview;
@@ -220,7 +229,7 @@ fn refuse(app: &AppState, request: &Request) -> Option<Response> {
         })
     });
     if let Some(token) = in_query {
-        if !preview.matches(token) {
+        if !preview.matches(site, token) {
             let peer = crate::server::peer(request.extensions()).map(|a| a.ip());
             if let crate::auth::Verdict::TooMany { retry_after } =
                 app.failures.record(peer, "a preview link")
@@ -231,7 +240,7 @@ fn refuse(app: &AppState, request: &Request) -> Option<Response> {
                 "the preview link's token is wrong (links stop working when the sandbox restarts)",
             ));
         }
-        return Some(trade_token(preview, request));
+        return Some(trade_token(preview, token, request));
     }
     let headers = request.headers();
     let by_cookie = headers
@@ -239,7 +248,7 @@ fn refuse(app: &AppState, request: &Request) -> Option<Response> {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .filter_map(|v| cookie(v, &preview.cookie_name))
-        .any(|t| preview.matches(t));
+        .any(|t| preview.matches(site, t));
     if by_cookie || has_api_token(app, headers) {
         None
     } else {
@@ -249,45 +258,39 @@ fn refuse(app: &AppState, request: &Request) -> Option<Response> {
     }
 }
 
-/// A request that changes state, sent by a page of another site (a cross-site form post).
-fn from_another_site(app: &AppState, request: &Request) -> bool {
-    if matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    ) {
-        return false;
-    }
+/// A request a page of another origin sent: anything but following a link (a form post, a
+/// fetch, a WebSocket, an image). Each app and the files have an origin of their own, and
+/// none may use the person's cookie of another (nor may a page elsewhere on the web).
+fn from_another_origin(app: &AppState, request: &Request) -> bool {
     let headers = request.headers();
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
-        return site == "cross-site";
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let safe = matches!(*request.method(), Method::GET | Method::HEAD);
+    if let Some(site) = header("sec-fetch-site") {
+        let navigation = safe && header("sec-fetch-mode") == Some("navigate");
+        return !(site == "same-origin" || site == "none" || navigation);
     }
-    // Browsers without Fetch Metadata still say where a request comes from.
-    let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
+    // Browsers without Fetch Metadata still name the origin of a cross-origin request and
+    // of every WebSocket; clients that are not browsers name none.
+    let Some(origin) = header(ORIGIN.as_str()) else {
         return false;
     };
-    let origin_host = origin
-        .split_once("://")
-        .map(|(_, rest)| rest)
-        .and_then(crate::net::Authority::parse)
-        .map(|a| a.host);
-    let own_host = headers
-        .get(HOST)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::net::Authority::parse)
-        .map(|a| a.host);
-    match (origin_host, own_host) {
-        (Some(from), Some(to)) => !app.preview.origins.same_site(&from, &to),
-        // `Origin: null` (a sandboxed or privacy-sensitive context) or garbage.
-        _ => true,
-    }
+    let scheme = if app.preview.origins.public().is_some_and(|p| p.https) {
+        "https"
+    } else {
+        "http"
+    };
+    let own = header(HOST.as_str()).map(|host| format!("{scheme}://{host}"));
+    !own.is_some_and(|own| own.eq_ignore_ascii_case(origin.trim_end_matches('/')))
 }
 
 /// The answer to a link's valid token: the cookie, and the same URL without the token. A
 /// browser's navigation gets a page that moves on by itself, so the next request starts
 /// from this origin and carries the `SameSite=Strict` cookie even when the link was clicked
 /// on another site; other clients get a plain redirect.
-fn trade_token(preview: &Preview, request: &Request) -> Response {
+fn trade_token(preview: &Preview, token: &str, request: &Request) -> Response {
+    // `//host/` would be another site's address to the browser.
     let target = without_token(request.uri());
+    let target = format!("/{}", target.trim_start_matches('/'));
     let navigation = request
         .headers()
         .get("sec-fetch-mode")
@@ -320,7 +323,7 @@ fn trade_token(preview: &Preview, request: &Request) -> Response {
     let headers = response.headers_mut();
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    if let Ok(cookie) = HeaderValue::from_str(&preview.set_cookie()) {
+    if let Ok(cookie) = HeaderValue::from_str(&preview.set_cookie(token)) {
         headers.insert(SET_COOKIE, cookie);
     }
     response
@@ -357,7 +360,7 @@ pub async fn on_daemon_origin(State(app): State<AppState>, request: Request) -> 
                 files::on_daemon_origin(app, rest, request).await
             }
             Site::App(port) => proxy::on_daemon_origin(app, port, request).await,
-            Site::Daemon => unknown_site(),
+            Site::Daemon | Site::Stale => unknown_site(),
         };
     }
     let host = request
@@ -417,9 +420,9 @@ mod tests {
     #[test]
     fn cookies_are_strict_private_and_expire() {
         let plain = Preview::new(&PreviewSettings::default());
-        let cookie = plain.set_cookie();
+        let cookie = plain.set_cookie("t");
         assert!(cookie.starts_with("cove_preview_"), "{cookie}");
-        for part in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
+        for part in ["=t;", "HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
             assert!(cookie.contains(part), "{cookie}");
         }
         assert!(!cookie.contains("Secure"));
@@ -429,10 +432,35 @@ mod tests {
             public: false,
             public_url: Some(PublicUrl::parse("https://sb.example.com").unwrap()),
         });
-        let cookie = behind_tls.set_cookie();
+        let cookie = behind_tls.set_cookie("t");
         assert!(
             cookie.starts_with("__Host-cove_preview_") && cookie.contains("; Secure"),
             "{cookie}"
+        );
+    }
+
+    #[test]
+    fn each_preview_origin_has_its_own_token() {
+        let preview = Preview::new(&PreviewSettings::default());
+        let token = |site| {
+            preview
+                .link_query(site)
+                .trim_start_matches("?cove_preview=")
+                .to_string()
+        };
+        let (files, app, other) = (
+            token(Site::Files),
+            token(Site::App(8000)),
+            token(Site::App(9000)),
+        );
+        assert_eq!(token(Site::Files), files, "a link's token stays");
+        assert!(files != app && app != other && files != other);
+        assert!(preview.matches(Site::App(8000), &app));
+        assert!(!preview.matches(Site::App(9000), &app));
+        assert!(!preview.matches(Site::Files, &app));
+        assert!(
+            !preview.matches(Site::App(1), "anything"),
+            "no link, no token"
         );
     }
 

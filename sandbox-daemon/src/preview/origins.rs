@@ -2,9 +2,11 @@
 //!
 //! Previewed content is untrusted (an app the agent cloned, a page it downloaded), so it never
 //! shares an origin with the API and the takeover page: each app the agent serves is at
-//! `p<port>.<base>`, the workspace's files at `files.<base>`, and everything else at the
-//! daemon's own address. Browsers resolve `*.localhost` to loopback themselves, so locally
-//! the base is `localhost` and no DNS is needed; behind a proxy the base is the host of
+//! `p<port>-<id>.<base>`, the workspace's files at `files-<id>.<base>`, and everything else at
+//! the daemon's own address. `<id>` is new at every start of the daemon, so an origin is never
+//! reused by another sandbox or a later run (whose service workers a browser would otherwise
+//! still run there). Browsers resolve `*.localhost` to loopback themselves, so locally the base
+//! is `localhost` and no DNS is needed; behind a proxy the base is the host of
 //! `--public-url`, and the operator points `*.<host>` at the daemon too.
 //!
 //! The same reading of `Host` guards against DNS rebinding: with a public URL, a request
@@ -71,7 +73,7 @@ impl PublicUrl {
 }
 
 /// What a request is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Site {
     /// The API, the takeover page, health: the daemon's own origin.
     Daemon,
@@ -79,6 +81,8 @@ pub enum Site {
     Files,
     /// The server the agent runs on this port.
     App(u16),
+    /// A preview origin of another sandbox, or of an earlier run of this one.
+    Stale,
 }
 
 /// Why a request's `Host` is refused.
@@ -104,11 +108,15 @@ impl fmt::Display for HostRefusal {
 
 /// Why no preview link can be built for a caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "previews need an origin of their own per app, and the daemon is reached as {host}, which has no subdomains to give them; start coved with --public-url http(s)://NAME[:PORT] where NAME and *.NAME lead to this daemon (or reach it on localhost)"
-)]
-pub struct NoPreviewOrigin {
-    host: String,
+#[error("{0}")]
+pub struct NoPreviewOrigin(String);
+
+impl NoPreviewOrigin {
+    fn no_subdomains(host: &str) -> NoPreviewOrigin {
+        NoPreviewOrigin(format!(
+            "previews need an origin of their own per app, and the daemon is reached as {host}, which has no subdomains to give them; start coved with --public-url http(s)://NAME[:PORT] where NAME and *.NAME lead to this daemon (or reach it on localhost)"
+        ))
+    }
 }
 
 /// Where links to previews point: a scheme, a base host and the port people use.
@@ -117,14 +125,15 @@ pub struct PreviewBase {
     pub https: bool,
     host: String,
     port: Option<u16>,
+    id: String,
 }
 
 impl PreviewBase {
     fn origin(&self, label: &str) -> String {
         let scheme = if self.https { "https" } else { "http" };
         match self.port {
-            Some(port) => format!("{scheme}://{label}.{}:{port}", self.host),
-            None => format!("{scheme}://{label}.{}", self.host),
+            Some(port) => format!("{scheme}://{label}-{}.{}:{port}", self.id, self.host),
+            None => format!("{scheme}://{label}-{}.{}", self.id, self.host),
         }
     }
 
@@ -140,15 +149,18 @@ impl PreviewBase {
 }
 
 /// The daemon's origins, as configured.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Origins {
     public: Option<PublicUrl>,
+    /// This run's part of every preview host name.
+    id: String,
 }
 
 impl Origins {
-    /// Origins under `public` when set, else under `localhost`.
-    pub fn new(public: Option<PublicUrl>) -> Origins {
-        Origins { public }
+    /// Origins under `public` when set, else under `localhost`, marked with this run's `id`
+    /// (lowercase letters and digits).
+    pub fn new(public: Option<PublicUrl>, id: String) -> Origins {
+        Origins { public, id }
     }
 
     /// The operator's public URL, if any.
@@ -166,17 +178,9 @@ impl Origins {
         let name = authority.host.trim_end_matches('.');
         if let Some((label, rest)) = name.split_once('.')
             && self.is_preview_base(rest)
+            && let Some(site) = self.preview_site(label)
         {
-            if label == FILES_LABEL {
-                return Ok((Site::Files, Some(authority)));
-            }
-            if let Some(port) = label
-                .strip_prefix('p')
-                .and_then(parse_port)
-                .filter(|p| *p != 0)
-            {
-                return Ok((Site::App(port), Some(authority)));
-            }
+            return Ok((site, Some(authority)));
         }
         if let Some(public) = &self.public {
             let allowed = name == public.authority.host
@@ -192,6 +196,21 @@ impl Origins {
         Ok((Site::Daemon, Some(authority)))
     }
 
+    /// The preview a host's first label names (`p8000-<id>`, `files-<id>`), if any.
+    fn preview_site(&self, label: &str) -> Option<Site> {
+        let (kind, id) = label.rsplit_once('-')?;
+        let site = if kind == FILES_LABEL {
+            Site::Files
+        } else {
+            Site::App(
+                kind.strip_prefix('p')
+                    .and_then(parse_port)
+                    .filter(|p| *p != 0)?,
+            )
+        };
+        Some(if id == self.id { site } else { Site::Stale })
+    }
+
     fn is_preview_base(&self, name: &str) -> bool {
         name == LOCAL_BASE
             || self
@@ -202,16 +221,22 @@ impl Origins {
 
     /// Where preview links point, for a caller that reached the daemon as `host`.
     pub fn preview_base(&self, host: Option<&Authority>) -> Result<PreviewBase, NoPreviewOrigin> {
+        let id = self.id.clone();
         if let Some(public) = &self.public {
             if public.authority.ip().is_some() {
-                return Err(NoPreviewOrigin {
-                    host: public.authority.host.clone(),
-                });
+                return Err(NoPreviewOrigin::no_subdomains(&public.authority.host));
+            }
+            if !public.prefix.is_empty() {
+                return Err(NoPreviewOrigin(format!(
+                    "previews are served at the root of their own host names, and --public-url has a path ({}); give coved a host name of its own (and *.NAME) for previews",
+                    public.prefix
+                )));
             }
             return Ok(PreviewBase {
                 https: public.https,
                 host: public.authority.host.clone(),
                 port: public.authority.port,
+                id,
             });
         }
         match host {
@@ -219,13 +244,10 @@ impl Origins {
                 https: false,
                 host: LOCAL_BASE.to_string(),
                 port: host.port,
+                id,
             }),
-            Some(host) => Err(NoPreviewOrigin {
-                host: host.host.clone(),
-            }),
-            None => Err(NoPreviewOrigin {
-                host: "(no Host header)".into(),
-            }),
+            Some(host) => Err(NoPreviewOrigin::no_subdomains(&host.host)),
+            None => Err(NoPreviewOrigin::no_subdomains("(no Host header)")),
         }
     }
 
@@ -238,28 +260,6 @@ impl Origins {
             (None, None) => "http://localhost".to_string(),
         }
     }
-
-    /// Whether `a` and `b` (host names) are one site for the browser's cookie rules: equal,
-    /// or both under the same preview base.
-    pub fn same_site(&self, a: &str, b: &str) -> bool {
-        let site = |h: &str| -> String {
-            let h = h.trim_end_matches('.');
-            if is_localhost_name(h) {
-                return LOCAL_BASE.to_string();
-            }
-            if let Some(public) = &self.public {
-                let base = &public.authority.host;
-                if h == base
-                    || h.strip_suffix(base.as_str())
-                        .is_some_and(|s| s.ends_with('.'))
-                {
-                    return base.clone();
-                }
-            }
-            h.to_string()
-        };
-        site(a) == site(b)
-    }
 }
 
 #[cfg(test)]
@@ -267,7 +267,7 @@ mod tests {
     use super::*;
 
     fn public(raw: &str) -> Origins {
-        Origins::new(Some(PublicUrl::parse(raw).unwrap()))
+        Origins::new(Some(PublicUrl::parse(raw).unwrap()), "k3x9".into())
     }
 
     #[test]
@@ -285,36 +285,46 @@ mod tests {
         ] {
             assert!(PublicUrl::parse(bad).is_err(), "{bad}");
         }
+        // A path in front of the daemon leaves previews no host names of their own.
+        assert!(
+            public("https://proxy.example.com/sandbox-7")
+                .preview_base(None)
+                .is_err()
+        );
     }
 
     #[test]
     fn locally_each_app_and_the_files_have_their_own_origin() {
-        let o = Origins::default();
+        let o = Origins::new(None, "k3x9".into());
         let site = |h| o.site(Some(h)).map(|(s, _)| s);
         assert_eq!(site("127.0.0.1:7700"), Ok(Site::Daemon));
         assert_eq!(site("localhost:7700"), Ok(Site::Daemon));
-        assert_eq!(site("p8000.localhost:7700"), Ok(Site::App(8000)));
-        assert_eq!(site("P8000.LOCALHOST:7700"), Ok(Site::App(8000)));
-        assert_eq!(site("files.localhost:7700"), Ok(Site::Files));
+        assert_eq!(site("p8000-k3x9.localhost:7700"), Ok(Site::App(8000)));
+        assert_eq!(site("P8000-K3X9.LOCALHOST:7700"), Ok(Site::App(8000)));
+        assert_eq!(site("files-k3x9.localhost:7700"), Ok(Site::Files));
+        // Another run's (or another sandbox's) preview hosts are nobody's here.
+        assert_eq!(site("p8000-aaaa.localhost:7700"), Ok(Site::Stale));
+        assert_eq!(site("files-aaaa.localhost:7700"), Ok(Site::Stale));
         // Not canonical ports, not ports at all: the daemon's own origin.
         for h in [
-            "p08000.localhost",
-            "p0.localhost",
-            "p70000.localhost",
-            "px.localhost",
+            "p08000-k3x9.localhost",
+            "p0-k3x9.localhost",
+            "p70000-k3x9.localhost",
+            "px-k3x9.localhost",
+            "p8000.localhost",
         ] {
             assert_eq!(site(h), Ok(Site::Daemon), "{h}");
         }
-        assert_eq!(site("p+80.localhost"), Err(HostRefusal::Malformed));
+        assert_eq!(site("p+80-k3x9.localhost"), Err(HostRefusal::Malformed));
         // Without a public URL any well-formed host reaches the (token-guarded) daemon,
         // but only loopback names get preview links.
         assert_eq!(site("sandbox.internal:7700"), Ok(Site::Daemon));
-        assert_eq!(site("p8000.sandbox.internal"), Ok(Site::Daemon));
+        assert_eq!(site("p8000-k3x9.sandbox.internal"), Ok(Site::Daemon));
         assert_eq!(site("evil.example/x?"), Err(HostRefusal::Malformed));
         let local = Authority::parse("127.0.0.1:7700").unwrap();
         let base = o.preview_base(Some(&local)).unwrap();
-        assert_eq!(base.app(8000), "http://p8000.localhost:7700");
-        assert_eq!(base.files(), "http://files.localhost:7700");
+        assert_eq!(base.app(8000), "http://p8000-k3x9.localhost:7700");
+        assert_eq!(base.files(), "http://files-k3x9.localhost:7700");
         let remote = Authority::parse("10.0.0.5:7700").unwrap();
         assert!(o.preview_base(Some(&remote)).is_err());
         assert_eq!(o.daemon_base(Some(&local)), "http://127.0.0.1:7700");
@@ -325,9 +335,9 @@ mod tests {
         let o = public("https://sb.example.com");
         let site = |h| o.site(Some(h)).map(|(s, _)| s);
         assert_eq!(site("sb.example.com"), Ok(Site::Daemon));
-        assert_eq!(site("p3000.sb.example.com"), Ok(Site::App(3000)));
-        assert_eq!(site("files.sb.example.com"), Ok(Site::Files));
-        assert_eq!(site("p3000.localhost:7700"), Ok(Site::App(3000)));
+        assert_eq!(site("p3000-k3x9.sb.example.com"), Ok(Site::App(3000)));
+        assert_eq!(site("files-k3x9.sb.example.com"), Ok(Site::Files));
+        assert_eq!(site("p3000-k3x9.localhost:7700"), Ok(Site::App(3000)));
         assert_eq!(site("10.1.2.3:7700"), Ok(Site::Daemon));
         assert_eq!(site("[::1]:7700"), Ok(Site::Daemon));
         for h in [
@@ -341,11 +351,7 @@ mod tests {
             );
         }
         let base = o.preview_base(None).unwrap();
-        assert_eq!(base.app(3000), "https://p3000.sb.example.com");
+        assert_eq!(base.app(3000), "https://p3000-k3x9.sb.example.com");
         assert_eq!(o.daemon_base(None), "https://sb.example.com");
-        assert!(o.same_site("p3000.sb.example.com", "files.sb.example.com"));
-        assert!(!o.same_site("p3000.sb.example.com", "sb.example.com.evil.example"));
-        assert!(o.same_site("p1.localhost", "localhost"));
-        assert!(!o.same_site("p1.localhost", "127.0.0.1"));
     }
 }

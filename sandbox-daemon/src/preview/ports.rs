@@ -14,11 +14,9 @@ use std::time::{Duration, Instant};
 
 use crate::procs;
 
-/// How long a port found to be the agent's stays so before the tables are read again.
-const AGENT_FRESH_FOR: Duration = Duration::from_secs(2);
-/// How long a refusal stands: short, so an app that just started is found at once, yet a
-/// flood of requests to a refused port does not read the tables for each one.
-const REFUSAL_FRESH_FOR: Duration = Duration::from_millis(500);
+/// How long one reading of the tables answers for every port: a page load makes dozens of
+/// requests, and a flood of requests to refused ports must not each read `/proc`.
+const FRESH_FOR: Duration = Duration::from_millis(500);
 /// TCP state `LISTEN` in `/proc/net/tcp`.
 const LISTEN: &str = "0A";
 
@@ -49,61 +47,70 @@ pub struct AgentProcesses {
     pub tag_prefix: String,
 }
 
-/// Checks ports against the socket table, remembering verdicts for a moment: a page load
-/// makes dozens of requests to one port.
+/// Checks ports against the socket table, read at most every [`FRESH_FOR`] for all ports at
+/// once (callers that arrive during a reading wait for it).
 #[derive(Default)]
 pub struct PortGuard {
-    verdicts: Mutex<HashMap<u16, (PortCheck, Instant)>>,
+    reading: Mutex<Option<(Instant, HashMap<u16, PortCheck>)>>,
 }
 
 impl PortGuard {
     /// Whether the proxy may reach `port`, and where.
     pub fn check(&self, port: u16, agent: &AgentProcesses) -> PortCheck {
-        if let Ok(verdicts) = self.verdicts.lock()
-            && let Some((verdict, at)) = verdicts.get(&port)
-            && at.elapsed() < fresh_for(verdict)
-        {
-            return verdict.clone();
+        let mut reading = self.reading.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = reading
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < FRESH_FOR);
+        if !fresh {
+            *reading = Some((Instant::now(), read_all(agent)));
         }
-        let verdict = check_now(port, agent);
-        if let Ok(mut verdicts) = self.verdicts.lock() {
-            verdicts.retain(|_, (verdict, at)| at.elapsed() < fresh_for(verdict));
-            verdicts.insert(port, (verdict.clone(), Instant::now()));
-        }
-        verdict
+        reading
+            .as_ref()
+            .and_then(|(_, verdicts)| verdicts.get(&port).cloned())
+            .unwrap_or(PortCheck::NotListening)
     }
 }
 
-fn fresh_for(verdict: &PortCheck) -> Duration {
-    match verdict {
-        PortCheck::Agent(_) => AGENT_FRESH_FOR,
-        PortCheck::NotListening | PortCheck::NotAgents => REFUSAL_FRESH_FOR,
-    }
-}
-
-fn check_now(port: u16, agent: &AgentProcesses) -> PortCheck {
+/// The verdict on every port something listens on.
+fn read_all(agent: &AgentProcesses) -> HashMap<u16, PortCheck> {
     let listening: Vec<Listening> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|table| fs::read_to_string(table).ok())
         .flat_map(|text| parse_table(&text))
-        .filter(|l| l.addr.port() == port)
         .collect();
-    if listening.is_empty() {
-        return PortCheck::NotListening;
-    }
     let wanted: HashSet<u64> = listening.iter().map(|l| l.inode).collect();
-    let held = inodes_held_by(&agent_pids(agent), &wanted);
-    let mut ours: Vec<SocketAddr> = listening
-        .iter()
-        .filter(|l| held.contains(&l.inode))
-        .map(|l| dial_address(l.addr))
-        .collect();
-    // IPv4 loopback first: the usual dev server, and reachable for dual-stack ones too.
-    ours.sort_by_key(|a| !a.ip().is_loopback() || a.is_ipv6());
-    match ours.first() {
-        Some(addr) => PortCheck::Agent(*addr),
-        None => PortCheck::NotAgents,
+    let held = if wanted.is_empty() {
+        HashSet::new()
+    } else {
+        inodes_held_by(&agent_pids(agent), &wanted)
+    };
+    let mut by_port: HashMap<u16, Vec<SocketAddr>> = HashMap::new();
+    for l in &listening {
+        let ours = by_port.entry(l.addr.port()).or_default();
+        if held.contains(&l.inode) {
+            ours.push(dial_address(l.addr));
+        }
     }
+    by_port
+        .into_iter()
+        .map(|(port, mut ours)| {
+            // IPv4 loopback first: the usual dev server, and reachable for dual-stack ones too.
+            ours.sort_by_key(|a| !a.ip().is_loopback() || a.is_ipv6());
+            let verdict = match ours.first() {
+                Some(addr) => PortCheck::Agent(*addr),
+                None => PortCheck::NotAgents,
+            };
+            (port, verdict)
+        })
+        .collect()
+}
+
+/// The verdict on `port`, read now.
+#[cfg(test)]
+fn check_now(port: u16, agent: &AgentProcesses) -> PortCheck {
+    read_all(agent)
+        .remove(&port)
+        .unwrap_or(PortCheck::NotListening)
 }
 
 /// Where to connect to reach a socket listening on `addr`.

@@ -1,5 +1,5 @@
 //! The servers the agent runs inside the sandbox, reached over HTTP and WebSocket with bodies
-//! streamed both ways: at `p<port>.<base>` for browsers (the app at the root of its own
+//! streamed both ways: at `p<port>-<run>.<base>` for browsers (the app at the root of its own
 //! origin), and at `/proxy/<port>/` on the daemon's origin for the API token's holder.
 //!
 //! Only a port a process of the agent's sessions listens on is reached (see [`super::ports`]),
@@ -45,7 +45,7 @@ const HOP_BY_HOP: &[&str] = &[
 /// Where the app is mounted for the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mount {
-    /// At the root of its own origin, `p<port>.<base>`.
+    /// At the root of its own origin, `p<port>-<run>.<base>`.
     Own,
     /// Under `/proxy/<port>` on the daemon's origin.
     Prefixed,
@@ -139,6 +139,22 @@ fn rewrite_location(location: &str, port: u16, mount: Mount) -> String {
         return format!("{prefix}{location}");
     }
     location.to_string()
+}
+
+/// A `Set-Cookie` value without its `Domain`: the cookie stays on the app's own origin
+/// rather than reaching every other preview (and the daemon) under the same name.
+fn host_only_cookie(value: &str) -> String {
+    value
+        .split(';')
+        .filter(|part| {
+            !part
+                .trim()
+                .split('=')
+                .next()
+                .is_some_and(|k| k.trim().eq_ignore_ascii_case("domain"))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 /// The app's path and query for a request, the preview token left out.
@@ -280,6 +296,13 @@ async fn http(
             if mount == Mount::Prefixed && name.as_str() == "service-worker-allowed" {
                 continue;
             }
+            if name == header::SET_COOKIE
+                && let Ok(cookie) = value.to_str()
+                && let Ok(host_only) = HeaderValue::from_str(&host_only_cookie(cookie))
+            {
+                headers.append(name.clone(), host_only);
+                continue;
+            }
             if name == header::LOCATION
                 && let Ok(location) = value.to_str()
                 && let Ok(rewritten) =
@@ -290,6 +313,15 @@ async fn http(
             }
             headers.append(name.clone(), value.clone());
         }
+    }
+    if mount == Mount::Prefixed
+        && let Some(headers) = response.headers_mut()
+    {
+        // Served on the API's origin (to the API token's holder): nothing in it may run.
+        headers.append(
+            HeaderName::from_static("content-security-policy"),
+            HeaderValue::from_static("sandbox"),
+        );
     }
     // The permit is held until the body has been sent.
     let body = upstream.bytes_stream().map(move |chunk| {
@@ -427,6 +459,16 @@ mod tests {
             );
             assert_eq!(rewrite_location("next", 8000, mount), "next");
         }
+    }
+
+    #[test]
+    fn app_cookies_stay_on_the_apps_origin() {
+        assert_eq!(
+            host_only_cookie("sid=1; Domain=sb.example.com; Path=/; HttpOnly"),
+            "sid=1; Path=/; HttpOnly"
+        );
+        assert_eq!(host_only_cookie("a=b;domain = .x;Secure"), "a=b;Secure");
+        assert_eq!(host_only_cookie("theme=dark"), "theme=dark");
     }
 
     #[test]

@@ -29,6 +29,8 @@ const PAGE: &str = include_str!("page.html");
 /// so it stays out of URLs that proxies log.
 const PROTOCOL: &str = "cove-takeover";
 const TOKEN_PROTOCOL_PREFIX: &str = "cove-token.";
+/// Pages open on one takeover at once, at most: a person and a few watchers.
+const MAX_VIEWERS: u32 = 8;
 
 /// `POST /v1/browser/takeover`
 pub async fn start(
@@ -200,6 +202,13 @@ pub async fn socket(
         )
             .into_response();
     };
+    if live.viewer_count() >= MAX_VIEWERS {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many pages are open on this takeover; close one and reload",
+        )
+            .into_response();
+    }
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),

@@ -7,6 +7,7 @@
 //! `takeover_active` (reads still work). The first page to connect sends input; later ones
 //! watch, and the next in line takes over input when the first leaves.
 
+mod guard;
 pub mod http;
 mod input;
 mod screencast;

@@ -13,6 +13,7 @@ use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use chromiumoxide::listeners::EventStream;
 use futures_util::StreamExt;
 
+use super::guard::Guard;
 use super::{Frame, Live, lock};
 use crate::AppState;
 use crate::browser::live::{self, LiveTab};
@@ -55,6 +56,8 @@ async fn next_frame(cast: &mut Option<Cast>) -> Option<Arc<EventScreencastFrame>
 pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
     let quality = app.browser.screencast_quality();
     let mut ended = live.ended.subscribe();
+    let mut guard = Guard::new(app.browser.tab_targets().await.unwrap_or_default());
+    guard.cover(&first.page).await;
     let mut cast = Cast::start(&first, quality).await;
     // The browser sends a first frame when the cast starts only if something paints; a
     // still page would leave a new viewer with nothing to see.
@@ -77,17 +80,24 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
                 None => cast = None,
             },
             // Nobody watches: the tab list can wait until someone joins (which asks for it).
-            _ = poll.tick(), if live.viewer_count() > 0 => follow(&app, &live, &mut cast, quality).await,
-            _ = live.refresh.notified() => follow(&app, &live, &mut cast, quality).await,
+            _ = poll.tick(), if live.viewer_count() > 0 => follow(&app, &live, &mut cast, &mut guard, quality).await,
+            _ = live.refresh.notified() => follow(&app, &live, &mut cast, &mut guard, quality).await,
         }
     }
+    guard.release().await;
     if let Some(cast) = cast {
         live::stop_screencast(&cast.page, CALL_LIMIT).await;
     }
 }
 
 /// Re-reads the tabs; moves the screencast when the active tab changed.
-async fn follow(app: &AppState, live: &Live, cast: &mut Option<Cast>, quality: u8) {
+async fn follow(
+    app: &AppState,
+    live: &Live,
+    cast: &mut Option<Cast>,
+    guard: &mut Guard,
+    quality: u8,
+) {
     let tab = match app.browser.live_tab().await {
         Ok(tab) => tab,
         Err(e) => {
@@ -118,6 +128,7 @@ async fn follow(app: &AppState, live: &Live, cast: &mut Option<Cast>, quality: u
         if let Some(old) = cast.take() {
             live::stop_screencast(&old.page, CALL_LIMIT).await;
         }
+        guard.cover(&tab.page).await;
         *lock(&live.page) = Some(tab.page.clone());
         *cast = Cast::start(&tab, quality).await;
         publish_snapshot(live, &tab, quality).await;

@@ -6,6 +6,7 @@
 //! text: `hello`, `view`, `error`, `ended` out; [`ViewerMessage`]s in.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -150,13 +151,18 @@ async fn run(
     }
 }
 
-/// Stops the tab's loading when dropped while still holding its page: a person's command
-/// that was aborted half-way.
-struct StopLoadingOnDrop(Option<chromiumoxide::Page>);
+/// Stops the tab's loading when dropped while armed: a person's command that was aborted
+/// after it had started acting (armed once the takeover was checked, with the browser held).
+struct StopLoadingOnDrop {
+    page: Option<chromiumoxide::Page>,
+    armed: Arc<AtomicBool>,
+}
 
 impl Drop for StopLoadingOnDrop {
     fn drop(&mut self) {
-        if let Some(page) = self.0.take() {
+        if self.armed.load(Ordering::SeqCst)
+            && let Some(page) = self.page.take()
+        {
             tokio::spawn(async move { live::stop_loading(&page, INPUT_LIMIT).await });
         }
     }
@@ -170,6 +176,10 @@ async fn handle(
     message: ViewerMessage,
     notes: &mpsc::UnboundedSender<Value>,
 ) -> Option<Value> {
+    // The agent has the browser again; input still in flight is not the person's to give.
+    if live.ended.borrow().is_some() {
+        return None;
+    }
     if live.view.borrow().controller != Some(me) {
         return Some(json!({
             "type": "error",
@@ -201,7 +211,11 @@ async fn handle(
         let started = live.run_command(async move {
             let live = task_live;
             // Cut off when the takeover ends: a navigation it started must not finish later.
-            let mut unfinished = StopLoadingOnDrop(live.page());
+            let armed = Arc::new(AtomicBool::new(false));
+            let unfinished = StopLoadingOnDrop {
+                page: live.page(),
+                armed: armed.clone(),
+            };
             let action = match action {
                 Action::NavigateTo(NavigateTo { url }) => {
                     match reach::person_may_open(&url).await {
@@ -217,11 +231,19 @@ async fn handle(
             };
             let id = live.id.clone();
             let takeover_app = app.clone();
-            let still_current = move || takeover_app.takeover.is_current(&id);
+            let still_current = {
+                let armed = armed.clone();
+                move || {
+                    let current = takeover_app.takeover.is_current(&id);
+                    armed.store(current, Ordering::SeqCst);
+                    current
+                }
+            };
             if let Err(e) = app.browser.viewer_act(action, still_current).await {
                 let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
             }
-            unfinished.0 = None;
+            armed.store(false, Ordering::SeqCst);
+            drop(unfinished);
             live.refresh.notify_one();
         });
         if !started {

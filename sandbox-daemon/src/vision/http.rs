@@ -26,17 +26,26 @@ pub async fn see_image(
         }
     };
     let bytes = load(&app.workspace, http, &request).await?;
-    // A decode may take a few hundred megabytes: only so many at once.
-    let _turn = tokio::time::timeout(crate::util::BLOCKING_DEADLINE, app.decodes.acquire())
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                cove_protocol::ErrorCode::Timeout,
-                "other images are being prepared; try again in a moment",
-            )
-        })?
-        .map_err(|_| ApiError::internal("the image queue is closed"))?;
-    let prepared = crate::util::blocking(move || prepare(&bytes)).await??;
+    // A decode may take a few hundred megabytes: only so many at once. The turn goes with
+    // the work, so a decode its caller gave up waiting for still holds it until it ends.
+    let turn = tokio::time::timeout(
+        crate::util::BLOCKING_DEADLINE,
+        app.decodes.clone().acquire_owned(),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            cove_protocol::ErrorCode::Timeout,
+            "other images are being prepared; try again in a moment",
+        )
+    })?
+    .map_err(|_| ApiError::internal("the image queue is closed"))?;
+    let prepared = crate::util::blocking(move || {
+        let prepared = prepare(&bytes);
+        drop(turn);
+        prepared
+    })
+    .await??;
     Ok(Json(prepared))
 }
 

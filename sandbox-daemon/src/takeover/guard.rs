@@ -1,0 +1,122 @@
+//! While a person has the browser, every document their tab loads is checked before it is
+//! requested: an address they type, a link they follow, a redirect, a form. Each must be one
+//! [`reach::person_may_load`] allows; anything else fails with the browser's "access denied"
+//! page. The active tab is covered from the moment it becomes active; one that was already
+//! showing the sandbox itself by then (a popup a click opened) is emptied.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use futures_util::StreamExt;
+use tokio::task::JoinHandle;
+
+use crate::browser::live;
+use crate::browser::reach;
+
+/// Deadline of the guard's CDP calls.
+const LIMIT: Duration = Duration::from_secs(5);
+
+/// The tabs covered in one takeover.
+pub struct Guard {
+    /// The tabs the agent had open when the takeover started.
+    agents: HashSet<TargetId>,
+    covered: HashMap<TargetId, (Page, JoinHandle<()>)>,
+}
+
+impl Guard {
+    /// A guard for a takeover that starts with the agent's tabs `agents`.
+    pub fn new(agents: Vec<TargetId>) -> Guard {
+        Guard {
+            agents: agents.into_iter().collect(),
+            covered: HashMap::new(),
+        }
+    }
+
+    /// Covers `page` from now on, if it is not yet.
+    pub async fn cover(&mut self, page: &Page) {
+        if self.covered.contains_key(page.target_id()) {
+            return;
+        }
+        let shown = live::page_url(page, LIMIT).await.unwrap_or_default();
+        let agents_tab = self.agents.contains(page.target_id());
+        // The site the agent left this tab on stays open to the person.
+        let agents_site = if agents_tab { site_of(&shown) } else { None };
+        let mut held = match live::hold_navigations(page, LIMIT).await {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot check the person's navigations in this tab");
+                return;
+            }
+        };
+        let tab = page.clone();
+        // One document at a time: a later one waits for the check of the one before.
+        let task = tokio::spawn(async move {
+            while let Some(event) = held.next().await {
+                let url = event.request.url.clone();
+                if agents_site.is_some() && site_of(&url) == agents_site {
+                    live::let_through(&tab, event.request_id.clone(), LIMIT).await;
+                    continue;
+                }
+                match reach::person_may_load(&url).await {
+                    Ok(_) => live::let_through(&tab, event.request_id.clone(), LIMIT).await,
+                    Err(e) => {
+                        tracing::info!(reason = %e, "refused a page during a takeover");
+                        live::refuse_navigation(&tab, event.request_id.clone(), LIMIT).await;
+                    }
+                }
+            }
+        });
+        self.covered
+            .insert(page.target_id().clone(), (page.clone(), task));
+        if !agents_tab && shown.starts_with("http") && reach::person_may_load(&shown).await.is_err()
+        {
+            live::blank(page, LIMIT).await;
+        }
+    }
+
+    /// Stops covering every tab: the agent has the browser again.
+    pub async fn release(self) {
+        for (page, task) in self.covered.into_values() {
+            task.abort();
+            live::release_navigations(&page, LIMIT).await;
+        }
+    }
+}
+
+/// The scheme, host and port of an http(s) URL.
+fn site_of(url: &str) -> Option<(String, String, u16)> {
+    let url = url::Url::parse(url).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    Some((
+        url.scheme().to_string(),
+        url.host_str()?.to_ascii_lowercase(),
+        url.port_or_known_default()?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sites_are_scheme_host_and_port() {
+        assert_eq!(
+            site_of("http://127.0.0.1:3000/login?x"),
+            site_of("http://127.0.0.1:3000/")
+        );
+        assert_ne!(
+            site_of("http://127.0.0.1:3000/"),
+            site_of("http://127.0.0.1:7700/")
+        );
+        assert_ne!(
+            site_of("http://localhost:3000/"),
+            site_of("https://localhost:3000/")
+        );
+        assert_eq!(site_of("about:blank"), None);
+        assert_eq!(site_of("data:text/html,x"), None);
+    }
+}
