@@ -52,6 +52,47 @@ async fn take_over(c: &CovedClient) -> (TakeoverGrant, LiveClient) {
     (grant, live)
 }
 
+/// Has the person open `url`, again while the page says it is still busy with the last one;
+/// returns the first other answer the page got within a moment, if any.
+async fn person_opens(live: &mut LiveClient, url: &str) -> Option<serde_json::Value> {
+    loop {
+        live.send(json!({"t": "navigate", "url": url}))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let mut answer = None;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match live.next(left).await.unwrap() {
+                Some(cove_tests::live::LiveEvent::Json(j)) if j["type"] == "error" => {
+                    answer = Some(j);
+                    break;
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        match answer {
+            Some(j) if j["message"].as_str().is_some_and(|m| m.contains("busy")) => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Waits until the browser shows a page whose URL ends with `suffix`.
+async fn wait_for(c: &CovedClient, suffix: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let url = c.browser_state(LEAN).await.unwrap().url;
+        if url.ends_with(suffix) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the browser stayed on {url}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Pids listening on TCP, as `ss` (iproute2) reports them.
 fn listening_pids() -> Vec<(String, HashSet<i32>)> {
     let out = std::process::Command::new("ss")
@@ -154,13 +195,13 @@ async fn a_person_cannot_steer_the_browser_to_the_sandbox_itself() {
         "chrome://version".into(),
     ];
     for url in &attempts {
-        live.send(json!({"t": "navigate", "url": url}))
-            .await
-            .unwrap();
-        let error = live.expect_json("error", WAIT).await.unwrap();
+        let error = person_opens(&mut live, url).await;
         assert!(
-            error["message"].as_str().is_some_and(|m| !m.is_empty()),
-            "{url}: {error}"
+            error
+                .as_ref()
+                .and_then(|e| e["message"].as_str())
+                .is_some_and(|m| !m.is_empty()),
+            "{url}: {error:?}"
         );
     }
     let state = c.browser_state(LEAN).await.unwrap();
@@ -168,18 +209,8 @@ async fn a_person_cannot_steer_the_browser_to_the_sandbox_itself() {
     assert_eq!(state.tabs.len(), 1, "{:?}", state.tabs);
 
     // The control: a page on the web opens.
-    live.send(json!({"t": "navigate", "url": web.url("counter.html")}))
-        .await
-        .unwrap();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let state = c.browser_state(LEAN).await.unwrap();
-        if state.url.ends_with("/counter.html") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the web page never opened");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    person_opens(&mut live, &web.url("counter.html")).await;
+    wait_for(c, "/counter.html").await;
     live.close().await;
 }
 
@@ -1283,9 +1314,10 @@ async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
         "http://169.254.169.254/latest/meta-data/".to_string(),
         format!("{}/v1/info", d.url),
     ] {
-        live.send(json!({"t": "navigate", "url": deny(target.clone())}))
-            .await
-            .unwrap();
+        // Start from a page of the web, so the error page below is this attempt's.
+        person_opens(&mut live, &web.url("takeover.html")).await;
+        wait_for(c, "/takeover.html").await;
+        person_opens(&mut live, &deny(target.clone())).await;
         let deadline = Instant::now() + WAIT;
         loop {
             let state = c.browser_state(LEAN).await.unwrap();
@@ -1304,23 +1336,8 @@ async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
     }
     assert!(local.reports().is_empty(), "{:?}", local.reports());
     // The control: a redirect that stays on the web is followed.
-    live.send(json!({"t": "navigate", "url": deny(web.url("counter.html"))}))
-        .await
-        .unwrap();
-    let deadline = Instant::now() + WAIT;
-    while !c
-        .browser_state(LEAN)
-        .await
-        .unwrap()
-        .url
-        .ends_with("/counter.html")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the web redirect was not followed"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    person_opens(&mut live, &deny(web.url("counter.html"))).await;
+    wait_for(c, "/counter.html").await;
     // The agent has the browser back: its own servers open again.
     c.takeover_end().await.unwrap();
     let state = open(c, &local.url("counter.html")).await;
