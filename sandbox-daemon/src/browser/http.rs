@@ -24,7 +24,7 @@ macro_rules! action_handler {
             ApiJson(body): ApiJson<$body>,
         ) -> Result<Json<BrowserState>, ApiError> {
             let to_action: fn($body) -> Action = $to_action;
-            app.takeover.check_agent_may_act()?;
+            app.takeover.check_agent_may_act().await?;
             Ok(Json(app.browser.act(Some(to_action(body)), query).await?))
         }
     };

@@ -84,7 +84,13 @@ pub struct Live {
     /// The viewers' command under way (a navigation, say): one at a time, and aborted when
     /// the takeover ends so nothing a person asked for runs after the agent has the browser.
     command: Mutex<Option<JoinHandle<()>>>,
+    /// Set by the screencast once it has stopped checking the tabs' navigations, after the
+    /// end: the agent's own navigations wait for it.
+    released: watch::Sender<bool>,
 }
+
+/// Longest an agent action waits for an ended takeover to let go of the tabs.
+const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -163,6 +169,8 @@ impl Live {
 struct Inner {
     active: Option<(Arc<Live>, Vec<JoinHandle<()>>)>,
     last_ended: Option<EndedTakeover>,
+    /// The takeover that ended last, until its screencast has let go of the tabs.
+    ending: Option<Arc<Live>>,
 }
 
 /// The daemon's takeovers: at most one under way.
@@ -203,10 +211,24 @@ impl TakeoverManager {
         self.current().filter(|live| live.token.matches(presented))
     }
 
-    /// Refuses agent actions while a person has control.
-    pub fn check_agent_may_act(&self) -> Result<(), ApiError> {
+    /// Refuses agent actions while a person has control; once they handed back, waits (a
+    /// moment at most) until the person's checks are off the tabs.
+    pub async fn check_agent_may_act(&self) -> Result<(), ApiError> {
         match self.current() {
-            None => Ok(()),
+            None => {
+                let ending = lock(&self.inner).ending.clone();
+                if let Some(live) = ending {
+                    let mut released = live.released.subscribe();
+                    let _ =
+                        tokio::time::timeout(RELEASE_WAIT, released.wait_for(|released| *released))
+                            .await;
+                    let mut inner = lock(&self.inner);
+                    if inner.ending.as_ref().is_some_and(|e| Arc::ptr_eq(e, &live)) {
+                        inner.ending = None;
+                    }
+                }
+                Ok(())
+            }
             Some(live) => Err(ApiError::new(
                 ErrorCode::TakeoverActive,
                 format!(
@@ -293,6 +315,7 @@ impl TakeoverManager {
             page: Mutex::new(Some(tab.page.clone())),
             refresh: Notify::new(),
             command: Mutex::new(None),
+            released: watch::Sender::new(false),
         });
         let mut inner = lock(&self.inner);
         if let Some((existing, _)) = &inner.active {
@@ -339,6 +362,7 @@ impl TakeoverManager {
             ended_at: rfc3339(SystemTime::now()),
         };
         inner.last_ended = Some(ended.clone());
+        inner.ending = Some(live.clone());
         drop(inner);
         // The screencast sees this and stops itself; the timer is no longer needed.
         live.ended.send_replace(Some(reason));

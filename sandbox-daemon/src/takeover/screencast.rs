@@ -85,6 +85,7 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
         }
     }
     guard.release().await;
+    live.released.send_replace(true);
     if let Some(cast) = cast {
         live::stop_screencast(&cast.page, CALL_LIMIT).await;
     }
