@@ -52,6 +52,18 @@ async fn take_over(c: &CovedClient) -> (TakeoverGrant, LiveClient) {
     (grant, live)
 }
 
+/// A person has the browser of a fresh daemon, showing a page of a site on the web; a site on
+/// loopback stands for the sandbox's own services.
+async fn person_on_the_web() -> (DaemonProcess, FixtureSite, FixtureSite, LiveClient) {
+    chromium_path();
+    let d = daemon().await;
+    let web = FixtureSite::start_on_network().await.unwrap();
+    let local = FixtureSite::start().await.unwrap();
+    open(&d.client, &web.url("takeover.html")).await;
+    let (_, live) = take_over(&d.client).await;
+    (d, web, local, live)
+}
+
 /// Has the person open `url`, again while the page says it is still busy with the last one;
 /// returns the first other answer the page got within a moment, if any.
 async fn person_opens(live: &mut LiveClient, url: &str) -> Option<serde_json::Value> {
@@ -78,6 +90,17 @@ async fn person_opens(live: &mut LiveClient, url: &str) -> Option<serde_json::Va
             other => return other,
         }
     }
+}
+
+/// Creates `path` in the workspace with `content`.
+async fn put(c: &CovedClient, path: &str, content: &str) {
+    c.create(&CreateRequest {
+        path: path.into(),
+        content: content.into(),
+        mode: None,
+    })
+    .await
+    .unwrap();
 }
 
 /// Waits until the browser shows a page whose URL ends with `suffix`.
@@ -162,13 +185,8 @@ async fn the_browser_has_no_debugging_port_for_anyone_to_reach() {
 /// the image's other servers, cloud metadata) or at pages that read files or run script.
 #[tokio::test]
 async fn a_person_cannot_steer_the_browser_to_the_sandbox_itself() {
-    chromium_path();
-    let d = daemon().await;
+    let (d, web, local, mut live) = person_on_the_web().await;
     let c = &d.client;
-    let web = FixtureSite::start_on_network().await.unwrap();
-    let local = FixtureSite::start().await.unwrap();
-    open(c, &web.url("takeover.html")).await;
-    let (_, mut live) = take_over(c).await;
 
     let port = local
         .url("")
@@ -233,12 +251,8 @@ async fn pages_cannot_open_windows_without_a_click() {
 /// waiting when they hand back never runs after the agent has the browser again.
 #[tokio::test]
 async fn a_persons_commands_end_with_the_takeover() {
-    chromium_path();
-    let d = daemon().await;
+    let (d, web, _, mut live) = person_on_the_web().await;
     let c = &d.client;
-    let web = FixtureSite::start_on_network().await.unwrap();
-    open(c, &web.url("takeover.html")).await;
-    let (_, mut live) = take_over(c).await;
 
     // The first navigation hangs; the ones after it are refused while it lasts.
     live.send(json!({"t": "navigate", "url": web.url("hang")}))
@@ -278,13 +292,7 @@ const HOSTILE: &str = include_str!("../../tests/fixtures/preview/hostile.py");
 /// Starts the hostile app in a shell session, trying to read `targets`; returns its port
 /// and preview link.
 async fn start_hostile(c: &CovedClient, targets: &[String]) -> (u16, String) {
-    c.create(&CreateRequest {
-        path: "hostile.py".into(),
-        content: HOSTILE.into(),
-        mode: None,
-    })
-    .await
-    .unwrap();
+    put(c, "hostile.py", HOSTILE).await;
     let port = free_port();
     let targets = serde_json::to_string(targets).unwrap();
     c.exec(
@@ -320,13 +328,7 @@ async fn a_previewed_app_cannot_reach_the_takeover_or_the_files() {
     chromium_path();
     let d = daemon().await;
     let c = &d.client;
-    c.create(&CreateRequest {
-        path: "secret.txt".into(),
-        content: "the workspace's secret".into(),
-        mode: None,
-    })
-    .await
-    .unwrap();
+    put(c, "secret.txt", "the workspace's secret").await;
     let files = c.expose(1).await.unwrap().files_url;
     let files_origin = files.split("/?").next().unwrap().to_string();
     let targets = vec![
@@ -415,14 +417,7 @@ async fn preview_cookies_stay_with_their_sandbox_and_origin() {
     let a = daemon().await;
     let b = daemon().await;
     for (d, text) in [(&a, "hello-a"), (&b, "hello-b")] {
-        d.client
-            .create(&CreateRequest {
-                path: "index.txt".into(),
-                content: text.into(),
-                mode: None,
-            })
-            .await
-            .unwrap();
+        put(&d.client, "index.txt", text).await;
     }
     let link_a = a.client.expose(1).await.unwrap().files_url;
     let link_b = b.client.expose(1).await.unwrap().files_url;
@@ -1017,13 +1012,8 @@ async fn parallel_edits_of_one_file_are_never_lost() {
     let d = daemon().await;
     let c = &d.client;
     let lines = 40;
-    c.create(&CreateRequest {
-        path: "race.txt".into(),
-        content: (0..lines).map(|i| format!("line{i}=old\n")).collect(),
-        mode: None,
-    })
-    .await
-    .unwrap();
+    let text: String = (0..lines).map(|i| format!("line{i}=old\n")).collect();
+    put(c, "race.txt", &text).await;
     std::os::unix::fs::symlink("race.txt", d.path("alias.txt")).unwrap();
     for round in 0..5 {
         let mut edits = Vec::new();
@@ -1301,13 +1291,8 @@ async fn a_page_cannot_rewrite_what_the_agent_reads() {
 /// its own servers again.
 #[tokio::test]
 async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
-    chromium_path();
-    let d = daemon().await;
+    let (d, web, local, mut live) = person_on_the_web().await;
     let c = &d.client;
-    let web = FixtureSite::start_on_network().await.unwrap();
-    let local = FixtureSite::start().await.unwrap();
-    open(c, &web.url("takeover.html")).await;
-    let (_, mut live) = take_over(c).await;
     let deny = |url: String| format!("{}?to={}", web.url("redirect"), url.replace(':', "%3A"));
     for target in [
         local.url("counter.html"),
@@ -1352,13 +1337,7 @@ async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
 async fn a_preview_token_opens_its_own_origin_only() {
     let d = daemon().await;
     let c = &d.client;
-    c.create(&CreateRequest {
-        path: "secret.txt".into(),
-        content: "the workspace's secret".into(),
-        mode: None,
-    })
-    .await
-    .unwrap();
+    put(c, "secret.txt", "the workspace's secret").await;
     let (port, link) = start_hostile(c, &[]).await;
     let app_token = link.split("cove_preview=").nth(1).unwrap().to_string();
     let files_link = c.expose(1).await.unwrap().files_url;

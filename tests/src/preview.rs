@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result, anyhow};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// The host name of `url` (`http://p8000.localhost:7700/x` → `p8000.localhost`).
@@ -40,11 +40,30 @@ pub async fn websocket(
     url: &str,
     cookie: Option<&str>,
 ) -> Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
+    let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
+    websocket_with(url, &headers).await
+}
+
+/// Opens a WebSocket to `url` as a page of `page_origin` would, with `cookie`.
+pub async fn websocket_from(
+    url: &str,
+    cookie: &str,
+    page_origin: &str,
+) -> Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
+    websocket_with(url, &[("cookie", cookie), ("origin", page_origin)]).await
+}
+
+/// Opens a WebSocket to `url` with `headers` (a `*.localhost` name is dialled on 127.0.0.1).
+async fn websocket_with(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
     let mut request = url.into_client_request()?;
-    if let Some(cookie) = cookie {
-        request
-            .headers_mut()
-            .insert("cookie", HeaderValue::from_str(cookie)?);
+    for (name, value) in headers {
+        request.headers_mut().insert(
+            HeaderName::from_bytes(name.as_bytes())?,
+            HeaderValue::from_str(value)?,
+        );
     }
     let uri = request.uri().clone();
     let port = uri
@@ -106,29 +125,4 @@ pub fn app_origin(link: &str, port: u16) -> String {
     let (label, base) = rest.split_once('.').unwrap_or((rest, ""));
     let run = label.rsplit_once('-').map_or("", |(_, id)| id);
     format!("{scheme}://p{port}-{run}.{base}")
-}
-
-/// Opens a WebSocket to `url` as a page of `page_origin` would, with `cookie`.
-pub async fn websocket_from(
-    url: &str,
-    cookie: &str,
-    page_origin: &str,
-) -> Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
-    let mut request = url.into_client_request()?;
-    request
-        .headers_mut()
-        .insert("cookie", HeaderValue::from_str(cookie)?);
-    request
-        .headers_mut()
-        .insert("origin", HeaderValue::from_str(page_origin)?);
-    let uri = request.uri().clone();
-    let port = uri
-        .port_u16()
-        .ok_or_else(|| anyhow!("{url} names no port"))?;
-    let stream = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .with_context(|| format!("cannot connect to {url}"))?;
-    let (socket, _) =
-        tokio_tungstenite::client_async(request, MaybeTlsStream::Plain(stream)).await?;
-    Ok(socket)
 }
