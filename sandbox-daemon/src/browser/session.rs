@@ -129,7 +129,9 @@ struct Located {
     x: f64,
     y: f64,
     reachable: bool,
+    #[serde(default, deserialize_with = "short_opt")]
     covered_by: Option<String>,
+    #[serde(deserialize_with = "short")]
     desc: String,
 }
 
@@ -137,28 +139,63 @@ struct Located {
 struct Point {
     x: f64,
     y: f64,
+    #[serde(deserialize_with = "short")]
     desc: String,
 }
 
 #[derive(Debug, Deserialize)]
 struct Described {
+    #[serde(deserialize_with = "short")]
     desc: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "short_opt")]
     mode: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "short_opt")]
     text: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Scrolled {
     scrolled: i64,
+    #[serde(deserialize_with = "short")]
     container: String,
 }
 
 #[derive(Debug, Deserialize)]
 struct Options {
+    #[serde(deserialize_with = "short")]
     desc: String,
+    #[serde(deserialize_with = "few_options")]
     options: Vec<DropdownOption>,
+}
+
+/// Longest description of an element (or option text) taken from the page.
+const MAX_DESC_CHARS: usize = 500;
+/// Most options of one select taken from the page.
+const MAX_OPTIONS: usize = 1_000;
+
+/// A text from the page, held to [`MAX_DESC_CHARS`] whatever the page did to the script.
+fn short<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let mut text = String::deserialize(d)?;
+    clip_chars(&mut text, MAX_DESC_CHARS);
+    Ok(text)
+}
+
+fn short_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let mut text = Option::<String>::deserialize(d)?;
+    if let Some(text) = &mut text {
+        clip_chars(text, MAX_DESC_CHARS);
+    }
+    Ok(text)
+}
+
+fn few_options<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<DropdownOption>, D::Error> {
+    let mut options = Vec::<DropdownOption>::deserialize(d)?;
+    options.truncate(MAX_OPTIONS);
+    for option in &mut options {
+        clip_chars(&mut option.text, MAX_DESC_CHARS);
+        clip_chars(&mut option.value, MAX_DESC_CHARS);
+    }
+    Ok(options)
 }
 
 impl Session {
@@ -973,5 +1010,56 @@ fn clip_url(url: &str) -> String {
         format!("{}...", &url[..cut])
     } else {
         url.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_from_the_page_are_held_to_their_caps() {
+        let long = "x".repeat(5 * MAX_DESC_CHARS);
+        let options: Vec<Value> = (0..MAX_OPTIONS + 50)
+            .map(|i| json!({"index": i, "text": long, "value": long, "selected": false}))
+            .collect();
+        let found: Options =
+            serde_json::from_value(json!({"desc": long, "options": options})).unwrap();
+        assert_eq!(found.desc.chars().count(), MAX_DESC_CHARS);
+        assert_eq!(found.options.len(), MAX_OPTIONS);
+        assert!(
+            found
+                .options
+                .iter()
+                .all(|o| o.text.chars().count() == MAX_DESC_CHARS)
+        );
+        let at: Located = serde_json::from_value(
+            json!({"x": 1.0, "y": 2.0, "reachable": false, "covered_by": long, "desc": "ok"}),
+        )
+        .unwrap();
+        assert_eq!(at.covered_by.unwrap().chars().count(), MAX_DESC_CHARS);
+        let mut snapshot = Snapshot {
+            url: "u".repeat(MAX_URL_CHARS + 5),
+            title: "t".repeat(MAX_TITLE_CHARS + 5),
+            elements: "e".repeat(20_000),
+            element_count: 1,
+            truncated: false,
+            pixels_above: 0,
+            pixels_below: 0,
+            viewport: Viewport {
+                width: 1,
+                height: 1,
+            },
+            content: Some("c".repeat(CONTENT_CHARS * 2)),
+        };
+        snapshot.cap(1_000);
+        assert!(snapshot.truncated);
+        assert_eq!(snapshot.elements.chars().count(), 1_200);
+        assert_eq!(snapshot.title.chars().count(), MAX_TITLE_CHARS);
+        assert_eq!(snapshot.url.chars().count(), MAX_URL_CHARS);
+        assert_eq!(
+            snapshot.content.unwrap().chars().count(),
+            CONTENT_CHARS + 100
+        );
     }
 }
