@@ -1,7 +1,11 @@
 //! The Cove controller: the agent loop, model providers, tools, persistence and sandboxes.
 //! The engine emits typed run events and never prints; the CLI renders them.
 
+// Only the command line talks to people; everything else reports through events and errors.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod agent;
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod config;
 pub mod context;

@@ -667,21 +667,24 @@ async fn drive(
         ctx: Arc::new(ToolContext::new(sandbox.client.clone(), prof.vision)),
     };
     let interactive = !ctx.json && !flags.no_prompt && std::io::stdin().is_terminal();
+    let mut renderer = Renderer::terminal(ctx.json);
     let code = loop {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let json = ctx.json;
-        let renderer = tokio::spawn(async move {
-            let mut renderer = Renderer::new(json);
+        let rendering = tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
                 renderer.event(&event);
             }
             renderer.done();
+            renderer
         });
         let outcome = tokio::select! {
             outcome = agent.run(&thread, input.take(), Some(tx)) => Some(outcome),
             _ = tokio::signal::ctrl_c() => None,
         };
-        let _ = renderer.await;
+        renderer = match rendering.await {
+            Ok(renderer) => renderer,
+            Err(e) => return Err(Failure(format!("the terminal renderer failed: {e}"))),
+        };
         let Some(outcome) = outcome else {
             let _ = ctx.store.end_wait(&thread.id);
             if let Ok(Some(last)) = ctx.store.last_run(&thread.id)
@@ -691,10 +694,7 @@ async fn drive(
                     .store
                     .end_run(&last, "stopped", Some("interrupted"), None);
             }
-            eprintln!(
-                "cove: interrupted; continue with: cove resume {}",
-                thread.id
-            );
+            renderer.interrupted(&thread.id);
             sandbox.close().await;
             return Ok(ExitCode::from(130));
         };
@@ -719,23 +719,17 @@ async fn drive(
                         continue;
                     }
                 }
-                if !ctx.json {
-                    println!("Answer with: cove reply {} \"...\"", thread.id);
-                }
+                renderer.answer_with(&thread.id);
                 break ExitCode::from(EXIT_PAUSED);
             }
             Err(e) => {
-                if !ctx.json {
-                    eprintln!("cove: {e}");
-                }
+                renderer.failed(&e);
                 break ExitCode::FAILURE;
             }
         }
     };
-    if !ctx.json
-        && let SandboxSpec::Local { workspace } = &spec
-    {
-        println!("workspace: {}", workspace.display());
+    if let SandboxSpec::Local { workspace } = &spec {
+        renderer.workspace(workspace);
     }
     sandbox.close().await;
     Ok(code)

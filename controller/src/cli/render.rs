@@ -16,21 +16,20 @@ struct SpinnerState {
     frame: usize,
 }
 
-/// A spinner on stderr, drawn only when stderr is a terminal.
-#[derive(Debug, Clone)]
+/// A spinner on stderr, drawn only when stderr is a terminal. Its ticker ends when the
+/// spinner is dropped.
+#[derive(Debug)]
 struct Spinner {
     state: Arc<Mutex<SpinnerState>>,
     enabled: bool,
+    ticker: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Spinner {
     fn new(enabled: bool) -> Spinner {
-        let spinner = Spinner {
-            state: Arc::new(Mutex::new(SpinnerState::default())),
-            enabled,
-        };
-        if enabled {
-            let state = spinner.state.clone();
+        let state = Arc::new(Mutex::new(SpinnerState::default()));
+        let ticker = enabled.then(|| {
+            let state = state.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_millis(100));
                 loop {
@@ -44,9 +43,13 @@ impl Spinner {
                         s.drawn = true;
                     }
                 }
-            });
+            })
+        });
+        Spinner {
+            state,
+            enabled,
+            ticker,
         }
-        spinner
     }
 
     fn set(&self, label: Option<&str>) {
@@ -65,8 +68,20 @@ impl Spinner {
     }
 }
 
-/// Renders the events of runs.
-pub struct Renderer {
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.set(None);
+        if let Some(ticker) = self.ticker.take() {
+            ticker.abort();
+        }
+    }
+}
+
+/// Renders the events of runs, and the lines a run ends with, into `O` and (problems) `E`:
+/// stdout and stderr, or buffers in tests.
+pub struct Renderer<O: Write, E: Write> {
+    out: O,
+    err: E,
     json: bool,
     color: bool,
     spinner: Spinner,
@@ -90,17 +105,35 @@ fn first_line(text: &str, max: usize) -> String {
     }
 }
 
-impl Renderer {
-    /// A renderer; `json` prints each event as a line of JSON.
-    pub fn new(json: bool) -> Renderer {
-        let terminal = std::io::stdout().is_terminal();
+impl Renderer<std::io::Stdout, std::io::Stderr> {
+    /// The terminal's renderer: colour and a spinner when stdout and stderr are terminals;
+    /// `json` prints each event as a line of JSON instead.
+    pub fn terminal(json: bool) -> Self {
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let spinner = !json && std::io::stderr().is_terminal();
+        Renderer::new(std::io::stdout(), std::io::stderr(), json, color, spinner)
+    }
+}
+
+impl<O: Write, E: Write> Renderer<O, E> {
+    /// A renderer into `out`, with problems into `err`.
+    pub fn new(out: O, err: E, json: bool, color: bool, spinner: bool) -> Self {
         Renderer {
+            out,
+            err,
             json,
-            color: terminal && std::env::var_os("NO_COLOR").is_none(),
-            spinner: Spinner::new(!json && std::io::stderr().is_terminal()),
+            color,
+            spinner: Spinner::new(spinner),
             mid_line: false,
             last_compression: None,
         }
+    }
+
+    /// What was written to each stream (for tests).
+    #[cfg(test)]
+    fn into_inner(self) -> (O, E) {
+        let Renderer { out, err, .. } = self;
+        (out, err)
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
@@ -112,22 +145,20 @@ impl Renderer {
     }
 
     fn line(&mut self, text: &str) {
-        let mut out = std::io::stdout().lock();
         if self.mid_line {
-            let _ = writeln!(out);
+            let _ = writeln!(self.out);
             self.mid_line = false;
         }
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
+        let _ = writeln!(self.out, "{text}");
+        let _ = self.out.flush();
     }
 
     /// Renders one event.
     pub fn event(&mut self, event: &RunEvent) {
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                let _ = writeln!(self.out, "{line}");
+                let _ = self.out.flush();
             }
             return;
         }
@@ -143,9 +174,8 @@ impl Renderer {
             }
             EventKind::AssistantResponseStart { .. } => self.spinner.set(Some("thinking")),
             EventKind::AssistantText { text } => {
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{text}");
-                let _ = out.flush();
+                let _ = write!(self.out, "{text}");
+                let _ = self.out.flush();
                 self.mid_line = !text.ends_with('\n');
             }
             EventKind::LlmRetry {
@@ -291,11 +321,213 @@ impl Renderer {
         }
     }
 
-    /// Stops the spinner (the run is over).
+    /// Stops the spinner and ends a line the text left open (the run is over).
     pub fn done(&mut self) {
         self.spinner.set(None);
         if self.mid_line {
-            self.line("");
+            let _ = writeln!(self.out);
+            let _ = self.out.flush();
+            self.mid_line = false;
         }
+    }
+
+    /// A line for the person at the terminal (none in JSON mode).
+    fn say(&mut self, text: &str) {
+        if !self.json {
+            self.line(text);
+        }
+    }
+
+    /// A problem, on the error stream.
+    fn complain(&mut self, text: &str) {
+        let _ = writeln!(self.err, "cove: {text}");
+        let _ = self.err.flush();
+    }
+
+    /// The run was interrupted (Ctrl-C): how to go on (said in JSON mode too: nothing else
+    /// tells a script).
+    pub fn interrupted(&mut self, thread: &str) {
+        self.done();
+        self.complain(&format!("interrupted; continue with: cove resume {thread}"));
+    }
+
+    /// The run waits for an answer nobody gave at the terminal.
+    pub fn answer_with(&mut self, thread: &str) {
+        self.say(&format!("Answer with: cove reply {thread} \"...\""));
+    }
+
+    /// The run failed (in JSON mode its `error` event says so).
+    pub fn failed(&mut self, error: &dyn std::fmt::Display) {
+        if !self.json {
+            self.complain(&error.to_string());
+        }
+    }
+
+    /// Where the local sandbox's files are.
+    pub fn workspace(&mut self, path: &std::path::Path) {
+        self.say(&format!("workspace: {}", path.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cove_protocol::events::RunEvent;
+
+    fn event(seq: u64, kind: EventKind) -> RunEvent {
+        RunEvent {
+            seq,
+            thread_id: "t1".into(),
+            run_id: "r1".into(),
+            timestamp_ms: 1_795_000_000_000,
+            kind,
+        }
+    }
+
+    fn render(json: bool, events: &[RunEvent]) -> String {
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), json, false, false);
+        for e in events {
+            renderer.event(e);
+        }
+        renderer.done();
+        renderer.workspace(std::path::Path::new("/tmp/ws"));
+        let (out, err) = renderer.into_inner();
+        assert!(err.is_empty());
+        String::from_utf8(out).unwrap()
+    }
+
+    fn a_run() -> Vec<RunEvent> {
+        vec![
+            event(
+                1,
+                EventKind::ThreadRunStart {
+                    model: "openai/gpt".into(),
+                    sandbox: "local".into(),
+                },
+            ),
+            event(
+                2,
+                EventKind::AssistantText {
+                    text: "Let me look".into(),
+                },
+            ),
+            event(
+                3,
+                EventKind::ToolStarted {
+                    call_id: "c1".into(),
+                    tool: "execute_command".into(),
+                    summary: Some("ls".into()),
+                    arguments: serde_json::json!({"command": "ls"}),
+                },
+            ),
+            event(
+                4,
+                EventKind::ToolCompleted {
+                    call_id: "c1".into(),
+                    tool: "execute_command".into(),
+                    output: "a.txt\nb.txt".into(),
+                },
+            ),
+            event(
+                5,
+                EventKind::Complete {
+                    text: Some("Two files.".into()),
+                    attachments: vec!["a.txt".into()],
+                },
+            ),
+            event(
+                6,
+                EventKind::ThreadRunEnd {
+                    status: RunStatus::Completed,
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_run_renders_as_lines_for_a_person() {
+        assert_eq!(
+            render(false, &a_run()),
+            "thread t1 · openai/gpt · local\nLet me look\n  → execute_command ls\n  ✓ execute_command: a.txt\n\n✔ Done. Two files.\n  · a.txt\nrun r1 completed\nworkspace: /tmp/ws\n"
+        );
+    }
+
+    #[test]
+    fn json_renders_one_event_per_line_and_nothing_else() {
+        let out = render(true, &a_run());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6, "{out}");
+        for (line, want) in lines.iter().zip(a_run()) {
+            let got: RunEvent = serde_json::from_str(line).unwrap();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn the_end_of_a_run_says_how_to_go_on() {
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), false, false, false);
+        renderer.event(&event(
+            1,
+            EventKind::AssistantText {
+                text: "half a line".into(),
+            },
+        ));
+        renderer.interrupted("t9");
+        renderer.answer_with("t9");
+        renderer.failed(&"the model is unreachable");
+        let (out, err) = renderer.into_inner();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "half a line\nAnswer with: cove reply t9 \"...\"\n"
+        );
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "cove: interrupted; continue with: cove resume t9\ncove: the model is unreachable\n"
+        );
+        // In JSON mode only the interruption is said (on stderr); the events say the rest.
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), true, false, false);
+        renderer.interrupted("t9");
+        renderer.answer_with("t9");
+        renderer.failed(&"x");
+        renderer.workspace(std::path::Path::new("/w"));
+        let (out, err) = renderer.into_inner();
+        assert!(out.is_empty());
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "cove: interrupted; continue with: cove resume t9\n"
+        );
+    }
+
+    #[test]
+    fn colour_wraps_lines_only_when_asked() {
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), false, true, false);
+        renderer.event(&event(
+            1,
+            EventKind::ToolFailed {
+                call_id: "c".into(),
+                tool: "read_file".into(),
+                error: "no such file".into(),
+            },
+        ));
+        assert_eq!(
+            String::from_utf8(renderer.into_inner().0).unwrap(),
+            "\x1b[31m  ✗ read_file: no such file\x1b[0m\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_spinners_ticker_ends_with_the_renderer() {
+        let renderer = Renderer::new(Vec::new(), Vec::new(), false, false, true);
+        let ticker = renderer.spinner.ticker.as_ref().map(|t| t.abort_handle());
+        drop(renderer);
+        tokio::task::yield_now().await;
+        let ticker = ticker.expect("a spinner has a ticker");
+        for _ in 0..100 {
+            if ticker.is_finished() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the ticker outlived its renderer");
     }
 }
