@@ -14,10 +14,11 @@ use cove_protocol::files::{ListQuery, ReadRequest};
 use cove_protocol::shell::ExecRequest;
 
 use crate::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
-use crate::config::{self, FileConfig, ModelChoice};
+use crate::config::{self, FileConfig};
 use crate::context::knowledge::{MAX_ENTRY_BYTES, cap_entry};
 use crate::context::{ContextMode, ContextSettings};
 use crate::llm::ChatMessage;
+use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
 use crate::llm::retry::RetryPolicy;
 use crate::sandbox::{LocalDaemon, Sandbox, SandboxSpec};
@@ -511,7 +512,7 @@ async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
         .map_err(fail)?
         .unwrap_or_else(ModelChoice::default_for_environment);
     // Fail on a missing key before starting a sandbox.
-    config::provider(&model).map_err(fail)?;
+    choice::connect(&model).map_err(fail)?;
     let mode = args
         .tool_calls
         .clone()
@@ -579,7 +580,7 @@ async fn drive(
     flags: &RunFlags,
 ) -> Result<ExitCode, Failure> {
     let model = ModelChoice::parse(&thread.model).map_err(fail)?;
-    let provider = config::provider(&model).map_err(fail)?;
+    let provider = choice::connect(&model).map_err(fail)?;
     // A run still marked running belongs to a controller that was killed.
     if let Some(last) = ctx.store.last_run(&thread.id).map_err(fail)?
         && last.status == "running"

@@ -1,8 +1,6 @@
 //! Anthropic Messages, streamed.
 
-use eventsource_stream::Eventsource;
 use futures_util::future::BoxFuture;
-use futures_util::{StreamExt, stream};
 use serde_json::{Value, json};
 
 use super::{
@@ -247,6 +245,25 @@ impl Decoder {
     }
 }
 
+impl super::sse::Decoder for Decoder {
+    fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        Decoder::event(self, name, data, out)
+    }
+
+    fn finished(&self) -> bool {
+        self.stopped
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        Decoder::end(self, out)
+    }
+}
+
 impl ChatProvider for Anthropic {
     fn name(&self) -> &'static str {
         NAME
@@ -282,51 +299,7 @@ impl ChatProvider for Anthropic {
                     retry_after,
                 ));
             }
-            let events = response.bytes_stream().eventsource();
-            let stream = stream::unfold(
-                (
-                    events,
-                    Decoder::default(),
-                    Vec::<StreamEvent>::new().into_iter(),
-                    false,
-                ),
-                |(mut events, mut decoder, mut pending, mut finished)| async move {
-                    loop {
-                        if let Some(event) = pending.next() {
-                            return Some((Ok(event), (events, decoder, pending, finished)));
-                        }
-                        if finished {
-                            return None;
-                        }
-                        let mut out = Vec::new();
-                        let step = match events.next().await {
-                            Some(Ok(event)) => {
-                                let r = decoder.event(&event.event, &event.data, &mut out);
-                                if r.is_ok() && decoder.stopped {
-                                    finished = true;
-                                    decoder.end(&mut out)
-                                } else {
-                                    r
-                                }
-                            }
-                            Some(Err(e)) => Err(LlmError::Transport {
-                                provider: NAME,
-                                message: super::error_chain(&e),
-                            }),
-                            None => {
-                                finished = true;
-                                decoder.end(&mut out)
-                            }
-                        };
-                        if let Err(e) = step {
-                            finished = true;
-                            return Some((Err(e), (events, decoder, pending, finished)));
-                        }
-                        pending = out.into_iter();
-                    }
-                },
-            );
-            Ok(Box::pin(stream) as EventStream)
+            Ok(super::sse::pump(NAME, response, Decoder::default()))
         })
     }
 }

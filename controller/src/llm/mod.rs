@@ -2,9 +2,11 @@
 //! trait, and implementations for OpenAI-compatible Chat Completions and Anthropic Messages.
 
 pub mod anthropic;
+pub mod choice;
 pub mod openai;
 pub mod profile;
 pub mod retry;
+pub mod sse;
 
 use std::pin::Pin;
 use std::time::Duration;

@@ -3,9 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use eventsource_stream::Eventsource;
 use futures_util::future::BoxFuture;
-use futures_util::{StreamExt, stream};
 use serde_json::{Value, json};
 
 use super::{
@@ -136,8 +134,9 @@ fn message(m: &ChatMessage) -> Value {
 }
 
 /// Turns Chat Completions chunks into [`StreamEvent`]s.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Decoder {
+    provider: &'static str,
     /// Open native tool calls by their index in the answer.
     open_calls: BTreeMap<usize, bool>,
     finish: Option<StopReason>,
@@ -145,12 +144,17 @@ struct Decoder {
 }
 
 impl Decoder {
-    fn chunk(
-        &mut self,
-        provider: &'static str,
-        data: &str,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), LlmError> {
+    fn new(provider: &'static str) -> Decoder {
+        Decoder {
+            provider,
+            open_calls: BTreeMap::new(),
+            finish: None,
+            done: false,
+        }
+    }
+
+    fn chunk(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let provider = self.provider;
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -224,16 +228,37 @@ impl Decoder {
     }
 
     /// Closes open calls and reports the finish, once the stream is over.
-    fn end(&mut self, provider: &'static str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    fn close(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         // Some servers omit [DONE]; a finish reason is just as final.
         let Some(reason) = self.finish.take() else {
-            return Err(LlmError::StreamCut { provider });
+            return Err(LlmError::StreamCut {
+                provider: self.provider,
+            });
         };
         for (index, _) in std::mem::take(&mut self.open_calls) {
             out.push(StreamEvent::ToolCallEnd { index });
         }
         out.push(StreamEvent::Finish(reason));
         Ok(())
+    }
+}
+
+impl super::sse::Decoder for Decoder {
+    fn event(
+        &mut self,
+        _name: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        self.chunk(data, out)
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        self.close(out)
     }
 }
 
@@ -283,59 +308,7 @@ impl ChatProvider for OpenAi {
                     retry_after,
                 ));
             }
-            let events = response.bytes_stream().eventsource();
-            let stream = stream::unfold(
-                (
-                    events,
-                    Decoder::default(),
-                    Vec::<StreamEvent>::new().into_iter(),
-                    false,
-                ),
-                move |(mut events, mut decoder, mut pending, mut finished)| async move {
-                    loop {
-                        if let Some(event) = pending.next() {
-                            return Some((Ok(event), (events, decoder, pending, finished)));
-                        }
-                        if finished {
-                            return None;
-                        }
-                        let mut out = Vec::new();
-                        match events.next().await {
-                            Some(Ok(event)) => {
-                                if let Err(e) = decoder.chunk(provider, &event.data, &mut out) {
-                                    finished = true;
-                                    return Some((Err(e), (events, decoder, pending, finished)));
-                                }
-                                if decoder.done {
-                                    finished = true;
-                                    if let Err(e) = decoder.end(provider, &mut out) {
-                                        return Some((
-                                            Err(e),
-                                            (events, decoder, pending, finished),
-                                        ));
-                                    }
-                                }
-                            }
-                            Some(Err(e)) => {
-                                finished = true;
-                                let error = LlmError::Transport {
-                                    provider,
-                                    message: super::error_chain(&e),
-                                };
-                                return Some((Err(error), (events, decoder, pending, finished)));
-                            }
-                            None => {
-                                finished = true;
-                                if let Err(e) = decoder.end(provider, &mut out) {
-                                    return Some((Err(e), (events, decoder, pending, finished)));
-                                }
-                            }
-                        }
-                        pending = out.into_iter();
-                    }
-                },
-            );
-            Ok(Box::pin(stream) as EventStream)
+            Ok(super::sse::pump(provider, response, Decoder::new(provider)))
         })
     }
 }
@@ -346,15 +319,15 @@ mod tests {
     use crate::llm::{ToolCall, ToolSpec};
 
     fn decode(chunks: &[&str], with_done: bool) -> Result<Vec<StreamEvent>, LlmError> {
-        let mut d = Decoder::default();
+        let mut d = Decoder::new(NAME);
         let mut out = Vec::new();
         for c in chunks {
-            d.chunk(NAME, c, &mut out)?;
+            d.chunk(c, &mut out)?;
         }
         if with_done {
-            d.chunk(NAME, "[DONE]", &mut out)?;
+            d.chunk("[DONE]", &mut out)?;
         }
-        d.end(NAME, &mut out)?;
+        d.close(&mut out)?;
         Ok(out)
     }
 
