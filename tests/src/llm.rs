@@ -260,6 +260,8 @@ struct Shared {
     steps: Mutex<VecDeque<Step>>,
     received: Mutex<Vec<Arc<Received>>>,
     chunking: Mutex<Chunking>,
+    /// Requests that broke the pairing of tool calls and results (see [`pairing_problems`]).
+    violations: Mutex<Vec<String>>,
 }
 
 /// A running scripted model.
@@ -366,10 +368,146 @@ impl ScriptedLlm {
     }
 }
 
+impl ScriptedLlm {
+    /// Requests so far that a real provider would have refused for a tool call without a
+    /// result or a result without a call.
+    pub fn violations(&self) -> Vec<String> {
+        self.shared
+            .violations
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default()
+    }
+}
+
 impl Drop for ScriptedLlm {
+    /// Fails the test that sent a request a real provider would refuse, even when the test
+    /// itself never looked (each such request was also answered 400, as a provider would).
     fn drop(&mut self) {
         self.task.abort();
+        let violations = self.violations();
+        if !violations.is_empty() && !std::thread::panicking() {
+            panic!(
+                "the controller sent requests with unpaired tool calls and results:\n{}",
+                violations.join("\n")
+            );
+        }
     }
+}
+
+/// Where the tool calls and their results of a request do not pair up, as the providers
+/// require: in native mode each call's result comes right after the answer that made it
+/// (OpenAI: `tool` messages; Anthropic: `tool_result` blocks in the next user message), and
+/// no result stands without its call; in XML mode an answer with `<function_calls>` is
+/// followed by results, and results follow an answer with calls.
+pub fn pairing_problems(request: &Received) -> Vec<String> {
+    let messages = request.body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    if !request.native_tools() {
+        let text = |m: &Value| {
+            let mut out = String::new();
+            collect_text(&m["content"], &mut out);
+            out
+        };
+        for (i, m) in messages.iter().enumerate() {
+            let role = m["role"].as_str().unwrap_or_default();
+            let is_result = role == "user" && text(m).starts_with("<function_results>");
+            if role == "assistant" && text(m).contains("<function_calls>") {
+                let answered = messages
+                    .get(i + 1)
+                    .is_some_and(|next| text(next).starts_with("<function_results>"));
+                if !answered {
+                    let next: String = messages
+                        .get(i + 1)
+                        .map(|n| text(n).chars().take(120).collect())
+                        .unwrap_or_default();
+                    problems.push(format!(
+                        "message {i}: XML tool calls without results (next: {next:?})"
+                    ));
+                }
+            }
+            if is_result {
+                let after_calls =
+                    i.checked_sub(1)
+                        .and_then(|p| messages.get(p))
+                        .is_some_and(|prev| {
+                            text(prev).contains("<function_calls>")
+                                || text(prev).starts_with("<function_results>")
+                        });
+                if !after_calls {
+                    problems.push(format!("message {i}: XML results after no tool calls"));
+                }
+            }
+        }
+        return problems;
+    }
+    let mut open: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        let mut results: Vec<String> = Vec::new();
+        match request.wire {
+            Wire::OpenAi => {
+                if role == "tool" {
+                    results.push(m["tool_call_id"].as_str().unwrap_or_default().to_string());
+                }
+            }
+            Wire::Anthropic => {
+                for block in m["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" {
+                        results.push(
+                            block["tool_use_id"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_string(),
+                        );
+                    }
+                }
+            }
+        }
+        for id in &results {
+            match open.iter().position(|o| o == id) {
+                Some(at) => {
+                    open.remove(at);
+                }
+                None => problems.push(format!(
+                    "message {i}: a result for {id:?}, which no open call has"
+                )),
+            }
+        }
+        let is_results_only = match request.wire {
+            Wire::OpenAi => role == "tool",
+            Wire::Anthropic => role == "user" && !results.is_empty(),
+        };
+        if !is_results_only && !open.is_empty() {
+            problems.push(format!(
+                "message {i}: calls {open:?} have no result before it"
+            ));
+            open.clear();
+        }
+        if role == "assistant" {
+            match request.wire {
+                Wire::OpenAi => {
+                    for call in m["tool_calls"].as_array().into_iter().flatten() {
+                        open.push(call["id"].as_str().unwrap_or_default().to_string());
+                    }
+                }
+                Wire::Anthropic => {
+                    for block in m["content"].as_array().into_iter().flatten() {
+                        if block["type"] == "tool_use" {
+                            open.push(block["id"].as_str().unwrap_or_default().to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if !open.is_empty() {
+        problems.push(format!("the last answer's calls {open:?} have no result"));
+    }
+    problems
 }
 
 /// The next answer, or the fault this attempt must suffer. Steps are used up on success.
@@ -411,8 +549,34 @@ fn record(shared: &Shared, wire: Wire, headers: HeaderMap, body: &Bytes) -> Arc<
     received
 }
 
+/// A provider's refusal of a request whose tool calls and results do not pair up.
+fn refuse_unpaired(shared: &Shared, request: &Received) -> Option<Response> {
+    let problems = pairing_problems(request);
+    if problems.is_empty() {
+        return None;
+    }
+    let index = shared.received.lock().map(|r| r.len()).unwrap_or(0);
+    if let Ok(mut violations) = shared.violations.lock() {
+        violations.extend(problems.iter().map(|p| format!("request {index}: {p}")));
+    }
+    let message = format!(
+        "tool calls and results do not pair up: {}",
+        problems.join("; ")
+    );
+    Some(
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string(),
+        )
+            .into_response(),
+    )
+}
+
 async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&shared, Wire::OpenAi, headers, &body);
+    if let Some(refusal) = refuse_unpaired(&shared, &request) {
+        return refusal;
+    }
     match next(&shared, &request) {
         Ok(turn) => sse(
             openai_events(&turn, request.native_tools(), request.prompt_tokens()),
@@ -431,6 +595,9 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
 
 async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&shared, Wire::Anthropic, headers, &body);
+    if let Some(refusal) = refuse_unpaired(&shared, &request) {
+        return refusal;
+    }
     match next(&shared, &request) {
         Ok(turn) => sse(
             anthropic_events(&turn, request.native_tools(), request.prompt_tokens()),
@@ -670,4 +837,87 @@ fn anthropic_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
     );
     event("message_stop", json!({"type": "message_stop"}));
     out
+}
+
+#[cfg(test)]
+mod pairing_tests {
+    use super::*;
+
+    fn request(wire: Wire, native: bool, messages: Value) -> Received {
+        let mut body = json!({"messages": messages});
+        if native {
+            body["tools"] = json!([{"name": "read_file"}]);
+        }
+        Received {
+            wire,
+            body,
+            headers: HeaderMap::new(),
+        }
+    }
+
+    #[test]
+    fn openai_calls_need_their_tool_messages_right_after() {
+        let paired = json!([
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "user", "content": "the browser now"},
+        ]);
+        assert!(pairing_problems(&request(Wire::OpenAi, true, paired)).is_empty());
+        let missing = json!([
+            {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "user", "content": "next"},
+        ]);
+        assert_eq!(
+            pairing_problems(&request(Wire::OpenAi, true, missing)).len(),
+            1
+        );
+        let orphan = json!([
+            {"role": "user", "content": "task"},
+            {"role": "tool", "tool_call_id": "z", "content": "1"},
+        ]);
+        assert_eq!(
+            pairing_problems(&request(Wire::OpenAi, true, orphan)).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn anthropic_results_come_in_the_next_user_message() {
+        let paired = json!([
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}, {"type": "text", "text": "and the page"}]},
+        ]);
+        assert!(pairing_problems(&request(Wire::Anthropic, true, paired)).is_empty());
+        let late = json!([
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a"}]},
+            {"role": "user", "content": [{"type": "text", "text": "something else"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]},
+        ]);
+        assert_eq!(
+            pairing_problems(&request(Wire::Anthropic, true, late)).len(),
+            2
+        );
+    }
+
+    #[test]
+    fn xml_calls_are_followed_by_results_and_results_follow_calls() {
+        let paired = json!([
+            {"role": "assistant", "content": "<function_calls><invoke name=\"x\"></invoke></function_calls>"},
+            {"role": "user", "content": "<function_results>1</function_results>"},
+            {"role": "user", "content": "<function_results>2</function_results>"},
+        ]);
+        assert!(pairing_problems(&request(Wire::OpenAi, false, paired)).is_empty());
+        let cut = json!([
+            {"role": "assistant", "content": "<function_calls><invoke name=\"x\"></invoke></function_calls>"},
+            {"role": "user", "content": "[Context note: left out]"},
+            {"role": "user", "content": "<function_results>1</function_results>"},
+        ]);
+        assert_eq!(
+            pairing_problems(&request(Wire::Anthropic, false, cut)).len(),
+            2
+        );
+    }
 }

@@ -101,11 +101,7 @@ pub struct Agent {
 const INTERRUPTED: &str = "This call was interrupted when Cove stopped, before its result was recorded; its effect is unknown. Check before running it again.";
 
 fn xml_result(name: &str, result: &ToolResult) -> ChatMessage {
-    let status = if result.ok { "success" } else { "error" };
-    ChatMessage::user(format!(
-        "<function_results>\n<result tool=\"{name}\" status=\"{status}\">\n{}\n</result>\n</function_results>",
-        result.text
-    ))
+    ChatMessage::user(xml::result_text(name, result.ok, &result.text))
 }
 
 impl Agent {
@@ -182,14 +178,16 @@ impl Agent {
                     .count();
                 let results = after
                     .iter()
-                    .filter(|(_, m)| {
-                        m.role == Role::User && m.text().starts_with("<function_results>")
-                    })
+                    .filter(|(_, m)| m.role == Role::User && xml::is_result(&m.text()))
                     .count();
                 if results < calls {
-                    let text = format!(
-                        "<function_results>\n<result tool=\"(interrupted)\" status=\"error\">\n{} of the {calls} tool calls of your last answer have no result. {INTERRUPTED}\n</result>\n</function_results>",
-                        calls - results
+                    let text = xml::result_text(
+                        "(interrupted)",
+                        false,
+                        &format!(
+                            "{} of the {calls} tool calls of your last answer have no result. {INTERRUPTED}",
+                            calls - results
+                        ),
                     );
                     self.store
                         .append_llm(thread, Some(run), &ChatMessage::user(text))?;

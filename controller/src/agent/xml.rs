@@ -16,6 +16,22 @@
 
 use memchr::memmem;
 
+/// How every result of an XML tool call starts (a user message of its own).
+const RESULTS_BLOCK: &str = "<function_results>";
+
+/// The user message that gives the model the result of its call of `tool`.
+pub fn result_text(tool: &str, ok: bool, text: &str) -> String {
+    let status = if ok { "success" } else { "error" };
+    format!(
+        "{RESULTS_BLOCK}\n<result tool=\"{tool}\" status=\"{status}\">\n{text}\n</result>\n</function_results>"
+    )
+}
+
+/// Whether a user message is a tool result.
+pub fn is_result(text: &str) -> bool {
+    text.starts_with(RESULTS_BLOCK)
+}
+
 const OPEN_BLOCK: &str = "<function_calls>";
 const CLOSE_BLOCK: &str = "</function_calls>";
 const CLOSE_INVOKE: &str = "</invoke>";

@@ -110,7 +110,7 @@ impl Entry {
     pub fn new(id: i64, message: ChatMessage, counter: &TokenCounter) -> Self {
         let kind = match message.role {
             Role::Tool => Kind::ToolResult,
-            Role::User if message.text().starts_with("<function_results>") => Kind::ToolResult,
+            Role::User if crate::agent::xml::is_result(&message.text()) => Kind::ToolResult,
             Role::User => Kind::User,
             Role::Assistant => Kind::Assistant,
         };
@@ -378,7 +378,8 @@ fn omit_middle_out(plan: &mut Plan, fits: impl Fn(&Plan) -> bool) {
     let mut turns: Vec<(usize, usize)> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         match turns.last_mut() {
-            Some((_, end)) if e.full.message.role == Role::Tool => *end = i + 1,
+            // Results stay with the answer that called for them, native or XML.
+            Some((_, end)) if e.kind == Kind::ToolResult => *end = i + 1,
             _ => turns.push((i, i + 1)),
         }
     }
