@@ -17,7 +17,6 @@ use cove::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
 use cove::context::{Budget, Calibration, ContextMode, ContextSettings, Entry, TokenCounter, fit};
 use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
-use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ToolCall};
 use cove::store::Store;
 use cove::tools::{ToolContext, ToolRegistry};
@@ -47,27 +46,23 @@ async fn scripted_run(mode: ContextMode) -> Value {
         .create_thread("bench", "gpt-4o", "native", "bench")
         .unwrap();
     let agent = Agent {
-        config: AgentConfig {
-            model: "gpt-4o".into(),
-            model_label: "scripted/gpt-4o".into(),
-            profile: ModelProfile {
+        config: AgentConfig::new(
+            "gpt-4o",
+            "scripted/gpt-4o",
+            ModelProfile {
                 context_window: WINDOW,
                 max_output: 4_000,
                 vision: false,
             },
-            max_tokens: 4_000,
-            mode: ToolMode::Native,
-            max_iterations: ITERATIONS as u32 + 10,
-            max_auto_continues: 3,
-            parallel_tools: true,
-            max_calls_per_answer: 10,
-            retry: RetryPolicy::default(),
-            workspace_label: "/workspace".into(),
-            context: ContextSettings {
-                mode,
-                ..ContextSettings::default()
-            },
-        },
+            ToolMode::Native,
+        )
+        .max_tokens(4_000)
+        .max_iterations(ITERATIONS as u32 + 10)
+        .max_auto_continues(3)
+        .context(ContextSettings {
+            mode,
+            ..ContextSettings::default()
+        }),
         provider: Arc::new(OpenAi::new(
             reqwest::Client::new(),
             &llm.openai_base_url(),

@@ -73,24 +73,15 @@ async fn iteration(client: &CovedClient, wire: Wire, mode: ToolMode, tool_p50: f
         Wire::Anthropic => Arc::new(Anthropic::new(http, &llm.anthropic_base_url(), "k".into())),
     };
     let agent = Agent {
-        config: AgentConfig {
-            model: "scripted".into(),
-            model_label: "scripted/model".into(),
-            profile: ModelProfile::UNKNOWN,
-            max_tokens: 1000,
-            mode,
-            max_iterations: ITERATIONS + 5,
-            max_auto_continues: 3,
-            parallel_tools: true,
-            max_calls_per_answer: 10,
-            retry: RetryPolicy {
+        config: AgentConfig::new("scripted", "scripted/model", ModelProfile::UNKNOWN, mode)
+            .max_tokens(1000)
+            .max_iterations(ITERATIONS + 5)
+            .max_auto_continues(3)
+            .retry(RetryPolicy {
                 max_attempts: 2,
                 base: Duration::from_millis(10),
                 cap: Duration::from_secs(1),
-            },
-            workspace_label: "/workspace".into(),
-            context: Default::default(),
-        },
+            }),
         provider,
         store: store.clone(),
         registry: Arc::new(ToolRegistry::standard()),

@@ -111,24 +111,20 @@ async fn bench() {
                 .create_thread(&format!("run {n}"), "openai/scripted", "native", "local")
                 .map_err(|e| e.to_string())?;
             let agent = Agent {
-                config: AgentConfig {
-                    model: "scripted".into(),
-                    model_label: "openai/scripted".into(),
-                    profile: ModelProfile::UNKNOWN,
-                    max_tokens: 1000,
-                    mode: ToolMode::Native,
-                    max_iterations: 10,
-                    max_auto_continues: 1,
-                    parallel_tools: true,
-                    max_calls_per_answer: 10,
-                    retry: RetryPolicy {
-                        max_attempts: 3,
-                        base: Duration::from_millis(50),
-                        cap: Duration::from_secs(2),
-                    },
-                    workspace_label: "/workspace".into(),
-                    context: Default::default(),
-                },
+                config: AgentConfig::new(
+                    "scripted",
+                    "openai/scripted",
+                    ModelProfile::UNKNOWN,
+                    ToolMode::Native,
+                )
+                .max_tokens(1000)
+                .max_iterations(10)
+                .max_auto_continues(1)
+                .retry(RetryPolicy {
+                    max_attempts: 3,
+                    base: Duration::from_millis(50),
+                    cap: Duration::from_secs(2),
+                }),
                 provider,
                 store: store.clone(),
                 registry: Arc::new(ToolRegistry::standard()),

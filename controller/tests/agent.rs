@@ -44,24 +44,15 @@ async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
         .create_thread("test", "scripted/model", mode.as_str(), "test")
         .unwrap();
     let agent = Agent {
-        config: AgentConfig {
-            model: "scripted".into(),
-            model_label: "scripted/model".into(),
-            profile: ModelProfile::UNKNOWN,
-            max_tokens: 1000,
-            mode,
-            max_iterations: 20,
-            max_auto_continues: 3,
-            parallel_tools: true,
-            max_calls_per_answer: 10,
-            retry: RetryPolicy {
+        config: AgentConfig::new("scripted", "scripted/model", ModelProfile::UNKNOWN, mode)
+            .max_tokens(1000)
+            .max_iterations(20)
+            .max_auto_continues(3)
+            .retry(RetryPolicy {
                 max_attempts: 4,
                 base: Duration::from_millis(10),
                 cap: Duration::from_secs(2),
-            },
-            workspace_label: "/workspace".into(),
-            context: Default::default(),
-        },
+            }),
         provider,
         store,
         registry: Arc::new(ToolRegistry::standard()),

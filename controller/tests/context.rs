@@ -67,28 +67,25 @@ async fn setup(
         .create_thread("test", model, mode.as_str(), "test")
         .unwrap();
     let agent = Agent {
-        config: AgentConfig {
-            model: model.into(),
-            model_label: format!("scripted/{model}"),
-            profile: ModelProfile {
+        config: AgentConfig::new(
+            model,
+            format!("scripted/{model}"),
+            ModelProfile {
                 context_window: window,
                 max_output: MAX_TOKENS,
                 vision: false,
             },
-            max_tokens: MAX_TOKENS,
             mode,
-            max_iterations: 400,
-            max_auto_continues: 3,
-            parallel_tools: true,
-            max_calls_per_answer: 10,
-            retry: RetryPolicy {
-                max_attempts: 3,
-                base: Duration::from_millis(10),
-                cap: Duration::from_secs(1),
-            },
-            workspace_label: "/workspace".into(),
-            context,
-        },
+        )
+        .max_tokens(MAX_TOKENS)
+        .max_iterations(400)
+        .max_auto_continues(3)
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            base: Duration::from_millis(10),
+            cap: Duration::from_secs(1),
+        })
+        .context(context),
         provider,
         store: store.clone(),
         registry: Arc::new(ToolRegistry::standard()),

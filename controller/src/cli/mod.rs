@@ -20,7 +20,6 @@ use crate::context::{ContextMode, ContextSettings};
 use crate::llm::ChatMessage;
 use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
-use crate::llm::retry::RetryPolicy;
 use crate::sandbox::{LocalDaemon, Sandbox, SandboxSpec};
 use crate::store::{Store, Thread};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -643,25 +642,16 @@ async fn drive(
         .await
         .map(|i| i.workspace)
         .unwrap_or_else(|_| "/workspace".into());
+    let mut config = AgentConfig::new(model.name.clone(), model.label(), prof, mode)
+        .max_tokens(max_tokens)
+        .parallel_tools(!(flags.sequential_tools || ctx.file.sequential_tools.unwrap_or(false)))
+        .workspace_label(workspace_label.clone())
+        .context(context);
+    if let Some(iterations) = flags.max_iterations.or(ctx.file.max_iterations) {
+        config = config.max_iterations(iterations);
+    }
     let agent = Agent {
-        config: AgentConfig {
-            model: model.name.clone(),
-            model_label: model.label(),
-            profile: prof,
-            max_tokens,
-            mode,
-            max_iterations: flags
-                .max_iterations
-                .or(ctx.file.max_iterations)
-                .unwrap_or(100)
-                .max(1),
-            max_auto_continues: 25,
-            parallel_tools: !(flags.sequential_tools || ctx.file.sequential_tools.unwrap_or(false)),
-            max_calls_per_answer: 10,
-            retry: RetryPolicy::default(),
-            workspace_label: workspace_label.clone(),
-            context,
-        },
+        config,
         provider,
         store: ctx.store.clone(),
         registry: Arc::new(ToolRegistry::standard()),
