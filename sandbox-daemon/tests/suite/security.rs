@@ -287,7 +287,7 @@ async fn a_persons_commands_end_with_the_takeover() {
     assert_eq!(state.tabs.len(), 1);
 }
 
-const HOSTILE: &str = include_str!("../../tests/fixtures/preview/hostile.py");
+const HOSTILE: &str = include_str!("../../../tests/fixtures/preview/hostile.py");
 
 /// Starts the hostile app in a shell session, trying to read `targets`; returns its port
 /// and preview link.

@@ -18,7 +18,7 @@ use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
-const SERVER: &str = include_str!("../../tests/fixtures/preview/server.py");
+const SERVER: &str = include_str!("../../../tests/fixtures/preview/server.py");
 
 async fn daemon() -> DaemonProcess {
     DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))

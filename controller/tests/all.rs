@@ -1,0 +1,4 @@
+//! The controller's tests: the agent in process against the scripted model and a real coved,
+//! the providers' wire formats, long runs; in one test binary so that a full run links once.
+
+mod suite;

@@ -1,0 +1,3 @@
+mod agent;
+mod context;
+mod providers;

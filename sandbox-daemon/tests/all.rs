@@ -1,0 +1,4 @@
+//! coved's tests against the real binary: one module per endpoint family, and the attack tests
+//! of SECURITY.md, in one test binary so that a full run links once.
+
+mod suite;

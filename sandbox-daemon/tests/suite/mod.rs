@@ -1,0 +1,10 @@
+mod api;
+mod bad_requests;
+mod browser;
+mod confinement;
+mod files;
+mod preview;
+mod security;
+mod shell;
+mod takeover;
+mod vision;
