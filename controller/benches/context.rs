@@ -20,8 +20,8 @@ use cove::llm::profile::ModelProfile;
 use cove::llm::{ChatMessage, ToolCall};
 use cove::store::Store;
 use cove::tools::{ToolContext, ToolRegistry};
-use cove_tests::stats::{round, summary};
-use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
+use cove_harness::stats::{round, summary};
+use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::{Value, json};
 
 const ITERATIONS: usize = 300;

@@ -22,11 +22,11 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::Store;
 use cove::tools::{ToolContext, ToolRegistry};
+use cove_harness::llm::Wire;
+use cove_harness::stats::{ms, percentile, round, summary};
+use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::{EventKind, RunEvent};
-use cove_tests::llm::Wire;
-use cove_tests::stats::{ms, percentile, round, summary};
-use cove_tests::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
 use serde_json::{Value, json};
 
 const ITERATIONS: u32 = 100;

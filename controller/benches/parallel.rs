@@ -18,7 +18,7 @@ use cove::llm::retry::RetryPolicy;
 use cove::sandbox::{Sandbox, SandboxSpec};
 use cove::store::Store;
 use cove::tools::{ToolContext, ToolRegistry};
-use cove_tests::{ScriptedLlm, Turn, procs, workspace_binary};
+use cove_harness::{ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::json;
 
 /// The run number a request belongs to, from the marker in its task (`[[run 17]]`).

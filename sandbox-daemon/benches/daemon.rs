@@ -15,11 +15,11 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use cove_harness::stats::{ms, round, summary};
+use cove_harness::{DaemonBuilder, FixtureSite, procs};
 use cove_protocol::browser::{ClickElement, NavigateTo, StateQuery};
 use cove_protocol::client::CovedClient;
 use cove_protocol::shell::ExecRequest;
-use cove_tests::stats::{ms, round, summary};
-use cove_tests::{DaemonBuilder, FixtureSite, procs};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 

@@ -14,10 +14,10 @@
 
 use std::time::{Duration, Instant};
 
+use cove_harness::images::gif_bomb;
+use cove_harness::stats::{ms, round};
+use cove_harness::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
 use cove_protocol::vision::SeeImageRequest;
-use cove_tests::images::gif_bomb;
-use cove_tests::stats::{ms, round};
-use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
@@ -26,7 +26,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_coved");
 /// A blank PNG of `width` x `height` pixels.
 fn blank_png(dir: &std::path::Path, width: u32, height: u32) -> Vec<u8> {
     let out = dir.join(format!("blank-{width}x{height}.png"));
-    cove_tests::images::blank_png(&out, width, height).unwrap();
+    cove_harness::images::blank_png(&out, width, height).unwrap();
     std::fs::read(out).unwrap()
 }
 

@@ -11,11 +11,11 @@
 
 use std::time::{Duration, Instant};
 
+use cove_harness::live::LiveEvent;
+use cove_harness::stats::{round, summary};
+use cove_harness::{DaemonBuilder, FixtureSite, LiveClient};
 use cove_protocol::browser::{NavigateTo, StateQuery};
 use cove_protocol::takeover::StartTakeover;
-use cove_tests::live::LiveEvent;
-use cove_tests::stats::{round, summary};
-use cove_tests::{DaemonBuilder, FixtureSite, LiveClient};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_coved");

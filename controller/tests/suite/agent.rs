@@ -13,9 +13,9 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{Store, Thread};
 use cove::tools::{ToolContext, ToolRegistry};
+use cove_harness::llm::Wire;
+use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
 use cove_protocol::events::{EventKind, RunEvent};
-use cove_tests::llm::Wire;
-use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
 use serde_json::json;
 
 struct Setup {

@@ -18,9 +18,9 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{Store, Thread};
 use cove::tools::{ToolContext, ToolRegistry};
+use cove_harness::llm::{Fault, Received, Wire};
+use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
-use cove_tests::llm::{Fault, Received, Wire};
-use cove_tests::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::json;
 
 struct Setup {

@@ -10,7 +10,7 @@ use cove::llm::{
     ChatMessage, ChatProvider, ChatRequest, ContentPart, LlmError, StopReason, StreamEvent,
     ToolSpec,
 };
-use cove_tests::{Fault, ScriptedLlm, Turn};
+use cove_harness::{Fault, ScriptedLlm, Turn};
 use futures_util::StreamExt;
 use serde_json::json;
 

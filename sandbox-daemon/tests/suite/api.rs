@@ -5,10 +5,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
+use cove_harness::{DaemonBuilder, DaemonProcess, procs};
 use cove_protocol::api::{ENDPOINTS, Method};
 use cove_protocol::shell::ExecRequest;
 use cove_protocol::{ErrorCode, ErrorEnvelope};
-use cove_tests::{DaemonBuilder, DaemonProcess, procs};
 use reqwest::StatusCode;
 use rustix::process::Signal;
 

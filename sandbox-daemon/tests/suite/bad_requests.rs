@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
 
+use cove_harness::DaemonBuilder;
 use cove_protocol::{ErrorCode, ErrorEnvelope};
-use cove_tests::DaemonBuilder;
 use reqwest::Method;
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use base64::Engine;
+use cove_harness::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
 use cove_protocol::ErrorCode;
 use cove_protocol::browser::{
     BrowserAction, BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop,
@@ -15,12 +16,11 @@ use cove_protocol::browser::{
 use cove_protocol::client::{ClientError, CovedClient};
 use cove_protocol::files::ReadRequest;
 use cove_protocol::shell::ExecRequest;
-use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
 use serde_json::{Value, json};
 
 /// The browser tests need Chromium; say so loudly rather than skip.
 fn require_chromium() {
-    cove_tests::viewer::chromium_path();
+    cove_harness::viewer::chromium_path();
 }
 
 async fn setup() -> (DaemonProcess, FixtureSite) {

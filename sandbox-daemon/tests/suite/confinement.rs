@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use cove_harness::DaemonBuilder;
 use cove_protocol::ErrorCode;
 use cove_protocol::client::{ClientError, CovedClient};
 use cove_protocol::files::{
     CreateRequest, DeleteQuery, ListQuery, ReadRequest, RewriteRequest, StrReplaceRequest,
 };
 use cove_protocol::shell::ExecRequest;
-use cove_tests::DaemonBuilder;
 
 const SECRET: &str = "TOP-SECRET-CANARY";
 

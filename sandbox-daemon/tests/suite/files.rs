@@ -4,11 +4,11 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
+use cove_harness::{DaemonBuilder, DaemonProcess};
 use cove_protocol::ErrorCode;
 use cove_protocol::files::{
     CreateRequest, DeleteQuery, FileMode, ListQuery, ReadRequest, RewriteRequest, StrReplaceRequest,
 };
-use cove_tests::{DaemonBuilder, DaemonProcess};
 
 async fn daemon() -> DaemonProcess {
     DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))

@@ -6,19 +6,19 @@
 
 use std::time::Duration;
 
+use cove_harness::preview::{app_origin, client, free_port, origin, websocket, websocket_from};
+use cove_harness::{DaemonBuilder, DaemonProcess};
 use cove_protocol::client::CovedClient;
 use cove_protocol::files::CreateRequest;
 use cove_protocol::preview::ExposeResponse;
 use cove_protocol::shell::ExecRequest;
-use cove_tests::preview::{app_origin, client, free_port, origin, websocket, websocket_from};
-use cove_tests::{DaemonBuilder, DaemonProcess};
 use futures_util::{SinkExt, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
-const SERVER: &str = include_str!("../../../tests/fixtures/preview/server.py");
+const SERVER: &str = include_str!("../../../harness/fixtures/preview/server.py");
 
 async fn daemon() -> DaemonProcess {
     DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))

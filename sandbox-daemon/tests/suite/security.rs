@@ -7,16 +7,16 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use cove_harness::images::{blank_png, gif_bomb};
+use cove_harness::person::Person;
+use cove_harness::preview::{app_origin, free_port, origin, trade_link};
+use cove_harness::viewer::chromium_path;
+use cove_harness::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, procs};
 use cove_protocol::browser::{NavigateTo, StateQuery};
 use cove_protocol::client::CovedClient;
 use cove_protocol::files::CreateRequest;
 use cove_protocol::shell::ExecRequest;
 use cove_protocol::takeover::{StartTakeover, TakeoverGrant};
-use cove_tests::images::{blank_png, gif_bomb};
-use cove_tests::person::Person;
-use cove_tests::preview::{app_origin, free_port, origin, trade_link};
-use cove_tests::viewer::chromium_path;
-use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, procs};
 use serde_json::json;
 
 const LEAN: StateQuery = StateQuery {
@@ -75,7 +75,7 @@ async fn person_opens(live: &mut LiveClient, url: &str) -> Option<serde_json::Va
         let mut answer = None;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match live.next(left).await.unwrap() {
-                Some(cove_tests::live::LiveEvent::Json(j)) if j["type"] == "error" => {
+                Some(cove_harness::live::LiveEvent::Json(j)) if j["type"] == "error" => {
                     answer = Some(j);
                     break;
                 }
@@ -287,7 +287,7 @@ async fn a_persons_commands_end_with_the_takeover() {
     assert_eq!(state.tabs.len(), 1);
 }
 
-const HOSTILE: &str = include_str!("../../../tests/fixtures/preview/hostile.py");
+const HOSTILE: &str = include_str!("../../../harness/fixtures/preview/hostile.py");
 
 /// Starts the hostile app in a shell session, trying to read `targets`; returns its port
 /// and preview link.
@@ -298,7 +298,7 @@ async fn start_hostile(c: &CovedClient, targets: &[String]) -> (u16, String) {
     c.exec(
         &ExecRequest::new(format!(
             "python3 hostile.py {port} {}",
-            cove_tests::shell_quote(&targets)
+            cove_harness::shell_quote(&targets)
         ))
         .in_session("hostile")
         .non_blocking(),
@@ -519,7 +519,7 @@ async fn other_sites_cannot_post_to_a_preview() {
         let c = &d.client;
         let (_, link) = start_hostile(c, &[]).await;
         let app = link.split("/?").next().unwrap().to_string();
-        let http = cove_tests::preview::client(&[&app]);
+        let http = cove_harness::preview::client(&[&app]);
         let mut cookie = String::new();
         if !public {
             cookie = trade_link(&http, &link).await.unwrap().0;
@@ -689,7 +689,7 @@ async fn the_proxy_reaches_only_the_agents_servers() {
     let daemon_port: u16 = d.url.rsplit(':').next().unwrap().parse().unwrap();
     let other = EchoServer::start().await;
     let (agents, link) = start_hostile(c, &[]).await;
-    let http = cove_tests::preview::client(&[
+    let http = cove_harness::preview::client(&[
         &app_origin(&link, daemon_port),
         &app_origin(&link, other.port),
         &link,
@@ -1343,7 +1343,7 @@ async fn a_preview_token_opens_its_own_origin_only() {
     let files_link = c.expose(1).await.unwrap().files_url;
     let files = origin(&files_link);
     let other_app = app_origin(&link, 1);
-    let http = cove_tests::preview::client(&[&link, &files_link, &other_app]);
+    let http = cove_harness::preview::client(&[&link, &files_link, &other_app]);
     for target in [&files, &other_app] {
         let answer = http
             .get(format!("{target}/secret.txt?cove_preview={app_token}"))
@@ -1380,7 +1380,7 @@ async fn a_preview_token_opens_its_own_origin_only() {
     // Another run's (or sandbox's) address of the same app is dead.
     let stale = link.replacen(&format!("p{port}-"), &format!("p{port}-0000"), 1);
     let stale_origin = origin(&stale);
-    let http_stale = cove_tests::preview::client(&[&stale]);
+    let http_stale = cove_harness::preview::client(&[&stale]);
     let answer = http_stale.get(&stale).send().await.unwrap();
     assert_eq!(answer.status(), 404, "{stale_origin}");
     // A link whose path starts with `//` leads to this origin, not to a host of that name.
@@ -1418,7 +1418,7 @@ async fn sockets_count_towards_the_connection_cap() {
         panic!("a ninth page on one takeover was let in");
     };
     assert_eq!(
-        cove_tests::live::refusal_status(&ninth),
+        cove_harness::live::refusal_status(&ninth),
         Some(429),
         "{ninth:#}"
     );

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
+use cove_harness::{DaemonBuilder, DaemonProcess, procs};
 use cove_protocol::ErrorCode;
 use cove_protocol::client::CovedClient;
 use cove_protocol::shell::{ExecRequest, InputRequest, OutputResponse, Signal};
-use cove_tests::{DaemonBuilder, DaemonProcess, procs};
 
 async fn daemon() -> DaemonProcess {
     DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))

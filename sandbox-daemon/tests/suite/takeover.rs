@@ -6,13 +6,13 @@
 
 use std::time::{Duration, Instant};
 
+use cove_harness::live::{LiveEvent, refusal_status};
+use cove_harness::viewer::chromium_path;
+use cove_harness::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, Viewer};
 use cove_protocol::ErrorCode;
 use cove_protocol::browser::{NavigateTo, StateQuery};
 use cove_protocol::client::{ClientError, CovedClient};
 use cove_protocol::takeover::{InControl, StartTakeover, TakeoverEnd, TakeoverGrant};
-use cove_tests::live::{LiveEvent, refusal_status};
-use cove_tests::viewer::chromium_path;
-use cove_tests::{DaemonBuilder, DaemonProcess, FixtureSite, LiveClient, Viewer};
 use serde_json::{Value, json};
 
 const LEAN: StateQuery = StateQuery {
@@ -574,7 +574,7 @@ async fn the_takeover_page_works_in_firefox() {
     let c = daemon.client.clone();
     open_fixture(&c, &site).await;
     let grant = start(&c, "Please log in").await;
-    let mut ff = cove_tests::firefox::Firefox::open(&grant.url, 500, 800)
+    let mut ff = cove_harness::firefox::Firefox::open(&grant.url, 500, 800)
         .await
         .expect("Firefox opens the page");
     ff.wait_until(

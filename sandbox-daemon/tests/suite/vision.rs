@@ -5,9 +5,9 @@
 use std::io::Cursor;
 
 use base64::Engine;
+use cove_harness::{DaemonBuilder, FixtureSite};
 use cove_protocol::ErrorCode;
 use cove_protocol::vision::SeeImageRequest;
-use cove_tests::{DaemonBuilder, FixtureSite};
 use image::{DynamicImage, ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 
 fn encode(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {

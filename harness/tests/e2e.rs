@@ -8,8 +8,8 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
-use cove_tests::llm::Wire;
-use cove_tests::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binary};
+use cove_harness::llm::Wire;
+use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::{Value, json};
 
 /// A 1x1 red PNG.
@@ -811,7 +811,9 @@ async fn a_person_takes_over_the_browser_then_hands_it_back_and_the_run_continue
     // The thread says it is waiting; a person opens the page, clicks Bravo and hands back.
     let threads = events(&cove.run(&["--json", "threads"]).await);
     assert_eq!(threads[0]["status"], "waiting");
-    let mut live = cove_tests::LiveClient::connect(&url, &token).await.unwrap();
+    let mut live = cove_harness::LiveClient::connect(&url, &token)
+        .await
+        .unwrap();
     let view = live
         .expect_json("view", Duration::from_secs(15))
         .await
@@ -968,9 +970,11 @@ async fn the_agent_serves_a_site_and_exposes_it_for_the_user() {
 
 /// Follows a preview link as a browser would: the token traded for the cookie, then the page.
 async fn reqwest_like_get(link: &str) -> String {
-    let http = cove_tests::preview::client(&[link]);
-    let (cookie, location) = cove_tests::preview::trade_link(&http, link).await.unwrap();
-    let origin = cove_tests::preview::origin(link);
+    let http = cove_harness::preview::client(&[link]);
+    let (cookie, location) = cove_harness::preview::trade_link(&http, link)
+        .await
+        .unwrap();
+    let origin = cove_harness::preview::origin(link);
     http.get(format!("{origin}{location}"))
         .header("cookie", cookie)
         .send()
@@ -984,7 +988,7 @@ async fn reqwest_like_get(link: &str) -> String {
 #[tokio::test]
 async fn named_sandboxes_are_listed_with_their_health_and_used_by_name() {
     let cove = Cove::new(Wire::OpenAi).await;
-    let daemon = cove_tests::DaemonBuilder::new(workspace_binary("coved").unwrap())
+    let daemon = cove_harness::DaemonBuilder::new(workspace_binary("coved").unwrap())
         .spawn()
         .await
         .unwrap();
@@ -1040,7 +1044,7 @@ async fn named_sandboxes_are_listed_with_their_health_and_used_by_name() {
 
 #[tokio::test]
 async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
-    use cove_tests::docker::{IMAGE, ScriptedDocker};
+    use cove_harness::docker::{IMAGE, ScriptedDocker};
     let cove = Cove::new(Wire::OpenAi).await;
     let engine = ScriptedDocker::start(workspace_binary("coved").unwrap())
         .await
