@@ -18,7 +18,7 @@ use cove::context::{Budget, Calibration, ContextMode, ContextSettings, Entry, To
 use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::{ChatMessage, ToolCall};
-use cove::store::Store;
+use cove::store::{NewThread, Store};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::stats::{round, summary};
 use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
@@ -43,7 +43,7 @@ async fn scripted_run(mode: ContextMode) -> Value {
     llm.push(Turn::text("").call("complete", json!({"text": "done"})));
     let store = Arc::new(Store::in_memory().unwrap());
     let thread = store
-        .create_thread("bench", "gpt-4o", "native", "bench")
+        .create_thread(NewThread::new("bench", "gpt-4o", "native", "bench"))
         .unwrap();
     let agent = Agent {
         config: AgentConfig::new(

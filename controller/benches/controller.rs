@@ -20,7 +20,7 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
-use cove::store::Store;
+use cove::store::{NewThread, Store};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::llm::Wire;
 use cove_harness::stats::{ms, percentile, round, summary};
@@ -60,7 +60,12 @@ async fn iteration(client: &CovedClient, wire: Wire, mode: ToolMode, tool_p50: f
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("cove.db")).unwrap());
     let thread = store
-        .create_thread("bench", "scripted/model", mode.as_str(), "bench")
+        .create_thread(NewThread::new(
+            "bench",
+            "scripted/model",
+            mode.as_str(),
+            "bench",
+        ))
         .unwrap();
     let http = reqwest::Client::new();
     let provider: Arc<dyn ChatProvider> = match wire {

@@ -16,7 +16,7 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::sandbox::{Sandbox, SandboxSpec};
-use cove::store::Store;
+use cove::store::{NewThread, Store};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::{ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::json;
@@ -108,7 +108,12 @@ async fn bench() {
             .await
             .map_err(|e| format!("run {n}: sandbox: {e}"))?;
             let thread = store
-                .create_thread(&format!("run {n}"), "openai/scripted", "native", "local")
+                .create_thread(NewThread::new(
+                    &format!("run {n}"),
+                    "openai/scripted",
+                    "native",
+                    "local",
+                ))
                 .map_err(|e| e.to_string())?;
             let agent = Agent {
                 config: AgentConfig::new(

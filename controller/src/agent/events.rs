@@ -68,13 +68,9 @@ impl Emitter {
         // Text chunks are stored whole, as the assistant message; everything else as a status.
         if !matches!(event.kind, EventKind::AssistantText { .. })
             && let Ok(content) = serde_json::to_value(redacted(&event))
-            && let Err(e) = self.store.append(
-                &self.thread_id,
-                Some(&self.run_id),
-                "status",
-                false,
-                &content,
-            )
+            && let Err(e) = self
+                .store
+                .append_status(&self.thread_id, Some(&self.run_id), &content)
         {
             tracing::warn!(error = %e, "cannot store a status message");
         }

@@ -23,7 +23,7 @@ use crate::context::{
 use crate::llm::profile::ModelProfile;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall};
-use crate::store::{Store, StoreError, Thread};
+use crate::store::{PauseKind, Store, StoreError, Thread};
 use crate::tools::{Control, Image, MessageArchive, ToolContext, ToolRegistry, ToolResult};
 
 /// How runs behave.
@@ -198,11 +198,14 @@ impl Agent {
         let outcome = self.run_inner(thread, &run.id, input, &emitter).await;
         let (status, error, pause) = match &outcome {
             Ok(RunOutcome::Completed { .. }) => (RunStatus::Completed, None, None),
-            Ok(RunOutcome::Paused { takeover, text, .. }) => (
-                RunStatus::Paused,
-                None,
-                Some((if *takeover { "takeover" } else { "ask" }, text.as_str())),
-            ),
+            Ok(RunOutcome::Paused { takeover, text, .. }) => {
+                let kind = if *takeover {
+                    PauseKind::Takeover
+                } else {
+                    PauseKind::Ask
+                };
+                (RunStatus::Paused, None, Some((kind, text.as_str())))
+            }
             Ok(RunOutcome::Stopped) => (RunStatus::Stopped, None, None),
             Err(e) => {
                 emitter.emit(EventKind::Error {
@@ -212,14 +215,7 @@ impl Agent {
                 (RunStatus::Failed, Some(e.to_string()), None)
             }
         };
-        let status_name = match status {
-            RunStatus::Completed => "completed",
-            RunStatus::Paused => "paused",
-            RunStatus::Stopped => "stopped",
-            RunStatus::Failed => "failed",
-        };
-        self.store
-            .end_run(&run, status_name, error.as_deref(), pause)?;
+        self.store.end_run(&run, status, error.as_deref(), pause)?;
         emitter.emit(EventKind::ThreadRunEnd { status });
         outcome
     }

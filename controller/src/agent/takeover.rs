@@ -10,7 +10,7 @@ use cove_protocol::client::CovedClient;
 use cove_protocol::takeover::{TakeoverEnd, TakeoverGrant};
 
 use crate::llm::ChatMessage;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, WaitKind};
 
 /// How long each status call waits for the takeover to end.
 const POLL_SECS: u64 = 1;
@@ -74,7 +74,7 @@ pub async fn wait_for_hand_back(
     run: &str,
     grant: &TakeoverGrant,
 ) -> Result<HandBack, StoreError> {
-    let after = store.begin_wait(thread, run, "takeover")?;
+    let after = store.begin_wait(thread, run, WaitKind::Takeover)?;
     let outcome = wait(sandbox, store, thread, after, grant).await;
     store.end_wait(thread)?;
     outcome

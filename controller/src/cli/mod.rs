@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use cove_protocol::browser::{NavigateTo, StateQuery};
+use cove_protocol::events::RunStatus;
 use cove_protocol::files::{ListQuery, ReadRequest};
 use cove_protocol::shell::ExecRequest;
 
@@ -21,7 +22,7 @@ use crate::llm::ChatMessage;
 use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
 use crate::sandbox::{LocalDaemon, Sandbox, SandboxSpec};
-use crate::store::{Store, Thread};
+use crate::store::{MessageKind, NewThread, RunState, Store, Thread};
 use crate::tools::{ToolContext, ToolRegistry};
 use render::Renderer;
 
@@ -321,7 +322,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 )));
             }
             if let Some(last) = ctx.store.last_run(&thread.id).map_err(fail)?
-                && last.status == "paused"
+                && last.status == RunState::Paused
             {
                 return Err(Failure(format!(
                     "thread {} is waiting for your answer to: {}\nanswer with: cove reply {} \"...\"",
@@ -519,7 +520,7 @@ async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
         .unwrap_or_else(|| "native".into());
     let mode = ToolMode::parse(&mode)
         .ok_or_else(|| Failure(format!("--tool-calls must be native or xml, not {mode:?}")))?;
-    // The thread is created first so a local workspace can be named after it.
+    // The id is drawn first so a local workspace can be named after the thread.
     let title: String = args
         .task
         .lines()
@@ -528,20 +529,23 @@ async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode, Failure> {
         .chars()
         .take(100)
         .collect();
-    let thread = ctx
-        .store
-        .create_thread(&title, &model.label(), mode.as_str(), "pending")
-        .map_err(fail)?;
+    let id = NewThread::fresh_id();
     let workspaces = ctx
         .file
         .workspaces
         .clone()
         .unwrap_or_else(|| config::data_dir().join("workspaces"));
-    let (spec, _) = sandbox_spec(ctx, &args.sandbox, || workspaces.join(&thread.id))?;
-    ctx.store
-        .set_thread_sandbox(&thread.id, &spec.label())
+    let (spec, _) = sandbox_spec(ctx, &args.sandbox, || workspaces.join(&id))?;
+    let thread = ctx
+        .store
+        .create_thread(NewThread {
+            id,
+            title,
+            model: model.label(),
+            tool_mode: mode.as_str().to_string(),
+            sandbox: spec.label(),
+        })
         .map_err(fail)?;
-    let thread = ctx.store.thread(&thread.id).map_err(fail)?;
     drive(
         ctx,
         thread,
@@ -582,12 +586,12 @@ async fn drive(
     let provider = choice::connect(&model).map_err(fail)?;
     // A run still marked running belongs to a controller that was killed.
     if let Some(last) = ctx.store.last_run(&thread.id).map_err(fail)?
-        && last.status == "running"
+        && last.status == RunState::Running
     {
         ctx.store
             .end_run(
                 &last,
-                "stopped",
+                RunStatus::Stopped,
                 Some("interrupted: the controller stopped"),
                 None,
             )
@@ -679,11 +683,11 @@ async fn drive(
         let Some(outcome) = outcome else {
             let _ = ctx.store.end_wait(&thread.id);
             if let Ok(Some(last)) = ctx.store.last_run(&thread.id)
-                && last.status == "running"
+                && last.status == RunState::Running
             {
                 let _ = ctx
                     .store
-                    .end_run(&last, "stopped", Some("interrupted"), None);
+                    .end_run(&last, RunStatus::Stopped, Some("interrupted"), None);
             }
             renderer.interrupted(&thread.id);
             sandbox.close().await;
@@ -773,7 +777,7 @@ fn show(ctx: &Context, id: &str) -> Result<ExitCode, Failure> {
         thread.id, thread.status, thread.model, thread.sandbox
     );
     for m in &messages {
-        if m.kind == "summary" {
+        if m.kind == MessageKind::Summary {
             println!(
                 "\n[summary of messages {} to {}] {}",
                 m.content["first"],

@@ -100,6 +100,7 @@ pub fn tools() -> Vec<ToolDef> {
 mod tests {
     use super::*;
     use crate::llm::ChatMessage;
+    use crate::store::NewThread;
     use cove_protocol::client::CovedClient;
 
     fn context(store: &Arc<Store>, thread: &str, page_chars: usize) -> ToolContext {
@@ -117,8 +118,12 @@ mod tests {
     #[tokio::test]
     async fn messages_come_back_whole_or_in_pages_and_only_from_this_thread() {
         let store = Arc::new(Store::in_memory().unwrap());
-        let thread = store.create_thread("t", "m", "native", "x").unwrap();
-        let other = store.create_thread("o", "m", "native", "x").unwrap();
+        let thread = store
+            .create_thread(NewThread::new("t", "m", "native", "x"))
+            .unwrap();
+        let other = store
+            .create_thread(NewThread::new("o", "m", "native", "x"))
+            .unwrap();
         let text: String = (0..2_500).map(|i| format!("{i:04} ")).collect();
         let id = store
             .append_llm(

@@ -1,7 +1,5 @@
 //! The agent loop in-process, against the scripted model and a real coved.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +9,7 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
-use cove::store::{Store, Thread};
+use cove::store::{NewThread, Store, Thread};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::llm::Wire;
 use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
@@ -41,7 +39,12 @@ async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
     };
     let store = Arc::new(Store::in_memory().unwrap());
     let thread = store
-        .create_thread("test", "scripted/model", mode.as_str(), "test")
+        .create_thread(NewThread::new(
+            "test",
+            "scripted/model",
+            mode.as_str(),
+            "test",
+        ))
         .unwrap();
     let agent = Agent {
         config: AgentConfig::new("scripted", "scripted/model", ModelProfile::UNKNOWN, mode)

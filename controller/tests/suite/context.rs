@@ -2,8 +2,6 @@
 //! what was cut can be read back whole, knowledge lands in the system prompt, summaries
 //! stand in for old history, and a context that cannot fit fails the run cleanly.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -16,7 +14,7 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
-use cove::store::{Store, Thread};
+use cove::store::{NewThread, Store, Thread};
 use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::llm::{Fault, Received, Wire};
 use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
@@ -64,7 +62,7 @@ async fn setup(
     };
     let store = Arc::new(Store::in_memory().unwrap());
     let thread = store
-        .create_thread("test", model, mode.as_str(), "test")
+        .create_thread(NewThread::new("test", model, mode.as_str(), "test"))
         .unwrap();
     let agent = Agent {
         config: AgentConfig::new(
@@ -225,7 +223,10 @@ async fn knowledge_is_in_the_system_prompt_in_order_and_within_budget() {
         },
     )
     .await;
-    let other = s.store.create_thread("other", "m", "native", "x").unwrap();
+    let other = s
+        .store
+        .create_thread(NewThread::new("other", "m", "native", "x"))
+        .unwrap();
     s.store
         .add_knowledge(None, "oldest-agent", &"Old advice. ".repeat(400))
         .unwrap();
@@ -364,7 +365,7 @@ async fn a_context_that_cannot_fit_fails_the_run_without_calling_the_model() {
     ));
     assert_eq!(
         s.store.last_run(&s.thread.id).unwrap().unwrap().status,
-        "failed"
+        cove::store::RunState::Failed
     );
 }
 

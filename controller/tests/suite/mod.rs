@@ -1,3 +1,4 @@
 mod agent;
 mod context;
 mod providers;
+mod store;

@@ -1,7 +1,5 @@
 //! Both providers against the scripted model over real HTTP, chunked awkwardly.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::time::Duration;
 
 use cove::llm::anthropic::Anthropic;

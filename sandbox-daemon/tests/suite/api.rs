@@ -1,7 +1,5 @@
 //! Auth on every route, token sources, identity, OpenAPI, and clean shutdown.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 

@@ -1,7 +1,5 @@
 //! Malformed requests get a 4xx and the error envelope: never a 500, never a panic.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use cove_harness::DaemonBuilder;
 use cove_protocol::{ErrorCode, ErrorEnvelope};
 use reqwest::Method;

@@ -1,8 +1,6 @@
 //! Browser endpoints against real Chromium on the fixture site. Each action is checked by
 //! what the page itself reported (clicks, values, scroll offsets, drops), not just a 200.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::time::Duration;
 
 use base64::Engine;

@@ -3,8 +3,6 @@
 //! file route. Write attacks aim only at a canary tree beside the workspace, so a regression
 //! cannot damage the machine running the tests.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -1,7 +1,5 @@
 //! File endpoints against a real workspace on disk.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use cove_harness::{DaemonBuilder, DaemonProcess};

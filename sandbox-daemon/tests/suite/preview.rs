@@ -2,8 +2,6 @@
 //! started by a shell session reached at `p<port>.localhost` over HTTP and WebSocket, through
 //! the preview token's cookie.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::time::Duration;
 
 use cove_harness::preview::{app_origin, client, free_port, origin, websocket, websocket_from};

@@ -2,8 +2,6 @@
 //! (the findings of the November 2026 review, by their numbers). Each test makes the attack
 //! and its obvious variants, and checks a control that shows the test can see success.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 

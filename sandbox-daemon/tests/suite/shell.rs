@@ -1,7 +1,5 @@
 //! Shell sessions against real PTYs and a real bash.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::time::Duration;
 
 use cove_harness::{DaemonBuilder, DaemonProcess, procs};

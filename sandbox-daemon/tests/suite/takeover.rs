@@ -2,8 +2,6 @@
 //! drives the sandbox's browser through the live view; the fixture page inside the sandbox
 //! reports what reached it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::time::{Duration, Instant};
 
 use cove_harness::live::{LiveEvent, refusal_status};

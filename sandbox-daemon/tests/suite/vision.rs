@@ -1,7 +1,5 @@
 //! `see_image` from the workspace and from the web.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
-
 use std::io::Cursor;
 
 use base64::Engine;

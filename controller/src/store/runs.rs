@@ -1,0 +1,236 @@
+//! Runs of a thread, and the waits a run records while something outside it (a person with
+//! the browser) has to act before it can go on.
+
+use cove_protocol::events::RunStatus;
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, ThreadStatus, new_id, now_ms, stored_names};
+use crate::llm::ChatMessage;
+
+stored_names! {
+    /// Where a run is: under way, or how it ended.
+    pub enum RunState {
+        Running = "running",
+        Paused = "paused",
+        Completed = "completed",
+        Stopped = "stopped",
+        Failed = "failed",
+    }
+}
+
+impl From<RunStatus> for RunState {
+    fn from(status: RunStatus) -> RunState {
+        match status {
+            RunStatus::Completed => RunState::Completed,
+            RunStatus::Paused => RunState::Paused,
+            RunStatus::Stopped => RunState::Stopped,
+            RunStatus::Failed => RunState::Failed,
+        }
+    }
+}
+
+stored_names! {
+    /// What a paused run waits for.
+    pub enum PauseKind {
+        /// The user's answer to the agent's question.
+        Ask = "ask",
+        /// A person to hand the browser back.
+        Takeover = "takeover",
+    }
+}
+
+stored_names! {
+    /// What a live run waits for on its thread.
+    pub enum WaitKind {
+        /// A person to hand the browser back (`cove reply` delivers their note).
+        Takeover = "takeover",
+    }
+}
+
+/// A run of a thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    pub thread_id: String,
+    pub status: RunState,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub iterations: u32,
+    pub error: Option<String>,
+    /// For a paused run: what it waits for.
+    pub pause_kind: Option<PauseKind>,
+    /// For a paused run: what the agent asked.
+    pub pause_text: Option<String>,
+}
+
+/// A run waiting on its thread for something outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    pub thread_id: String,
+    pub run_id: String,
+    pub kind: WaitKind,
+    /// The process running the run.
+    pub pid: i64,
+    pub since: i64,
+    /// Replies are the user messages after this one.
+    pub after_message: i64,
+}
+
+impl Store {
+    /// Starts a run of a thread.
+    pub fn start_run(&self, thread: &str) -> Result<Run, StoreError> {
+        let run = Run {
+            id: new_id(6),
+            thread_id: thread.to_string(),
+            status: RunState::Running,
+            started_at: now_ms(),
+            ended_at: None,
+            iterations: 0,
+            error: None,
+            pause_kind: None,
+            pause_text: None,
+        };
+        self.conn().execute(
+            "INSERT INTO runs (id, thread_id, status, started_at) VALUES (?1, ?2, ?3, ?4)",
+            params![run.id, run.thread_id, run.status, run.started_at],
+        )?;
+        self.set_thread_status(thread, ThreadStatus::Running)?;
+        Ok(run)
+    }
+
+    /// Counts an iteration of a run.
+    pub fn count_iteration(&self, run: &str, iterations: u32) -> Result<(), StoreError> {
+        self.conn()
+            .prepare_cached("UPDATE runs SET iterations = ?2 WHERE id = ?1")?
+            .execute(params![run, iterations])?;
+        Ok(())
+    }
+
+    /// Ends a run (and sets its thread's status to match); a paused run says what it waits
+    /// for.
+    pub fn end_run(
+        &self,
+        run: &Run,
+        status: RunStatus,
+        error: Option<&str>,
+        pause: Option<(PauseKind, &str)>,
+    ) -> Result<(), StoreError> {
+        let state = RunState::from(status);
+        self.conn().execute(
+            "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4, pause_kind = ?5, pause_text = ?6
+             WHERE id = ?1",
+            params![
+                run.id,
+                state,
+                now_ms(),
+                error,
+                pause.map(|p| p.0),
+                pause.map(|p| p.1)
+            ],
+        )?;
+        self.set_thread_status(&run.thread_id, state.into())
+    }
+
+    /// The latest run of a thread.
+    pub fn last_run(&self, thread: &str) -> Result<Option<Run>, StoreError> {
+        let run = self
+            .conn()
+            .query_row(
+                "SELECT id, thread_id, status, started_at, ended_at, iterations, error, pause_kind, pause_text
+                 FROM runs WHERE thread_id = ?1 ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                params![thread],
+                |r| {
+                    Ok(Run {
+                        id: r.get(0)?,
+                        thread_id: r.get(1)?,
+                        status: r.get(2)?,
+                        started_at: r.get(3)?,
+                        ended_at: r.get(4)?,
+                        iterations: r.get(5)?,
+                        error: r.get(6)?,
+                        pause_kind: r.get(7)?,
+                        pause_text: r.get(8)?,
+                    })
+                },
+            )
+            .optional()?;
+        Ok(run)
+    }
+
+    /// Records that `run` (in this process) waits on the thread for something outside it;
+    /// returns the id of the thread's newest message, after which a reply would arrive.
+    pub fn begin_wait(&self, thread: &str, run: &str, kind: WaitKind) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        let after: i64 = conn.query_row(
+            "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
+            params![thread],
+            |r| r.get(0),
+        )?;
+        conn.execute(
+            "INSERT OR REPLACE INTO waits (thread_id, run_id, kind, pid, since, after_message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![thread, run, kind, std::process::id(), now_ms(), after],
+        )?;
+        drop(conn);
+        self.set_thread_status(thread, ThreadStatus::Waiting)?;
+        Ok(after)
+    }
+
+    /// The wait under way on a thread, if any (its process may have died since).
+    pub fn wait_of(&self, thread: &str) -> Result<Option<Wait>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT thread_id, run_id, kind, pid, since, after_message FROM waits WHERE thread_id = ?1",
+                params![thread],
+                |r| {
+                    Ok(Wait {
+                        thread_id: r.get(0)?,
+                        run_id: r.get(1)?,
+                        kind: r.get(2)?,
+                        pid: r.get(3)?,
+                        since: r.get(4)?,
+                        after_message: r.get(5)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Ends the wait on a thread; the run is running again.
+    pub fn end_wait(&self, thread: &str) -> Result<(), StoreError> {
+        let conn = self.conn();
+        conn.execute("DELETE FROM waits WHERE thread_id = ?1", params![thread])?;
+        conn.execute(
+            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
+            params![
+                thread,
+                ThreadStatus::Running,
+                now_ms(),
+                ThreadStatus::Waiting
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Delivers a reply to the run waiting on the thread: stores it as the user's message
+    /// if a wait is still recorded. Returns whether it was delivered.
+    pub fn deliver_reply(&self, thread: &str, message: &ChatMessage) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let waiting: Option<String> = tx
+            .query_row(
+                "SELECT run_id FROM waits WHERE thread_id = ?1",
+                params![thread],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(run) = waiting else {
+            return Ok(false);
+        };
+        super::messages::insert_llm(&tx, thread, Some(&run), message)?;
+        tx.commit()?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,85 @@
+//! Sandboxes a provider made for Cove (Docker containers), so later commands find them.
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{Store, StoreError};
+
+/// A sandbox a provider made for Cove (a Docker container).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ManagedSandbox {
+    pub name: String,
+    /// `docker`.
+    pub provider: String,
+    pub container_id: String,
+    /// Where coved answered at its last start.
+    pub url: Option<String>,
+    #[serde(skip)]
+    pub token: String,
+    pub image: String,
+    pub created_at: i64,
+}
+
+impl Store {
+    /// Records a sandbox a provider made.
+    pub fn add_sandbox(&self, s: &ManagedSandbox) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO sandboxes (name, provider, container_id, url, token, image, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                s.name,
+                s.provider,
+                s.container_id,
+                s.url,
+                s.token,
+                s.image,
+                s.created_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Every sandbox a provider made, by name.
+    pub fn sandboxes(&self) -> Result<Vec<ManagedSandbox>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT name, provider, container_id, url, token, image, created_at FROM sandboxes ORDER BY name",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ManagedSandbox {
+                    name: r.get(0)?,
+                    provider: r.get(1)?,
+                    container_id: r.get(2)?,
+                    url: r.get(3)?,
+                    token: r.get(4)?,
+                    image: r.get(5)?,
+                    created_at: r.get(6)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// The sandbox a provider made under `name`.
+    pub fn sandbox(&self, name: &str) -> Result<Option<ManagedSandbox>, StoreError> {
+        Ok(self.sandboxes()?.into_iter().find(|s| s.name == name))
+    }
+
+    /// Records where a managed sandbox answers since its last start.
+    pub fn set_sandbox_url(&self, name: &str, url: Option<&str>) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE sandboxes SET url = ?2 WHERE name = ?1",
+            params![name, url],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets a managed sandbox.
+    pub fn remove_sandbox(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn()
+            .execute("DELETE FROM sandboxes WHERE name = ?1", params![name])?
+            > 0)
+    }
+}

@@ -1,0 +1,185 @@
+//! The schema and its versions: each migration moves a database one `PRAGMA user_version`
+//! up, in a transaction, so an upgrade either happens whole or not at all.
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// The migrations, in order; a database at `user_version` N has had the first N applied.
+///
+/// Version 1 is the schema of Cove 0.1.0, which did not set `user_version`: its statements
+/// keep `IF NOT EXISTS` so they adopt a 0.1.0 database as it is. Never edit a migration
+/// that has shipped; add the next one.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: threads, runs, messages, waits, managed sandboxes, knowledge.
+    "
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    tool_mode TEXT NOT NULL,
+    sandbox TEXT NOT NULL,
+    status TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    status TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER,
+    iterations INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    pause_kind TEXT,
+    pause_text TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_thread ON runs(thread_id, started_at);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    run_id TEXT,
+    kind TEXT NOT NULL,
+    is_llm_message INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_thread ON messages(thread_id, id);
+CREATE TABLE IF NOT EXISTS waits (
+    thread_id TEXT PRIMARY KEY REFERENCES threads(id),
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    since INTEGER NOT NULL,
+    after_message INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sandboxes (
+    name TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    container_id TEXT NOT NULL,
+    url TEXT,
+    token TEXT NOT NULL,
+    image TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS knowledge (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT REFERENCES threads(id),
+    name TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+",
+    // 2: the newest summary of a thread is found without walking its whole history (it was
+    // a backwards scan of every message of the thread, once per model call).
+    "
+CREATE INDEX messages_summaries ON messages(thread_id, id) WHERE kind = 'summary';
+",
+];
+
+/// The version this build writes.
+pub(crate) fn current_version() -> u32 {
+    u32::try_from(MIGRATIONS.len()).unwrap_or(u32::MAX)
+}
+
+/// Brings the database up to this build's version with `migrations`; a database newer than
+/// this build is left untouched and refused.
+pub(crate) fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<(), StoreError> {
+    let target = u32::try_from(migrations.len()).unwrap_or(u32::MAX);
+    // Read and upgrade in one write transaction, so two controllers opening an old database
+    // at once cannot both apply the same migration.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > target {
+        return Err(StoreError::TooNew {
+            found,
+            supported: target,
+        });
+    }
+    for (index, sql) in migrations.iter().enumerate().skip(found as usize) {
+        let version = index + 1;
+        tx.execute_batch(sql)
+            .map_err(|source| StoreError::Migration { version, source })?;
+        // PRAGMA takes no bound parameters; `version` is a number we made.
+        tx.execute_batch(&format!("PRAGMA user_version = {version}"))
+            .map_err(|source| StoreError::Migration { version, source })?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(conn: &Connection) -> u32 {
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn migrations_apply_in_order_once() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let steps = [
+            "CREATE TABLE a (x INTEGER)",
+            "INSERT INTO a VALUES (1)",
+            "INSERT INTO a VALUES (2)",
+        ];
+        migrate(&mut conn, &steps[..2]).unwrap();
+        assert_eq!(version(&conn), 2);
+        migrate(&mut conn, &steps).unwrap();
+        migrate(&mut conn, &steps).unwrap();
+        assert_eq!(version(&conn), 3);
+        let rows: Vec<i64> = conn
+            .prepare("SELECT x FROM a ORDER BY x")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, [1, 2], "each step ran exactly once");
+    }
+
+    #[test]
+    fn a_failing_migration_changes_nothing() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, &["CREATE TABLE a (x INTEGER)"]).unwrap();
+        let error = migrate(
+            &mut conn,
+            &[
+                "CREATE TABLE a (x INTEGER)",
+                "CREATE TABLE b (y INTEGER)",
+                "INSERT INTO nowhere VALUES (1)",
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(error, StoreError::Migration { version: 3, .. }),
+            "{error}"
+        );
+        assert_eq!(version(&conn), 1);
+        let b: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'b'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(b, 0, "step 2 was rolled back with step 3");
+    }
+
+    #[test]
+    fn a_newer_database_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA user_version = 7").unwrap();
+        let error = migrate(&mut conn, MIGRATIONS).unwrap_err();
+        assert!(
+            matches!(error, StoreError::TooNew { found: 7, .. }),
+            "{error}"
+        );
+        let tables: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 0, "nothing was created in it");
+    }
+}

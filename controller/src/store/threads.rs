@@ -1,0 +1,166 @@
+//! Threads: a conversation with its settings and the state of its latest run.
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use super::{RunState, Store, StoreError, new_id, now_ms, stored_names};
+
+stored_names! {
+    /// Where a thread is: new, or the state of its latest run (`waiting` while that run
+    /// waits for a person to hand the browser back).
+    pub enum ThreadStatus {
+        New = "new",
+        Running = "running",
+        Waiting = "waiting",
+        Paused = "paused",
+        Completed = "completed",
+        Stopped = "stopped",
+        Failed = "failed",
+    }
+}
+
+impl From<RunState> for ThreadStatus {
+    fn from(state: RunState) -> ThreadStatus {
+        match state {
+            RunState::Running => ThreadStatus::Running,
+            RunState::Paused => ThreadStatus::Paused,
+            RunState::Completed => ThreadStatus::Completed,
+            RunState::Stopped => ThreadStatus::Stopped,
+            RunState::Failed => ThreadStatus::Failed,
+        }
+    }
+}
+
+/// A thread's settings and state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub id: String,
+    pub title: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// `provider/model`.
+    pub model: String,
+    /// `native` or `xml`.
+    pub tool_mode: String,
+    /// Where its sandbox is: `local:<workspace path>`, `docker:<name>` or a daemon URL.
+    pub sandbox: String,
+    pub status: ThreadStatus,
+}
+
+/// What a new thread is made of. The id can be drawn first (`NewThread::fresh_id`), so that
+/// what is named after the thread, such as a local workspace, is known before the row exists.
+#[derive(Debug, Clone)]
+pub struct NewThread {
+    pub id: String,
+    pub title: String,
+    pub model: String,
+    pub tool_mode: String,
+    pub sandbox: String,
+}
+
+impl NewThread {
+    /// A thread with a fresh id.
+    pub fn new(title: &str, model: &str, tool_mode: &str, sandbox: &str) -> NewThread {
+        NewThread {
+            id: NewThread::fresh_id(),
+            title: title.to_string(),
+            model: model.to_string(),
+            tool_mode: tool_mode.to_string(),
+            sandbox: sandbox.to_string(),
+        }
+    }
+
+    /// A fresh thread id.
+    pub fn fresh_id() -> String {
+        new_id(4)
+    }
+}
+
+/// A `threads` row, selected in the column order of [`Thread`].
+const THREAD_COLUMNS: &str = "id, title, created_at, updated_at, model, tool_mode, sandbox, status";
+
+fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
+    Ok(Thread {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        created_at: r.get(2)?,
+        updated_at: r.get(3)?,
+        model: r.get(4)?,
+        tool_mode: r.get(5)?,
+        sandbox: r.get(6)?,
+        status: r.get(7)?,
+    })
+}
+
+impl Store {
+    /// Creates a thread.
+    pub fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
+        let now = now_ms();
+        let thread = Thread {
+            id: new.id,
+            title: new.title.chars().take(200).collect(),
+            created_at: now,
+            updated_at: now,
+            model: new.model,
+            tool_mode: new.tool_mode,
+            sandbox: new.sandbox,
+            status: ThreadStatus::New,
+        };
+        self.conn().execute(
+            &format!(
+                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            ),
+            params![
+                thread.id,
+                thread.title,
+                now,
+                now,
+                thread.model,
+                thread.tool_mode,
+                thread.sandbox,
+                thread.status
+            ],
+        )?;
+        Ok(thread)
+    }
+
+    /// The thread called `id` (a unique prefix of it is enough).
+    pub fn thread(&self, id: &str) -> Result<Thread, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {THREAD_COLUMNS} FROM threads
+             WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2"
+        ))?;
+        let rows: Vec<Thread> = stmt
+            .query_map(params![id, format!("{id}%")], thread_row)?
+            .collect::<Result<_, _>>()?;
+        match rows.as_slice() {
+            [one] => Ok(one.clone()),
+            [exact, _] if exact.id == id => Ok(exact.clone()),
+            _ => Err(StoreError::NoThread(id.to_string())),
+        }
+    }
+
+    /// Every thread, newest first.
+    pub fn threads(&self) -> Result<Vec<Thread>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {THREAD_COLUMNS} FROM threads ORDER BY updated_at DESC"
+        ))?;
+        let rows = stmt.query_map([], thread_row)?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Sets a thread's status.
+    pub(crate) fn set_thread_status(
+        &self,
+        thread: &str,
+        status: ThreadStatus,
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1",
+            params![thread, status, now_ms()],
+        )?;
+        Ok(())
+    }
+}

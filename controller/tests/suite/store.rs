@@ -1,0 +1,307 @@
+//! The store against real database files: a database from the last release upgrades with
+//! nothing lost, one from a newer Cove is refused untouched, and what is stored reads back.
+
+use std::path::{Path, PathBuf};
+
+use cove::llm::ChatMessage;
+use cove::store::{
+    MessageKind, NewThread, PauseKind, RunState, Store, StoreError, ThreadStatus, WaitKind,
+};
+use cove_protocol::events::RunStatus;
+use rusqlite::Connection;
+use serde_json::json;
+
+/// The database Cove 0.1.0 wrote (no `user_version`): two threads, one completed with a
+/// summary and a thread's knowledge, one paused on a takeover with its wait recorded, and a
+/// Docker sandbox.
+fn release_fixture(dir: &Path) -> PathBuf {
+    let path = dir.join("cove.db");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v0.1.0.db"),
+        &path,
+    )
+    .unwrap();
+    path
+}
+
+/// Every row of every table, as text, in a stable order: what "nothing lost" compares.
+fn dump(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let mut out = Vec::new();
+    for table in [
+        "threads",
+        "runs",
+        "messages",
+        "waits",
+        "sandboxes",
+        "knowledge",
+    ] {
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM {table} ORDER BY 1"))
+            .unwrap();
+        let columns = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                let cells: Vec<String> = (0..columns)
+                    .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+                    .collect();
+                Ok(format!("{table}: {}", cells.join(" | ")))
+            })
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        out.extend(rows);
+    }
+    out
+}
+
+fn user_version(path: &Path) -> u32 {
+    Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_database_from_the_last_release_upgrades_with_nothing_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = release_fixture(dir.path());
+    assert_eq!(user_version(&path), 0, "the fixture is a 0.1.0 database");
+    let before = dump(&path);
+    assert_eq!(before.len(), 14, "{before:#?}");
+
+    let store = Store::open(&path).unwrap();
+    assert_eq!(user_version(&path), Store::schema_version());
+    assert!(Store::schema_version() >= 2);
+
+    // Everything reads back through the store, statuses as their enums.
+    let threads = store.threads().unwrap();
+    assert_eq!(threads.len(), 2);
+    let done = store.thread("433792ce").unwrap();
+    assert_eq!(done.status, ThreadStatus::Completed);
+    assert_eq!(done.sandbox, "local:/tmp/ws");
+    let paused = store.thread("aa6b").unwrap();
+    assert_eq!(
+        (paused.status, paused.tool_mode.as_str()),
+        (ThreadStatus::Paused, "xml")
+    );
+    let run = store.last_run(&paused.id).unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.pause_kind, run.pause_text.as_deref()),
+        (
+            RunState::Paused,
+            Some(PauseKind::Takeover),
+            Some("Please log in")
+        )
+    );
+    let wait = store.wait_of(&paused.id).unwrap().unwrap();
+    assert_eq!((wait.kind, wait.after_message), (WaitKind::Takeover, 6));
+    let messages = store.messages(&done.id).unwrap();
+    let kinds: Vec<MessageKind> = messages.iter().map(|m| m.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            MessageKind::User,
+            MessageKind::Assistant,
+            MessageKind::Tool,
+            MessageKind::Status,
+            MessageKind::Summary
+        ]
+    );
+    let llm = store.llm_messages(&done.id).unwrap();
+    assert_eq!(llm.len(), 3);
+    assert_eq!(llm[1].1.tool_calls[0].name, "create_file");
+    let summary = store.latest_summary(&done.id).unwrap().unwrap();
+    assert_eq!((summary.id, summary.first, summary.last), (5, 1, 2));
+    assert_eq!(store.knowledge(Some(&done.id)).unwrap().len(), 2);
+    assert_eq!(store.knowledge(Some(&paused.id)).unwrap().len(), 1);
+    let sandbox = store.sandbox("build-1").unwrap().unwrap();
+    assert_eq!(sandbox.token, "0123456789abcdef0123456789abcdef0123");
+
+    // The new schema is in use: the summary lookup has its index, and the upgraded
+    // database takes new rows next to the old ones.
+    let thread = store
+        .create_thread(NewThread::new(
+            "after",
+            "openai/gpt-4o",
+            "native",
+            "local:/x",
+        ))
+        .unwrap();
+    let new_run = store.start_run(&thread.id).unwrap();
+    store
+        .append_llm(&thread.id, Some(&new_run.id), &ChatMessage::user("hi"))
+        .unwrap();
+    store
+        .end_run(&new_run, RunStatus::Completed, None, None)
+        .unwrap();
+    drop(store);
+    let plan: String = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT id FROM messages WHERE thread_id = 'x' AND kind = 'summary' ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    assert!(plan.contains("messages_summaries"), "{plan}");
+
+    // Nothing old changed: every row of 0.1.0 is still there as it was.
+    let after = dump(&path);
+    for row in &before {
+        assert!(after.contains(row), "lost or changed in the upgrade: {row}");
+    }
+    assert_eq!(
+        after.len(),
+        before.len() + 3,
+        "one thread, run and message added"
+    );
+
+    // Opening again is a no-op.
+    let again = Store::open(&path).unwrap();
+    assert_eq!(again.threads().unwrap().len(), 3);
+    assert_eq!(user_version(&path), Store::schema_version());
+}
+
+#[test]
+fn a_database_from_a_newer_cove_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = release_fixture(dir.path());
+    let newer = Store::schema_version() + 1;
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(&format!("PRAGMA user_version = {newer}"))
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+
+    let error = Store::open(&path).unwrap_err();
+    assert!(
+        matches!(error, StoreError::TooNew { found, supported } if found == newer && supported == Store::schema_version()),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("newer") && message.contains("left as it is"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the newer database is byte for byte as it was"
+    );
+    assert_eq!(user_version(&path), newer);
+}
+
+#[test]
+fn threads_messages_runs_and_waits_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db/cove.db");
+    let store = Store::open(&path).unwrap();
+    let thread = store
+        .create_thread(NewThread::new(
+            "Build a site",
+            "openai/gpt-4o",
+            "native",
+            "local:/tmp/ws",
+        ))
+        .unwrap();
+    assert_eq!(thread.status, ThreadStatus::New);
+    assert_eq!(store.thread(&thread.id).unwrap(), thread);
+    assert_eq!(
+        store.thread(&thread.id[..4]).unwrap().id,
+        thread.id,
+        "a prefix is enough"
+    );
+    assert!(matches!(store.thread("nope"), Err(StoreError::NoThread(_))));
+    let run = store.start_run(&thread.id).unwrap();
+    assert_eq!(
+        store.thread(&thread.id).unwrap().status,
+        ThreadStatus::Running
+    );
+    store
+        .append_llm(&thread.id, Some(&run.id), &ChatMessage::user("hi"))
+        .unwrap();
+    store
+        .append_status(&thread.id, Some(&run.id), &json!({"type": "finish"}))
+        .unwrap();
+    store
+        .append_llm(&thread.id, Some(&run.id), &ChatMessage::assistant("hello"))
+        .unwrap();
+    let llm = store.llm_messages(&thread.id).unwrap();
+    assert_eq!(llm.len(), 2, "status messages are not sent to the model");
+    assert_eq!(llm[1].1.text(), "hello");
+    assert_eq!(store.messages(&thread.id).unwrap().len(), 3);
+
+    // A wait takes a reply only while it is recorded.
+    let after = store
+        .begin_wait(&thread.id, &run.id, WaitKind::Takeover)
+        .unwrap();
+    assert_eq!(
+        store.thread(&thread.id).unwrap().status,
+        ThreadStatus::Waiting
+    );
+    assert!(
+        store
+            .deliver_reply(&thread.id, &ChatMessage::user("done"))
+            .unwrap()
+    );
+    let replies = store.user_messages_after(&thread.id, after).unwrap();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0].1.text(), "done");
+    store.end_wait(&thread.id).unwrap();
+    assert_eq!(
+        store.thread(&thread.id).unwrap().status,
+        ThreadStatus::Running
+    );
+    assert!(
+        !store
+            .deliver_reply(&thread.id, &ChatMessage::user("late"))
+            .unwrap()
+    );
+
+    store
+        .end_run(
+            &run,
+            RunStatus::Paused,
+            None,
+            Some((PauseKind::Ask, "Which colour?")),
+        )
+        .unwrap();
+    let last = store.last_run(&thread.id).unwrap().unwrap();
+    assert_eq!(
+        (last.status, last.pause_kind, last.pause_text.as_deref()),
+        (
+            RunState::Paused,
+            Some(PauseKind::Ask),
+            Some("Which colour?")
+        )
+    );
+    assert_eq!(
+        store.thread(&thread.id).unwrap().status,
+        ThreadStatus::Paused
+    );
+    drop(store);
+    // Reopening finds everything.
+    let again = Store::open(&path).unwrap();
+    assert_eq!(again.llm_messages(&thread.id).unwrap().len(), 3);
+    assert_eq!(again.threads().unwrap().len(), 1);
+}
+
+#[test]
+fn stored_names_are_the_same_in_sqlite_and_json() {
+    for status in ThreadStatus::ALL {
+        let json = serde_json::to_value(status).unwrap();
+        assert_eq!(json, json!(status.as_str()));
+        assert_eq!(
+            serde_json::from_value::<ThreadStatus>(json).unwrap(),
+            *status
+        );
+        assert_eq!(status.as_str().parse::<ThreadStatus>().unwrap(), *status);
+    }
+    for state in RunState::ALL {
+        assert_eq!(state.as_str().parse::<RunState>().unwrap(), *state);
+        assert_eq!(ThreadStatus::from(*state).as_str(), state.as_str());
+    }
+    assert!("done".parse::<ThreadStatus>().is_err());
+    assert_eq!(format!("{:<9}|", ThreadStatus::New), "new      |");
+}
