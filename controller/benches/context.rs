@@ -19,7 +19,6 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::{ChatMessage, ToolCall};
 use cove::store::{NewThread, Store};
-use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::stats::{round, summary};
 use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::{Value, json};
@@ -45,8 +44,8 @@ async fn scripted_run(mode: ContextMode) -> Value {
     let thread = store
         .create_thread(NewThread::new("bench", "gpt-4o", "native", "bench"))
         .unwrap();
-    let agent = Agent {
-        config: AgentConfig::new(
+    let agent = Arc::new(Agent::new(
+        AgentConfig::new(
             "gpt-4o",
             "scripted/gpt-4o",
             ModelProfile {
@@ -63,19 +62,20 @@ async fn scripted_run(mode: ContextMode) -> Value {
             mode,
             ..ContextSettings::default()
         }),
-        provider: Arc::new(OpenAi::new(
+        Arc::new(OpenAi::new(
             reqwest::Client::new(),
             &llm.openai_base_url(),
             Some("k".into()),
             "openai",
         )),
         store,
-        registry: Arc::new(ToolRegistry::standard()),
-        ctx: Arc::new(ToolContext::new(daemon.client.clone(), false)),
-    };
+        daemon.client.clone(),
+    ));
     let started = Instant::now();
     let outcome = agent
-        .run(&thread, Some(ChatMessage::user("Audit the log.")), None)
+        .start(&thread, Some(ChatMessage::user("Audit the log.")))
+        .unwrap()
+        .outcome()
         .await
         .unwrap();
     let wall = started.elapsed();

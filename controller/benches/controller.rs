@@ -21,12 +21,11 @@ use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{NewThread, Store};
-use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::llm::Wire;
 use cove_harness::stats::{ms, percentile, round, summary};
 use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
 use cove_protocol::client::CovedClient;
-use cove_protocol::events::{EventKind, RunEvent};
+use cove_protocol::events::EventKind;
 use serde_json::{Value, json};
 
 const ITERATIONS: u32 = 100;
@@ -77,43 +76,44 @@ async fn iteration(client: &CovedClient, wire: Wire, mode: ToolMode, tool_p50: f
         )),
         Wire::Anthropic => Arc::new(Anthropic::new(http, &llm.anthropic_base_url(), "k".into())),
     };
-    let agent = Agent {
-        config: AgentConfig::new("scripted", "scripted/model", ModelProfile::UNKNOWN, mode)
-            .max_tokens(1000)
-            .max_iterations(ITERATIONS + 5)
-            .max_auto_continues(3)
-            .retry(RetryPolicy {
-                max_attempts: 2,
-                base: Duration::from_millis(10),
-                cap: Duration::from_secs(1),
-            }),
+    let agent = Arc::new(Agent::new(
+        AgentConfig::new(
+            "scripted",
+            "scripted/model",
+            ModelProfile {
+                vision: true,
+                ..ModelProfile::UNKNOWN
+            },
+            mode,
+        )
+        .max_tokens(1000)
+        .max_iterations(ITERATIONS + 5)
+        .max_auto_continues(3)
+        .retry(RetryPolicy {
+            max_attempts: 2,
+            base: Duration::from_millis(10),
+            cap: Duration::from_secs(1),
+        }),
         provider,
-        store: store.clone(),
-        registry: Arc::new(ToolRegistry::standard()),
-        ctx: Arc::new(ToolContext::new(client.clone(), true)),
-    };
+        store.clone(),
+        client.clone(),
+    ));
 
     // Iterations are timed between consecutive response starts, as the events arrive.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RunEvent>();
-    let starts = tokio::spawn(async move {
-        let (mut at, mut tools) = (Vec::new(), 0);
-        while let Some(event) = rx.recv().await {
-            match event.kind {
-                EventKind::AssistantResponseStart { .. } => at.push(Instant::now()),
-                EventKind::ToolCompleted { .. } => tools += 1,
-                _ => {}
-            }
-        }
-        (at, tools)
-    });
     let started = Instant::now();
-    let outcome = agent
-        .run(&thread, Some(ChatMessage::user("Benchmark task")), Some(tx))
-        .await
+    let mut run = agent
+        .start(&thread, Some(ChatMessage::user("Benchmark task")))
         .unwrap();
+    let (mut starts, mut tools) = (Vec::new(), 0);
+    while let Some(event) = run.next_event().await {
+        match event.kind {
+            EventKind::AssistantResponseStart { .. } => starts.push(Instant::now()),
+            EventKind::ToolCompleted { .. } => tools += 1,
+            _ => {}
+        }
+    }
+    let outcome = run.outcome().await.unwrap();
     let total = started.elapsed();
-    drop(agent);
-    let (starts, tools) = starts.await.unwrap();
     assert!(
         matches!(outcome, RunOutcome::Completed { .. }),
         "the run ended as {outcome:?}"

@@ -17,7 +17,6 @@ use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::sandbox::{Sandbox, SandboxSpec};
 use cove::store::{NewThread, Store};
-use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::{ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::json;
 
@@ -115,8 +114,8 @@ async fn bench() {
                     "local",
                 ))
                 .map_err(|e| e.to_string())?;
-            let agent = Agent {
-                config: AgentConfig::new(
+            let agent = Arc::new(Agent::new(
+                AgentConfig::new(
                     "scripted",
                     "openai/scripted",
                     ModelProfile::UNKNOWN,
@@ -131,12 +130,14 @@ async fn bench() {
                     cap: Duration::from_secs(2),
                 }),
                 provider,
-                store: store.clone(),
-                registry: Arc::new(ToolRegistry::standard()),
-                ctx: Arc::new(ToolContext::new(sandbox.client.clone(), false)),
-            };
+                store.clone(),
+                sandbox.client.clone(),
+            ));
             let task = ChatMessage::user(format!("[[run {n}]] Write your file and check it."));
-            let outcome = agent.run(&thread, Some(task), None).await;
+            let outcome = match agent.start(&thread, Some(task)) {
+                Ok(run) => run.outcome().await,
+                Err(e) => Err(e),
+            };
             sandbox.close().await;
             match outcome {
                 Ok(RunOutcome::Completed { text, .. }) => {

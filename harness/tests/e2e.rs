@@ -402,6 +402,66 @@ async fn malformed_xml_and_a_failing_tool_in_a_batch_go_back_to_the_model() {
 }
 
 #[tokio::test]
+async fn ctrl_c_stops_the_run_at_once_and_resume_continues_it() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let llm = &cove.llm;
+    llm.push(Turn::text("This takes a while.").call(
+        "execute_command",
+        json!({"command": "sleep 300", "timeout": 600}),
+    ));
+    llm.push(Turn::text("").call("complete", json!({"text": "picked up"})));
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Wait for it",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .stderr(std::fs::File::create(cove.workspace.with_extension("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    reader.until("tool_started").await;
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    // The command's 300 s are not waited for: the run ends, reports it, and cove exits.
+    let end = reader.until("thread_run_end").await;
+    assert_eq!(end["status"], "stopped");
+    let stderr_path = cove.workspace.with_extension("stderr");
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait()).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let Ok(status) = status else {
+        let _ = child.start_kill();
+        panic!("cove did not exit after Ctrl-C; it said:\n{stderr}");
+    };
+    let status = status.unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let thread = end["thread_id"].as_str().unwrap().to_string();
+    assert!(
+        stderr.contains(&format!("interrupted; continue with: cove resume {thread}")),
+        "{stderr}"
+    );
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    assert_eq!(threads[0]["status"], "stopped");
+
+    let out = cove.run(&["--json", "resume", &thread]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let resumed = llm.received().last().unwrap().all_text();
+    assert!(
+        resumed.contains("interrupted when Cove stopped"),
+        "{resumed}"
+    );
+}
+
+#[tokio::test]
 async fn a_killed_controller_loses_nothing_and_resume_continues() {
     let cove = Cove::new(Wire::OpenAi).await;
     let llm = &cove.llm;

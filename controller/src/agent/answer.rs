@@ -2,7 +2,9 @@
 //! and started at once, retried whole when the stream fails.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::AbortHandle;
 
 use cove_protocol::events::{EventKind, FinishReason};
 use futures_util::future::{BoxFuture, Shared};
@@ -14,7 +16,7 @@ use super::prompt::ToolMode;
 use super::xml::{XmlEvent, XmlParser};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatProvider, ChatRequest, LlmError, StopReason, StreamEvent, Usage};
-use crate::tools::{ToolContext, ToolRegistry, ToolResult};
+use crate::tools::{ToolEnv, ToolRegistry, ToolResult};
 
 /// A tool execution that may be awaited from several places.
 pub type Execution = Shared<BoxFuture<'static, ToolResult>>;
@@ -49,11 +51,34 @@ pub struct Answer {
     pub usage: Usage,
 }
 
+/// The tool tasks a run started, aborted when the last holder drops it (the run's end), so a
+/// stopped run leaves no tool running.
+#[derive(Debug, Default)]
+pub struct ToolTasks(Mutex<Vec<AbortHandle>>);
+
+impl ToolTasks {
+    fn add(&self, task: AbortHandle) {
+        let mut tasks = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+}
+
+impl Drop for ToolTasks {
+    fn drop(&mut self) {
+        let tasks = self.0.get_mut().unwrap_or_else(|p| p.into_inner());
+        for task in tasks.drain(..) {
+            task.abort();
+        }
+    }
+}
+
 /// Runs the tool calls of one answer, in parallel or one after another.
 pub struct Executor {
-    ctx: Arc<ToolContext>,
+    env: Arc<ToolEnv>,
     registry: Arc<ToolRegistry>,
     emitter: Arc<Emitter>,
+    tasks: Arc<ToolTasks>,
     parallel: bool,
     /// The latest execution, which a sequential one waits for.
     previous: Option<Execution>,
@@ -71,15 +96,17 @@ fn call_key(name: &str, arguments: &Value) -> String {
 impl Executor {
     /// An executor for one answer.
     pub fn new(
-        ctx: Arc<ToolContext>,
+        env: Arc<ToolEnv>,
         registry: Arc<ToolRegistry>,
         emitter: Arc<Emitter>,
+        tasks: Arc<ToolTasks>,
         parallel: bool,
     ) -> Self {
         Executor {
-            ctx,
+            env,
             registry,
             emitter,
+            tasks,
             parallel,
             previous: None,
             earlier: HashMap::new(),
@@ -121,7 +148,7 @@ impl Executor {
             };
         }
         let def = self.registry.get(&name).copied();
-        let ctx = self.ctx.clone();
+        let env = self.env.clone();
         let emitter = self.emitter.clone();
         let previous = if self.parallel {
             None
@@ -148,7 +175,7 @@ impl Executor {
             let result = match (def, args_for_run) {
                 (_, Err(why)) => ToolResult::error(why),
                 (None, Ok(_)) => ToolResult::error(format!("there is no tool named {tool:?}")),
-                (Some(def), Ok(args)) => def.call(&ctx, args).await,
+                (Some(def), Ok(args)) => def.call(&env, args).await,
             };
             emitter.emit(if result.ok {
                 EventKind::ToolCompleted {
@@ -165,6 +192,7 @@ impl Executor {
             });
             result
         });
+        self.tasks.add(task.abort_handle());
         let execution: Execution = async move {
             task.await
                 .unwrap_or_else(|e| ToolResult::error(format!("the tool crashed: {e}")))

@@ -1,11 +1,16 @@
-//! The agent: the run loop and the processing of each model answer.
+//! The agent, as a library: [`Agent::start`] runs a thread and returns a [`RunHandle`] that
+//! yields the run's typed events and takes the caller's inputs. It never prints.
 
 pub mod answer;
+mod config;
 pub mod events;
+mod handle;
 pub mod prompt;
-pub mod run;
+mod run;
 pub mod takeover;
 pub mod xml;
 
+pub use config::AgentConfig;
+pub use handle::RunHandle;
 pub use prompt::ToolMode;
-pub use run::{Agent, AgentConfig, RunError, RunOutcome};
+pub use run::{Agent, RunError, RunOutcome};

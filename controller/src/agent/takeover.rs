@@ -1,14 +1,16 @@
 //! Waiting for a person to hand the browser back after `web_browser_takeover`.
 //!
 //! The run stays alive and polls the sandbox (a long poll of a second) for the takeover to
-//! end; between polls it looks in the store for a reply `cove reply` delivered from another
-//! terminal, which ends the takeover too.
+//! end; between polls it looks in the store for a reply, delivered by `cove reply` from
+//! another terminal or through the run's handle (which also wakes it), and a reply ends the
+//! takeover too.
 
 use std::time::{Duration, Instant};
 
 use cove_protocol::client::CovedClient;
 use cove_protocol::takeover::{TakeoverEnd, TakeoverGrant};
 
+use super::handle::RunControl;
 use crate::llm::ChatMessage;
 use crate::store::{Store, StoreError, WaitKind};
 
@@ -67,17 +69,32 @@ impl HandBack {
 }
 
 /// Waits until the takeover `grant` ends, or a reply arrives for the thread.
-pub async fn wait_for_hand_back(
+pub(crate) async fn wait_for_hand_back(
     sandbox: &CovedClient,
     store: &Store,
     thread: &str,
     run: &str,
     grant: &TakeoverGrant,
+    control: &RunControl,
 ) -> Result<HandBack, StoreError> {
     let after = store.begin_wait(thread, run, WaitKind::Takeover)?;
-    let outcome = wait(sandbox, store, thread, after, grant).await;
-    store.end_wait(thread)?;
-    outcome
+    // Ends the wait however this future ends, a stopped run included.
+    let _wait = WaitRecord { store, thread };
+    wait(sandbox, store, thread, after, grant, control).await
+}
+
+/// The wait recorded in the store, removed when dropped.
+struct WaitRecord<'a> {
+    store: &'a Store,
+    thread: &'a str,
+}
+
+impl Drop for WaitRecord<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.store.end_wait(self.thread) {
+            tracing::warn!(error = %e, "cannot clear the takeover wait");
+        }
+    }
 }
 
 async fn wait(
@@ -86,6 +103,7 @@ async fn wait(
     thread: &str,
     after: i64,
     grant: &TakeoverGrant,
+    control: &RunControl,
 ) -> Result<HandBack, StoreError> {
     let mut unreachable_since: Option<Instant> = None;
     loop {
@@ -97,7 +115,12 @@ async fn wait(
             }
             return Ok(HandBack::Replied(replies));
         }
-        match sandbox.takeover_status(POLL_SECS).await {
+        let status = tokio::select! {
+            status = sandbox.takeover_status(POLL_SECS) => status,
+            // A reply through the run's handle is looked for at once.
+            () = control.replied() => continue,
+        };
+        match status {
             Ok(status) => {
                 unreachable_since = None;
                 if status.active.as_ref().is_some_and(|a| a.id == grant.id) {

@@ -23,7 +23,6 @@ use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
 use crate::sandbox::{LocalDaemon, Sandbox, SandboxSpec};
 use crate::store::{MessageKind, NewThread, RunState, Store, Thread};
-use crate::tools::{ToolContext, ToolRegistry};
 use render::Renderer;
 
 /// Exit code of a run that waits for the user's answer.
@@ -654,46 +653,39 @@ async fn drive(
     if let Some(iterations) = flags.max_iterations.or(ctx.file.max_iterations) {
         config = config.max_iterations(iterations);
     }
-    let agent = Agent {
+    let agent = Arc::new(Agent::new(
         config,
         provider,
-        store: ctx.store.clone(),
-        registry: Arc::new(ToolRegistry::standard()),
-        ctx: Arc::new(ToolContext::new(sandbox.client.clone(), prof.vision)),
-    };
+        ctx.store.clone(),
+        sandbox.client.clone(),
+    ));
     let interactive = !ctx.json && !flags.no_prompt && std::io::stdin().is_terminal();
     let mut renderer = Renderer::terminal(ctx.json);
     let code = loop {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let rendering = tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                renderer.event(&event);
+        let mut run = agent.start(&thread, input.take()).map_err(fail)?;
+        // Ctrl-C stops the run; its last events (the run's end) are still shown.
+        let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                event = run.next_event() => match event {
+                    Some(event) => renderer.event(&event),
+                    None => break,
+                },
+                _ = &mut ctrl_c, if !stopping => {
+                    stopping = true;
+                    run.stop();
+                }
             }
-            renderer.done();
-            renderer
-        });
-        let outcome = tokio::select! {
-            outcome = agent.run(&thread, input.take(), Some(tx)) => Some(outcome),
-            _ = tokio::signal::ctrl_c() => None,
-        };
-        renderer = match rendering.await {
-            Ok(renderer) => renderer,
-            Err(e) => return Err(Failure(format!("the terminal renderer failed: {e}"))),
-        };
-        let Some(outcome) = outcome else {
-            let _ = ctx.store.end_wait(&thread.id);
-            if let Ok(Some(last)) = ctx.store.last_run(&thread.id)
-                && last.status == RunState::Running
-            {
-                let _ = ctx
-                    .store
-                    .end_run(&last, RunStatus::Stopped, Some("interrupted"), None);
-            }
-            renderer.interrupted(&thread.id);
-            sandbox.close().await;
-            return Ok(ExitCode::from(130));
-        };
+        }
+        renderer.done();
+        let outcome = run.outcome().await;
         match outcome {
+            Ok(RunOutcome::Interrupted) => {
+                renderer.interrupted(&thread.id);
+                sandbox.close().await;
+                return Ok(ExitCode::from(130));
+            }
             Ok(RunOutcome::Completed { .. }) => break ExitCode::SUCCESS,
             Ok(RunOutcome::Stopped) => break ExitCode::from(EXIT_STOPPED),
             Ok(RunOutcome::Paused { takeover, .. }) => {

@@ -69,6 +69,24 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Switches the database to WAL. SQLite answers "busy" at once, without waiting on the busy
+/// timeout, when another connection is in the middle of the same switch (several controllers
+/// opening a new database together), so this waits for it the same 5 s.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            done => return done,
+        }
+    }
+}
+
 /// A short random id.
 pub fn new_id(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
@@ -165,8 +183,7 @@ impl Store {
             .map_err(open_error)?;
         // Before anything writes: a newer database must not even be switched to WAL.
         schema::migrate(&mut conn, schema::MIGRATIONS)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_error)?;
+        use_wal(&conn).map_err(open_error)?;
         // NORMAL in WAL mode: a commit survives the process dying; only an OS crash can lose
         // the last commits.
         conn.pragma_update(None, "synchronous", "NORMAL")

@@ -10,15 +10,15 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolContext, ToolDef, ToolResult, tool};
+use super::{ToolDef, ToolEnv, ToolResult, tool};
 
 /// Performs `action` and reports the page it left the browser on.
-async fn act<A: BrowserAction>(ctx: &ToolContext, action: &A) -> ToolResult {
+async fn act<A: BrowserAction>(env: &ToolEnv, action: &A) -> ToolResult {
     let query = StateQuery {
-        screenshot: ctx.vision,
+        screenshot: env.vision,
         content: false,
     };
-    match ctx.sandbox.browser(action, query).await {
+    match env.sandbox.browser(action, query).await {
         Ok(state) => {
             let mut text = state.message.clone().unwrap_or_else(|| "Done.".to_string());
             if let Some(options) = &state.dropdown_options {
@@ -35,7 +35,7 @@ async fn act<A: BrowserAction>(ctx: &ToolContext, action: &A) -> ToolResult {
                 state.title,
                 state.url,
                 state.tabs.len(),
-                if ctx.vision { " and a screenshot" } else { "" }
+                if env.vision { " and a screenshot" } else { "" }
             ));
             if let Some(notice) = &state.notice {
                 text.push_str(&format!("\nNote: {notice}"));
@@ -48,8 +48,8 @@ async fn act<A: BrowserAction>(ctx: &ToolContext, action: &A) -> ToolResult {
     }
 }
 
-fn snapshot(ctx: &ToolContext) -> Option<u64> {
-    ctx.snapshot_id.lock().ok().and_then(|s| *s)
+fn snapshot(env: &ToolEnv) -> Option<u64> {
+    env.snapshot_id
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -146,17 +146,17 @@ struct Drag {
     target_y: Option<f64>,
 }
 
-async fn navigate_to(ctx: &ToolContext, a: Url) -> ToolResult {
-    act(ctx, &NavigateTo { url: a.url }).await
+async fn navigate_to(env: &ToolEnv, a: Url) -> ToolResult {
+    act(env, &NavigateTo { url: a.url }).await
 }
 
-async fn go_back(ctx: &ToolContext, _a: Nothing) -> ToolResult {
-    act(ctx, &GoBack {}).await
+async fn go_back(env: &ToolEnv, _a: Nothing) -> ToolResult {
+    act(env, &GoBack {}).await
 }
 
-async fn wait(ctx: &ToolContext, a: Seconds) -> ToolResult {
+async fn wait(env: &ToolEnv, a: Seconds) -> ToolResult {
     act(
-        ctx,
+        env,
         &Wait {
             seconds: a.seconds.unwrap_or(3.0),
         },
@@ -164,69 +164,69 @@ async fn wait(ctx: &ToolContext, a: Seconds) -> ToolResult {
     .await
 }
 
-async fn click_element(ctx: &ToolContext, a: Index) -> ToolResult {
+async fn click_element(env: &ToolEnv, a: Index) -> ToolResult {
     let action = ClickElement {
         index: a.index,
-        snapshot_id: snapshot(ctx),
+        snapshot_id: snapshot(env),
     };
-    act(ctx, &action).await
+    act(env, &action).await
 }
 
-async fn click_coordinates(ctx: &ToolContext, a: Point) -> ToolResult {
-    act(ctx, &ClickCoordinates { x: a.x, y: a.y }).await
+async fn click_coordinates(env: &ToolEnv, a: Point) -> ToolResult {
+    act(env, &ClickCoordinates { x: a.x, y: a.y }).await
 }
 
-async fn input_text(ctx: &ToolContext, a: IndexText) -> ToolResult {
+async fn input_text(env: &ToolEnv, a: IndexText) -> ToolResult {
     let action = InputText {
         index: a.index,
         text: a.text,
-        snapshot_id: snapshot(ctx),
+        snapshot_id: snapshot(env),
     };
-    act(ctx, &action).await
+    act(env, &action).await
 }
 
-async fn send_keys(ctx: &ToolContext, a: Keys) -> ToolResult {
-    act(ctx, &SendKeys { keys: a.keys }).await
+async fn send_keys(env: &ToolEnv, a: Keys) -> ToolResult {
+    act(env, &SendKeys { keys: a.keys }).await
 }
 
-async fn switch_tab(ctx: &ToolContext, a: Tab) -> ToolResult {
-    act(ctx, &SwitchTab { tab_id: a.tab_id }).await
+async fn switch_tab(env: &ToolEnv, a: Tab) -> ToolResult {
+    act(env, &SwitchTab { tab_id: a.tab_id }).await
 }
 
-async fn close_tab(ctx: &ToolContext, a: Tab) -> ToolResult {
-    act(ctx, &CloseTab { tab_id: a.tab_id }).await
+async fn close_tab(env: &ToolEnv, a: Tab) -> ToolResult {
+    act(env, &CloseTab { tab_id: a.tab_id }).await
 }
 
-async fn scroll_down(ctx: &ToolContext, a: Amount) -> ToolResult {
-    act(ctx, &ScrollDown { amount: a.amount }).await
+async fn scroll_down(env: &ToolEnv, a: Amount) -> ToolResult {
+    act(env, &ScrollDown { amount: a.amount }).await
 }
 
-async fn scroll_up(ctx: &ToolContext, a: Amount) -> ToolResult {
-    act(ctx, &ScrollUp { amount: a.amount }).await
+async fn scroll_up(env: &ToolEnv, a: Amount) -> ToolResult {
+    act(env, &ScrollUp { amount: a.amount }).await
 }
 
-async fn scroll_to_text(ctx: &ToolContext, a: Text) -> ToolResult {
-    act(ctx, &ScrollToText { text: a.text }).await
+async fn scroll_to_text(env: &ToolEnv, a: Text) -> ToolResult {
+    act(env, &ScrollToText { text: a.text }).await
 }
 
-async fn get_dropdown_options(ctx: &ToolContext, a: Index) -> ToolResult {
+async fn get_dropdown_options(env: &ToolEnv, a: Index) -> ToolResult {
     let action = GetDropdownOptions {
         index: a.index,
-        snapshot_id: snapshot(ctx),
+        snapshot_id: snapshot(env),
     };
-    act(ctx, &action).await
+    act(env, &action).await
 }
 
-async fn select_dropdown_option(ctx: &ToolContext, a: IndexOption) -> ToolResult {
+async fn select_dropdown_option(env: &ToolEnv, a: IndexOption) -> ToolResult {
     let action = SelectDropdownOption {
         index: a.index,
         text: a.text,
-        snapshot_id: snapshot(ctx),
+        snapshot_id: snapshot(env),
     };
-    act(ctx, &action).await
+    act(env, &action).await
 }
 
-async fn drag_drop(ctx: &ToolContext, a: Drag) -> ToolResult {
+async fn drag_drop(env: &ToolEnv, a: Drag) -> ToolResult {
     let action = DragDrop {
         source_index: a.source_index,
         source_x: a.source_x,
@@ -234,9 +234,9 @@ async fn drag_drop(ctx: &ToolContext, a: Drag) -> ToolResult {
         target_index: a.target_index,
         target_x: a.target_x,
         target_y: a.target_y,
-        snapshot_id: snapshot(ctx),
+        snapshot_id: snapshot(env),
     };
-    act(ctx, &action).await
+    act(env, &action).await
 }
 
 /// The browser tools.

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolContext, ToolDef, ToolResult, tool};
+use super::{ToolDef, ToolEnv, ToolResult, tool};
 use crate::llm::Role;
 use crate::store::Store;
 
@@ -31,8 +31,8 @@ struct Expand {
     page: Option<usize>,
 }
 
-async fn expand_message(ctx: &ToolContext, a: Expand) -> ToolResult {
-    let archive = ctx.archive.lock().ok().and_then(|a| a.clone());
+async fn expand_message(env: &ToolEnv, a: Expand) -> ToolResult {
+    let archive = env.archive.clone();
     let Some(archive) = archive else {
         return ToolResult::error("there is no stored conversation to read from");
     };
@@ -103,16 +103,17 @@ mod tests {
     use crate::store::NewThread;
     use cove_protocol::client::CovedClient;
 
-    fn context(store: &Arc<Store>, thread: &str, page_chars: usize) -> ToolContext {
+    fn env(store: &Arc<Store>, thread: &str, page_chars: usize) -> ToolEnv {
         // expand_message never reaches the sandbox.
         let client = CovedClient::new("http://127.0.0.1:9", "unused").unwrap();
-        let ctx = ToolContext::new(client, false);
-        *ctx.archive.lock().unwrap() = Some(MessageArchive {
-            store: store.clone(),
-            thread: thread.to_string(),
-            page_chars,
-        });
-        ctx
+        ToolEnv {
+            archive: Some(MessageArchive {
+                store: store.clone(),
+                thread: thread.to_string(),
+                page_chars,
+            }),
+            ..ToolEnv::new(client, false)
+        }
     }
 
     #[tokio::test]
@@ -139,18 +140,18 @@ mod tests {
 
         let whole = tool
             .call(
-                &context(&store, &thread.id, 50_000),
+                &env(&store, &thread.id, 50_000),
                 serde_json::json!({"message_id": id}),
             )
             .await;
         assert!(whole.ok);
         assert!(whole.text.contains(&text), "whole, not capped");
 
-        let ctx = context(&store, &thread.id, 5_000);
+        let env = env(&store, &thread.id, 5_000);
         let mut pages = String::new();
         for page in 1..=3 {
             let r = tool
-                .call(&ctx, serde_json::json!({"message_id": id, "page": page}))
+                .call(&env, serde_json::json!({"message_id": id, "page": page}))
                 .await;
             assert!(r.ok, "{}", r.text);
             assert!(r.text.contains(&format!("page {page} of 3")), "{}", r.text);
@@ -158,11 +159,11 @@ mod tests {
         }
         assert_eq!(pages, text, "the pages add up to the message");
         let beyond = tool
-            .call(&ctx, serde_json::json!({"message_id": id, "page": 4}))
+            .call(&env, serde_json::json!({"message_id": id, "page": 4}))
             .await;
         assert!(!beyond.ok && beyond.text.contains("1 to 3"));
         let stranger = tool
-            .call(&ctx, serde_json::json!({"message_id": foreign}))
+            .call(&env, serde_json::json!({"message_id": foreign}))
             .await;
         assert!(!stranger.ok, "another thread's message is not readable");
     }

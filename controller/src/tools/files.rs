@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolContext, ToolDef, ToolResult, tool, workspace_path};
+use super::{ToolDef, ToolEnv, ToolResult, tool, workspace_path};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +20,7 @@ struct CreateFile {
     permissions: Option<String>,
 }
 
-async fn create_file(ctx: &ToolContext, a: CreateFile) -> ToolResult {
+async fn create_file(env: &ToolEnv, a: CreateFile) -> ToolResult {
     let mode = match a
         .permissions
         .as_deref()
@@ -37,7 +37,7 @@ async fn create_file(ctx: &ToolContext, a: CreateFile) -> ToolResult {
         content: a.file_contents,
         mode,
     };
-    match ctx.sandbox.create(&request).await {
+    match env.sandbox.create(&request).await {
         Ok(done) => ToolResult::ok(format!("Created {} ({} bytes).", done.path, done.bytes)),
         Err(e) => ToolResult::from_client(&e),
     }
@@ -54,13 +54,13 @@ struct ReadFile {
     end_line: Option<u64>,
 }
 
-async fn read_file(ctx: &ToolContext, a: ReadFile) -> ToolResult {
+async fn read_file(env: &ToolEnv, a: ReadFile) -> ToolResult {
     let request = ReadRequest {
         path: workspace_path(&a.file_path),
         start_line: a.start_line,
         end_line: a.end_line,
     };
-    match ctx.sandbox.read(&request).await {
+    match env.sandbox.read(&request).await {
         Ok(file) => {
             let range = match (a.start_line, a.end_line) {
                 (None, None) => String::new(),
@@ -91,12 +91,12 @@ struct FullFileRewrite {
     file_contents: String,
 }
 
-async fn full_file_rewrite(ctx: &ToolContext, a: FullFileRewrite) -> ToolResult {
+async fn full_file_rewrite(env: &ToolEnv, a: FullFileRewrite) -> ToolResult {
     let request = RewriteRequest {
         path: workspace_path(&a.file_path),
         content: a.file_contents,
     };
-    match ctx.sandbox.rewrite(&request).await {
+    match env.sandbox.rewrite(&request).await {
         Ok(done) => ToolResult::ok(format!("Rewrote {} ({} bytes).", done.path, done.bytes)),
         Err(e) => ToolResult::from_client(&e),
     }
@@ -113,13 +113,13 @@ struct StrReplace {
     new_str: String,
 }
 
-async fn str_replace(ctx: &ToolContext, a: StrReplace) -> ToolResult {
+async fn str_replace(env: &ToolEnv, a: StrReplace) -> ToolResult {
     let request = StrReplaceRequest {
         path: workspace_path(&a.file_path),
         old_str: a.old_str,
         new_str: a.new_str,
     };
-    match ctx.sandbox.str_replace(&request).await {
+    match env.sandbox.str_replace(&request).await {
         Ok(done) => ToolResult::ok(format!(
             "Replaced in {} at line {}. It now reads (from line {}):\n{}",
             done.path, done.replaced_at_line, done.snippet_start_line, done.snippet
@@ -135,12 +135,12 @@ struct DeleteFile {
     file_path: String,
 }
 
-async fn delete_file(ctx: &ToolContext, a: DeleteFile) -> ToolResult {
+async fn delete_file(env: &ToolEnv, a: DeleteFile) -> ToolResult {
     let query = DeleteQuery {
         path: workspace_path(&a.file_path),
         recursive: true,
     };
-    match ctx.sandbox.delete(&query).await {
+    match env.sandbox.delete(&query).await {
         Ok(done) => ToolResult::ok(format!("Deleted {}.", done.path)),
         Err(e) => ToolResult::from_client(&e),
     }
@@ -155,12 +155,12 @@ struct ListFiles {
     depth: Option<u32>,
 }
 
-async fn list_files(ctx: &ToolContext, a: ListFiles) -> ToolResult {
+async fn list_files(env: &ToolEnv, a: ListFiles) -> ToolResult {
     let query = ListQuery {
         path: workspace_path(a.path.as_deref().unwrap_or(".")),
         depth: a.depth.unwrap_or(1).clamp(1, 5),
     };
-    match ctx.sandbox.list(&query).await {
+    match env.sandbox.list(&query).await {
         Ok(list) if list.entries.is_empty() => ToolResult::ok(format!("{} is empty.", query.path)),
         Ok(list) => {
             let mut lines: Vec<String> = list

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use cove_protocol::takeover::StartTakeover;
 
-use super::{Control, ToolContext, ToolDef, ToolResult, tool};
+use super::{Control, ToolDef, ToolEnv, ToolResult, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -17,7 +17,7 @@ struct Ask {
     attachments: Option<Vec<String>>,
 }
 
-async fn ask(_ctx: &ToolContext, a: Ask) -> ToolResult {
+async fn ask(_env: &ToolEnv, a: Ask) -> ToolResult {
     let mut result = ToolResult::ok("Asked the user; the run pauses until they answer.");
     result.control = Some(Control::Ask {
         text: a.text,
@@ -35,7 +35,7 @@ struct Complete {
     attachments: Option<Vec<String>>,
 }
 
-async fn complete(_ctx: &ToolContext, a: Complete) -> ToolResult {
+async fn complete(_env: &ToolEnv, a: Complete) -> ToolResult {
     let mut result = ToolResult::ok("The task is marked complete.");
     result.control = Some(Control::Complete {
         text: a.text,
@@ -51,12 +51,12 @@ struct Takeover {
     text: String,
 }
 
-async fn web_browser_takeover(ctx: &ToolContext, a: Takeover) -> ToolResult {
+async fn web_browser_takeover(env: &ToolEnv, a: Takeover) -> ToolResult {
     let request = StartTakeover {
         message: Some(a.text.clone()),
         ttl_secs: None,
     };
-    match ctx.sandbox.takeover_start(&request).await {
+    match env.sandbox.takeover_start(&request).await {
         Ok(grant) => {
             // The link carries a secret: it goes to the person, never into the history.
             let mut result = ToolResult::ok(format!(

@@ -13,7 +13,7 @@ mod shell;
 mod vision;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cove_protocol::browser::BrowserState;
 use cove_protocol::client::{ClientError, CovedClient};
@@ -107,34 +107,37 @@ pub fn describe_client_error(error: &ClientError) -> String {
     }
 }
 
-/// What every tool call can reach.
-#[derive(Debug)]
-pub struct ToolContext {
+/// Per shell session, how much output `check_command_output` has already shown. It belongs
+/// to the sandbox, not to a run: a thread's next run goes on reading where the last one was.
+pub type ReadOffsets = Arc<Mutex<HashMap<String, u64>>>;
+
+/// What one tool call can reach: the sandbox, and what its run has shown the model.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
     pub sandbox: CovedClient,
     /// The model accepts images.
     pub vision: bool,
-    /// The snapshot of the browser state the model last saw: indices refer to it.
-    pub snapshot_id: Mutex<Option<u64>>,
-    /// Per shell session, how much output `check_command_output` has already shown.
-    pub read_offsets: Mutex<HashMap<String, u64>>,
-    /// The thread's stored messages, for `expand_message` (set by the run).
-    pub archive: Mutex<Option<MessageArchive>>,
+    pub read_offsets: ReadOffsets,
+    /// The browser snapshot the model last saw: element indices refer to it.
+    pub snapshot_id: Option<u64>,
+    /// The thread's stored messages, for `expand_message`.
+    pub archive: Option<MessageArchive>,
 }
 
-impl ToolContext {
-    /// A context over `sandbox`.
+impl ToolEnv {
+    /// An environment over `sandbox` that has shown the model nothing yet.
     pub fn new(sandbox: CovedClient, vision: bool) -> Self {
-        ToolContext {
+        ToolEnv {
             sandbox,
             vision,
-            snapshot_id: Mutex::new(None),
-            read_offsets: Mutex::new(HashMap::new()),
-            archive: Mutex::new(None),
+            read_offsets: ReadOffsets::default(),
+            snapshot_id: None,
+            archive: None,
         }
     }
 }
 
-type Runner = for<'a> fn(&'a ToolContext, Value) -> BoxFuture<'a, ToolResult>;
+type Runner = for<'a> fn(&'a ToolEnv, Value) -> BoxFuture<'a, ToolResult>;
 
 /// One tool.
 #[derive(Clone, Copy)]
@@ -190,8 +193,8 @@ impl ToolDef {
     }
 
     /// Runs the tool. Arguments that do not fit its schema come back as an error.
-    pub async fn call(&self, ctx: &ToolContext, arguments: Value) -> ToolResult {
-        let mut result = (self.run)(ctx, arguments).await;
+    pub async fn call(&self, env: &ToolEnv, arguments: Value) -> ToolResult {
+        let mut result = (self.run)(env, arguments).await;
         // expand_message pages its own output to fit the window: capping it would defeat it.
         if self.name != EXPAND_MESSAGE {
             result.text = cap_text(&result.text, MAX_RESULT_CHARS);
@@ -343,12 +346,12 @@ macro_rules! tool {
         run: $run:path $(,)?
     ) => {{
         fn run<'a>(
-            ctx: &'a $crate::tools::ToolContext,
+            env: &'a $crate::tools::ToolEnv,
             value: serde_json::Value,
         ) -> futures_util::future::BoxFuture<'a, $crate::tools::ToolResult> {
             Box::pin(async move {
                 match serde_json::from_value::<$args>(value) {
-                    Ok(args) => $run(ctx, args).await,
+                    Ok(args) => $run(env, args).await,
                     Err(e) => $crate::tools::ToolResult::error(format!(
                         "the arguments of {} do not fit its parameters: {e}",
                         $name

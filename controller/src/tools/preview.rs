@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolContext, ToolDef, ToolResult, tool};
+use super::{ToolDef, ToolEnv, ToolResult, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -13,8 +13,8 @@ struct ExposePort {
     port: u16,
 }
 
-async fn expose_port(ctx: &ToolContext, a: ExposePort) -> ToolResult {
-    match ctx.sandbox.expose(a.port).await {
+async fn expose_port(env: &ToolEnv, a: ExposePort) -> ToolResult {
+    match env.sandbox.expose(a.port).await {
         Ok(exposed) if exposed.listening => ToolResult::ok(format!(
             "Port {} is reachable at {} (give this link to the user; it opens the app at the root of its own address). The workspace's files are at {}.",
             a.port, exposed.url, exposed.files_url

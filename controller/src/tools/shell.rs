@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolContext, ToolDef, ToolResult, describe_client_error, tool, workspace_path};
+use super::{ToolDef, ToolEnv, ToolResult, describe_client_error, tool, workspace_path};
 
 const DEFAULT_SESSION: &str = "default";
 
@@ -29,7 +29,7 @@ struct ExecuteCommand {
     folder: Option<String>,
 }
 
-async fn execute_command(ctx: &ToolContext, a: ExecuteCommand) -> ToolResult {
+async fn execute_command(env: &ToolEnv, a: ExecuteCommand) -> ToolResult {
     let session = a
         .session_name
         .unwrap_or_else(|| DEFAULT_SESSION.to_string());
@@ -37,9 +37,9 @@ async fn execute_command(ctx: &ToolContext, a: ExecuteCommand) -> ToolResult {
     request.blocking = a.blocking.unwrap_or(true);
     request.timeout_secs = a.timeout.unwrap_or(60).min(3600);
     request.cwd = a.folder.map(|f| workspace_path(&f));
-    match ctx.sandbox.exec(&request).await {
+    match env.sandbox.exec(&request).await {
         Ok(out) => {
-            if let Ok(mut offsets) = ctx.read_offsets.lock() {
+            if let Ok(mut offsets) = env.read_offsets.lock() {
                 offsets.insert(session.clone(), out.output_offset);
             }
             let body = if out.output.is_empty() {
@@ -74,18 +74,18 @@ struct CheckCommandOutput {
     kill_session: Option<bool>,
 }
 
-async fn check_command_output(ctx: &ToolContext, a: CheckCommandOutput) -> ToolResult {
-    let since = ctx
+async fn check_command_output(env: &ToolEnv, a: CheckCommandOutput) -> ToolResult {
+    let since = env
         .read_offsets
         .lock()
         .ok()
         .and_then(|o| o.get(&a.session_name).copied())
         .unwrap_or(0);
-    let out = match ctx.sandbox.output(&a.session_name, since).await {
+    let out = match env.sandbox.output(&a.session_name, since).await {
         Ok(out) => out,
         Err(e) => return ToolResult::from_client(&e),
     };
-    if let Ok(mut offsets) = ctx.read_offsets.lock() {
+    if let Ok(mut offsets) = env.read_offsets.lock() {
         offsets.insert(a.session_name.clone(), out.offset);
     }
     let status = if out.running {
@@ -103,7 +103,7 @@ async fn check_command_output(ctx: &ToolContext, a: CheckCommandOutput) -> ToolR
     };
     let mut text = format!("Session {:?}: {status}.\n{body}", a.session_name);
     if a.kill_session.unwrap_or(false) {
-        match ctx.sandbox.delete_session(&a.session_name).await {
+        match env.sandbox.delete_session(&a.session_name).await {
             Ok(done) => text.push_str(&format!(
                 "\nSession ended ({} processes stopped).",
                 done.processes_killed
@@ -125,18 +125,18 @@ struct SendCommandInput {
     enter: Option<bool>,
 }
 
-async fn send_command_input(ctx: &ToolContext, a: SendCommandInput) -> ToolResult {
+async fn send_command_input(env: &ToolEnv, a: SendCommandInput) -> ToolResult {
     let request = InputRequest {
         text: a.text,
         enter: a.enter.unwrap_or(true),
     };
-    if let Err(e) = ctx.sandbox.input(&a.session_name, &request).await {
+    if let Err(e) = env.sandbox.input(&a.session_name, &request).await {
         return ToolResult::from_client(&e);
     }
     // Give the program a moment to react before reading what it printed.
     tokio::time::sleep(Duration::from_millis(500)).await;
     check_command_output(
-        ctx,
+        env,
         CheckCommandOutput {
             session_name: a.session_name,
             kill_session: None,
@@ -152,10 +152,10 @@ struct TerminateCommand {
     session_name: String,
 }
 
-async fn terminate_command(ctx: &ToolContext, a: TerminateCommand) -> ToolResult {
-    match ctx.sandbox.delete_session(&a.session_name).await {
+async fn terminate_command(env: &ToolEnv, a: TerminateCommand) -> ToolResult {
+    match env.sandbox.delete_session(&a.session_name).await {
         Ok(done) => {
-            if let Ok(mut offsets) = ctx.read_offsets.lock() {
+            if let Ok(mut offsets) = env.read_offsets.lock() {
                 offsets.remove(&a.session_name);
             }
             ToolResult::ok(format!(
@@ -171,8 +171,8 @@ async fn terminate_command(ctx: &ToolContext, a: TerminateCommand) -> ToolResult
 #[serde(deny_unknown_fields)]
 struct ListCommands {}
 
-async fn list_commands(ctx: &ToolContext, _a: ListCommands) -> ToolResult {
-    match ctx.sandbox.sessions().await {
+async fn list_commands(env: &ToolEnv, _a: ListCommands) -> ToolResult {
+    match env.sandbox.sessions().await {
         Ok(list) if list.sessions.is_empty() => ToolResult::ok("No shell sessions."),
         Ok(list) => {
             let lines: Vec<String> = list

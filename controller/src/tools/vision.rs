@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Image, ToolContext, ToolDef, ToolResult, tool, workspace_path};
+use super::{Image, ToolDef, ToolEnv, ToolResult, tool, workspace_path};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -14,8 +14,8 @@ struct SeeImage {
     file_path: String,
 }
 
-async fn see_image(ctx: &ToolContext, a: SeeImage) -> ToolResult {
-    if !ctx.vision {
+async fn see_image(env: &ToolEnv, a: SeeImage) -> ToolResult {
+    if !env.vision {
         return ToolResult::error(
             "this model cannot look at images; describe what you need from the image another way (read its metadata, run a tool on it)",
         );
@@ -26,7 +26,7 @@ async fn see_image(ctx: &ToolContext, a: SeeImage) -> ToolResult {
     } else {
         SeeImageRequest::path(workspace_path(target))
     };
-    match ctx.sandbox.see_image(&request).await {
+    match env.sandbox.see_image(&request).await {
         Ok(image) => {
             let caption = format!(
                 "{target} ({}x{}, shown at {}x{})",

@@ -8,18 +8,20 @@ use cove::llm::anthropic::Anthropic;
 use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
-use cove::llm::{ChatMessage, ChatProvider};
-use cove::store::{NewThread, Store, Thread};
-use cove::tools::{ToolContext, ToolRegistry};
+use cove::llm::{ChatMessage, ChatProvider, Role};
+use cove::store::{NewThread, RunState, Store, Thread, ThreadStatus};
 use cove_harness::llm::Wire;
-use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, workspace_binary};
-use cove_protocol::events::{EventKind, RunEvent};
+use cove_harness::{
+    DaemonBuilder, DaemonProcess, FixtureSite, ScriptedLlm, Turn, workspace_binary,
+};
+use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use serde_json::json;
 
 struct Setup {
-    agent: Agent,
+    agent: Arc<Agent>,
     daemon: DaemonProcess,
     thread: Thread,
+    store: Arc<Store>,
 }
 
 async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
@@ -46,40 +48,44 @@ async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
             "test",
         ))
         .unwrap();
-    let agent = Agent {
-        config: AgentConfig::new("scripted", "scripted/model", ModelProfile::UNKNOWN, mode)
-            .max_tokens(1000)
-            .max_iterations(20)
-            .max_auto_continues(3)
-            .retry(RetryPolicy {
-                max_attempts: 4,
-                base: Duration::from_millis(10),
-                cap: Duration::from_secs(2),
-            }),
+    let agent = Arc::new(Agent::new(
+        AgentConfig::new(
+            "scripted",
+            "scripted/model",
+            ModelProfile {
+                vision: true,
+                ..ModelProfile::UNKNOWN
+            },
+            mode,
+        )
+        .max_tokens(1000)
+        .max_iterations(20)
+        .max_auto_continues(3)
+        .retry(RetryPolicy {
+            max_attempts: 4,
+            base: Duration::from_millis(10),
+            cap: Duration::from_secs(2),
+        }),
         provider,
-        store,
-        registry: Arc::new(ToolRegistry::standard()),
-        ctx: Arc::new(ToolContext::new(daemon.client.clone(), true)),
-    };
+        store.clone(),
+        daemon.client.clone(),
+    ));
     Setup {
         agent,
         daemon,
         thread,
+        store,
     }
 }
 
 async fn run(s: &Setup, input: &str) -> (RunOutcome, Vec<RunEvent>) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let outcome = s
+    let (events, outcome) = s
         .agent
-        .run(&s.thread, Some(ChatMessage::user(input)), Some(tx))
-        .await
-        .unwrap();
-    let mut events = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        events.push(e);
-    }
-    (outcome, events)
+        .start(&s.thread, Some(ChatMessage::user(input)))
+        .unwrap()
+        .finish()
+        .await;
+    (outcome.unwrap(), events)
 }
 
 fn names(events: &[RunEvent]) -> Vec<&'static str> {
@@ -179,7 +185,7 @@ async fn a_task_plans_acts_asks_and_completes_in_every_wire_and_mode() {
             );
             assert_eq!(names(&events).last(), Some(&"thread_run_end"));
             assert!(llm.received()[3].all_text().contains("No, keep it."));
-            let stored = s.agent.store.llm_messages(&s.thread.id).unwrap();
+            let stored = s.store.llm_messages(&s.thread.id).unwrap();
             let roles: Vec<_> = stored
                 .iter()
                 .map(|(_, m)| format!("{:?}", m.role))
@@ -245,4 +251,171 @@ async fn failures_go_back_to_the_model_and_an_answer_without_tools_ends_the_run(
     );
     assert!(text.contains("malformed tool call"), "{text}");
     assert!(text.contains("Created ok.txt"), "{text}");
+}
+
+#[tokio::test]
+async fn a_stopped_run_abandons_its_tools_and_the_next_run_repairs_the_thread() {
+    for mode in [ToolMode::Native, ToolMode::Xml] {
+        let llm = ScriptedLlm::start().await.unwrap();
+        let s = setup(&llm, Wire::OpenAi, mode).await;
+        llm.push(Turn::text("This takes a while.").call(
+            "execute_command",
+            json!({"command": "sleep 30 && touch finished", "timeout": 60}),
+        ));
+        let mut handle = s
+            .agent
+            .start(&s.thread, Some(ChatMessage::user("go")))
+            .unwrap();
+        let stored = s.store.last_run(&s.thread.id).unwrap().unwrap();
+        assert_eq!(
+            (stored.id.as_str(), stored.status),
+            (handle.run_id(), RunState::Running),
+            "the run is recorded before start returns"
+        );
+        loop {
+            let event = handle.next_event().await.expect("the tool never started");
+            if event.kind.name() == "tool_started" {
+                break;
+            }
+        }
+        // In XML mode the tool starts while the answer still streams, and a partial answer
+        // is never stored: stop once the answer is, so the next run has a call to repair.
+        let mut tries = 0;
+        while !s
+            .store
+            .llm_messages(&s.thread.id)
+            .unwrap()
+            .iter()
+            .any(|(_, m)| m.role == Role::Assistant)
+        {
+            tries += 1;
+            assert!(tries < 500, "the answer was never stored");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        handle.stop();
+        // Had the tool gone on, its completion would arrive here (after 30 s) and the
+        // channel would stay open until then.
+        let (after, outcome) = handle.finish().await;
+        assert_eq!(outcome.unwrap(), RunOutcome::Interrupted, "{mode:?}");
+        assert_eq!(names(&after), ["thread_run_end"], "{mode:?}");
+        assert!(matches!(
+            after.last().unwrap().kind,
+            EventKind::ThreadRunEnd {
+                status: RunStatus::Stopped
+            }
+        ));
+        let stopped = s.store.last_run(&s.thread.id).unwrap().unwrap();
+        assert_eq!(
+            (stopped.status, stopped.error.as_deref()),
+            (RunState::Stopped, Some("interrupted"))
+        );
+        assert_eq!(
+            s.store.thread(&s.thread.id).unwrap().status,
+            ThreadStatus::Stopped
+        );
+
+        // The next run gives the abandoned call a result before the model sees it (the
+        // scripted model refuses a call without one).
+        llm.push(Turn::text("").call("complete", json!({"text": "resumed"})));
+        let (outcome, _) = run(&s, "go on").await;
+        assert_eq!(
+            outcome,
+            RunOutcome::Completed {
+                text: Some("resumed".into()),
+                attachments: vec![]
+            },
+            "{mode:?}"
+        );
+        let resumed = llm.received().last().unwrap().all_text();
+        assert!(
+            resumed.contains("interrupted when Cove stopped"),
+            "{mode:?}: {resumed}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_reply_through_the_handle_ends_a_takeover_and_the_run_goes_on() {
+    let site = FixtureSite::start().await.unwrap();
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(&llm, Wire::Anthropic, ToolMode::Native).await;
+    llm.push(Turn::text("").call(
+        "browser_navigate_to",
+        json!({"url": site.url("takeover.html")}),
+    ));
+    llm.push(Turn::text("").call(
+        "web_browser_takeover",
+        json!({"text": "Please log in, then hand the browser back."}),
+    ));
+    llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("I logged in myself") {
+            "ok"
+        } else {
+            "MISSING THE REPLY"
+        };
+        Turn::text("").call("complete", json!({"text": verdict}))
+    });
+    let mut handle = s
+        .agent
+        .start(&s.thread, Some(ChatMessage::user("Log in")))
+        .unwrap();
+    assert!(
+        !handle.reply(&ChatMessage::user("too early")).unwrap(),
+        "nothing waits for a reply yet"
+    );
+    let mut seen = Vec::new();
+    loop {
+        let event = handle.next_event().await.expect("the run ended early");
+        let takeover = event.kind.name() == "takeover";
+        seen.push(event);
+        if takeover {
+            break;
+        }
+    }
+    // The wait is recorded just after the event.
+    let mut tries = 0;
+    while s.store.wait_of(&s.thread.id).unwrap().is_none() {
+        tries += 1;
+        assert!(tries < 500, "the run never waited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        s.store.thread(&s.thread.id).unwrap().status,
+        ThreadStatus::Waiting
+    );
+    assert!(
+        handle
+            .reply(&ChatMessage::user("I logged in myself"))
+            .unwrap()
+    );
+    let (rest, outcome) = handle.finish().await;
+    assert_eq!(
+        outcome.unwrap(),
+        RunOutcome::Completed {
+            text: Some("ok".into()),
+            attachments: vec![]
+        }
+    );
+    let ended = rest
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TakeoverEnded { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(ended, "replied");
+    assert!(s.store.wait_of(&s.thread.id).unwrap().is_none());
+    assert_eq!(
+        names(&seen).last(),
+        Some(&"takeover"),
+        "the run waited right after asking"
+    );
+    let stored: Vec<String> = s
+        .store
+        .llm_messages(&s.thread.id)
+        .unwrap()
+        .into_iter()
+        .map(|(_, m)| m.text())
+        .collect();
+    assert!(!stored.iter().any(|t| t == "too early"), "{stored:?}");
 }

@@ -15,14 +15,13 @@ use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{NewThread, Store, Thread};
-use cove::tools::{ToolContext, ToolRegistry};
 use cove_harness::llm::{Fault, Received, Wire};
 use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use serde_json::json;
 
 struct Setup {
-    agent: Agent,
+    agent: Arc<Agent>,
     _daemon: DaemonProcess,
     thread: Thread,
     store: Arc<Store>,
@@ -64,8 +63,8 @@ async fn setup(
     let thread = store
         .create_thread(NewThread::new("test", model, mode.as_str(), "test"))
         .unwrap();
-    let agent = Agent {
-        config: AgentConfig::new(
+    let agent = Arc::new(Agent::new(
+        AgentConfig::new(
             model,
             format!("scripted/{model}"),
             ModelProfile {
@@ -85,10 +84,9 @@ async fn setup(
         })
         .context(context),
         provider,
-        store: store.clone(),
-        registry: Arc::new(ToolRegistry::standard()),
-        ctx: Arc::new(ToolContext::new(daemon.client.clone(), false)),
-    };
+        store.clone(),
+        daemon.client.clone(),
+    ));
     Setup {
         agent,
         _daemon: daemon,
@@ -98,15 +96,12 @@ async fn setup(
 }
 
 async fn run(s: &Setup, input: &str) -> (Result<RunOutcome, RunError>, Vec<RunEvent>) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let outcome = s
+    let (events, outcome) = s
         .agent
-        .run(&s.thread, Some(ChatMessage::user(input)), Some(tx))
+        .start(&s.thread, Some(ChatMessage::user(input)))
+        .unwrap()
+        .finish()
         .await;
-    let mut events = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        events.push(e);
-    }
     (outcome, events)
 }
 

@@ -305,3 +305,37 @@ fn stored_names_are_the_same_in_sqlite_and_json() {
     assert!("done".parse::<ThreadStatus>().is_err());
     assert_eq!(format!("{:<9}|", ThreadStatus::New), "new      |");
 }
+
+#[test]
+fn controllers_opening_a_new_database_at_once_all_get_it() {
+    // Several `cove run`s started together each create or upgrade the same database.
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cove.db");
+        let start = std::sync::Barrier::new(6);
+        std::thread::scope(|s| {
+            let opened: Vec<_> = (0..6)
+                .map(|n| {
+                    let (path, start) = (&path, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        let store = Store::open(path)?;
+                        let title = format!("thread {n}");
+                        store.create_thread(NewThread::new(
+                            &title,
+                            "openai/scripted",
+                            "native",
+                            "local",
+                        ))
+                    })
+                })
+                .collect();
+            for (n, handle) in opened.into_iter().enumerate() {
+                if let Err(e) = handle.join().unwrap() {
+                    panic!("round {round}, controller {n}: {e}");
+                }
+            }
+        });
+        assert_eq!(Store::open(&path).unwrap().threads().unwrap().len(), 6);
+    }
+}

@@ -1,0 +1,107 @@
+//! How runs behave: one constructor with the defaults, and a builder for the rest.
+
+use crate::context::ContextSettings;
+use crate::llm::profile::ModelProfile;
+use crate::llm::retry::RetryPolicy;
+
+use super::prompt::ToolMode;
+
+/// How runs behave.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The model's name at its provider.
+    pub(crate) model: String,
+    /// `provider/model`, for people and the store.
+    pub(crate) model_label: String,
+    pub(crate) profile: ModelProfile,
+    /// Output cap of each call.
+    pub(crate) max_tokens: u32,
+    pub(crate) mode: ToolMode,
+    pub(crate) max_iterations: u32,
+    /// How often an answer cut by the output cap is continued.
+    pub(crate) max_auto_continues: u32,
+    pub(crate) parallel_tools: bool,
+    /// Most tool calls one XML answer may make.
+    pub(crate) max_calls_per_answer: usize,
+    pub(crate) retry: RetryPolicy,
+    /// The workspace as the agent should think of it.
+    pub(crate) workspace_label: String,
+    /// How the history is kept within the window, and the knowledge budget.
+    pub(crate) context: ContextSettings,
+}
+
+impl AgentConfig {
+    /// The configuration of runs of `model` (`label` is its `provider/model`) in `mode`, with
+    /// the defaults: 100 iterations, 25 continues of a cut answer, 10 calls per answer, tools
+    /// in parallel, an output cap of the profile's (at most half the window), the default
+    /// retries and context handling, the workspace at `/workspace`.
+    pub fn new(
+        model: impl Into<String>,
+        label: impl Into<String>,
+        profile: ModelProfile,
+        mode: ToolMode,
+    ) -> AgentConfig {
+        AgentConfig {
+            model: model.into(),
+            model_label: label.into(),
+            max_tokens: profile.max_output.min(profile.context_window / 2).max(256),
+            profile,
+            mode,
+            max_iterations: 100,
+            max_auto_continues: 25,
+            parallel_tools: true,
+            max_calls_per_answer: 10,
+            retry: RetryPolicy::default(),
+            workspace_label: "/workspace".into(),
+            context: ContextSettings::default(),
+        }
+    }
+
+    /// Output cap of each call.
+    pub fn max_tokens(mut self, tokens: u32) -> Self {
+        self.max_tokens = tokens;
+        self
+    }
+
+    /// Most model calls of one run.
+    pub fn max_iterations(mut self, iterations: u32) -> Self {
+        self.max_iterations = iterations.max(1);
+        self
+    }
+
+    /// How often an answer cut by the output cap is continued.
+    pub fn max_auto_continues(mut self, continues: u32) -> Self {
+        self.max_auto_continues = continues;
+        self
+    }
+
+    /// Whether the tool calls of one answer run at once.
+    pub fn parallel_tools(mut self, parallel: bool) -> Self {
+        self.parallel_tools = parallel;
+        self
+    }
+
+    /// Most tool calls one XML answer may make.
+    pub fn max_calls_per_answer(mut self, calls: usize) -> Self {
+        self.max_calls_per_answer = calls.max(1);
+        self
+    }
+
+    /// How failed model calls are retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The workspace as the agent should think of it.
+    pub fn workspace_label(mut self, label: impl Into<String>) -> Self {
+        self.workspace_label = label.into();
+        self
+    }
+
+    /// How the history is kept within the window, and the knowledge budget.
+    pub fn context(mut self, context: ContextSettings) -> Self {
+        self.context = context;
+        self
+    }
+}

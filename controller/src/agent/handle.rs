@@ -1,0 +1,137 @@
+//! The caller's side of a run: its events as they happen, the inputs it accepts while it
+//! is live, and how it ended. The CLI, the tests and a server all drive runs through it.
+
+use std::sync::Arc;
+
+use cove_protocol::events::RunEvent;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use super::run::{RunError, RunOutcome};
+use crate::llm::ChatMessage;
+use crate::store::{Store, StoreError};
+
+/// What a live run hears from its caller.
+#[derive(Debug)]
+pub(crate) struct RunControl {
+    stop: watch::Sender<bool>,
+    /// Rung when a reply was stored for the run's wait, so it need not poll for it.
+    replied: Notify,
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        RunControl {
+            stop: watch::Sender::new(false),
+            replied: Notify::new(),
+        }
+    }
+}
+
+impl RunControl {
+    /// Resolves once the caller has asked the run to stop.
+    pub(crate) async fn stopped(&self) {
+        let mut stop = self.stop.subscribe();
+        // An error means the sender is gone, which cannot happen while `self` lives.
+        let _ = stop.wait_for(|stop| *stop).await;
+    }
+
+    /// Resolves when a reply may have arrived (or at once if one arrived since the last call).
+    pub(crate) async fn replied(&self) {
+        self.replied.notified().await;
+    }
+}
+
+/// A run under way. Dropping the handle stops the run, as [`RunHandle::stop`] does.
+#[derive(Debug)]
+pub struct RunHandle {
+    thread_id: String,
+    run_id: String,
+    store: Arc<Store>,
+    control: Arc<RunControl>,
+    events: UnboundedReceiver<RunEvent>,
+    task: Option<JoinHandle<Result<RunOutcome, RunError>>>,
+}
+
+impl RunHandle {
+    pub(crate) fn new(
+        thread_id: String,
+        run_id: String,
+        store: Arc<Store>,
+        control: Arc<RunControl>,
+        events: UnboundedReceiver<RunEvent>,
+        task: JoinHandle<Result<RunOutcome, RunError>>,
+    ) -> Self {
+        RunHandle {
+            thread_id,
+            run_id,
+            store,
+            control,
+            events,
+            task: Some(task),
+        }
+    }
+
+    /// The thread it runs.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    /// The run's id in the store.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The next event, in order; none once the run has ended and every event was read.
+    pub async fn next_event(&mut self) -> Option<RunEvent> {
+        self.events.recv().await
+    }
+
+    /// Hands the user's reply to the run if it is waiting on a person (a takeover); it
+    /// ends the wait and goes on. False when the run is not waiting: a run paused on `ask`
+    /// has ended, and the reply starts the thread's next run instead.
+    pub fn reply(&self, message: &ChatMessage) -> Result<bool, StoreError> {
+        let delivered = self.store.deliver_reply(&self.thread_id, message)?;
+        if delivered {
+            self.control.replied.notify_one();
+        }
+        Ok(delivered)
+    }
+
+    /// Stops the run: what it was doing is abandoned (tools in flight are aborted, their
+    /// calls get an "interrupted" result on the next run), it is recorded as stopped, and
+    /// its last events still arrive. `cove resume` continues the thread.
+    pub fn stop(&self) {
+        self.control.stop.send_replace(true);
+    }
+
+    /// Reads every event to the end of the run, then returns them with how it ended.
+    pub async fn finish(mut self) -> (Vec<RunEvent>, Result<RunOutcome, RunError>) {
+        let mut events = Vec::new();
+        while let Some(event) = self.next_event().await {
+            events.push(event);
+        }
+        (events, self.outcome().await)
+    }
+
+    /// Waits for the run to end; events not read yet are dropped.
+    pub async fn outcome(mut self) -> Result<RunOutcome, RunError> {
+        self.events.close();
+        let Some(task) = self.task.take() else {
+            return Err(RunError::Crashed("the run's outcome was taken".into()));
+        };
+        match task.await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(RunError::Crashed(e.to_string())),
+        }
+    }
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        if self.task.is_some() {
+            self.stop();
+        }
+    }
+}
