@@ -583,7 +583,7 @@ async fn errors_a_user_can_act_on_are_one_clear_line() {
         .output()
         .await
         .unwrap();
-    assert_eq!(no_key.status.code(), Some(1));
+    assert_eq!(no_key.status.code(), Some(6), "set-up first");
     let err = String::from_utf8_lossy(&no_key.stderr);
     assert!(
         err.contains("ANTHROPIC_API_KEY") && err.lines().count() == 1,
@@ -607,7 +607,7 @@ async fn errors_a_user_can_act_on_are_one_clear_line() {
             "t",
         ])
         .await;
-    assert_eq!(unreachable.status.code(), Some(1));
+    assert_eq!(unreachable.status.code(), Some(7), "try again later");
     let err = String::from_utf8_lossy(&unreachable.stderr);
     assert!(
         err.contains("unreachable") && err.lines().count() == 1,
@@ -615,7 +615,7 @@ async fn errors_a_user_can_act_on_are_one_clear_line() {
     );
 
     let missing = cove.run(&["show", "nosuchthread"]).await;
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(5), "not found");
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no thread"));
     assert!(!String::from_utf8_lossy(&missing.stderr).contains("panicked"));
 }
@@ -666,6 +666,34 @@ async fn operator_commands_reach_the_sandbox_without_a_model() {
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
     assert_eq!(&std::fs::read(&shot).unwrap()[..3], b"\xff\xd8\xff");
+
+    // With --json each command prints one JSON line on stdout and nothing else.
+    let shot = shot.to_str().unwrap();
+    let counter = site.url("counter.html");
+    for (args, field, want) in [
+        (vec!["exec", "echo hi"], "output", json!("hi\n")),
+        (vec!["cat", "note.txt"], "content", json!("hello operator")),
+        (vec!["browse", &counter], "url", json!(counter)),
+        (vec!["screenshot", "-o", shot], "path", json!(shot)),
+    ] {
+        let out = cove
+            .run(&[&["--json"][..], &args, &["--workspace", &ws]].concat())
+            .await;
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", explain(&out));
+        let lines = events(&out);
+        assert_eq!(lines.len(), 1, "{args:?}: {}", explain(&out));
+        assert_eq!(lines[0][field], want, "{args:?}");
+    }
+    let out = cove.run(&["--json", "ls", "--workspace", &ws]).await;
+    let listed = &events(&out)[0]["entries"];
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["path"] == "note.txt"),
+        "{listed}"
+    );
     assert!(llm_unused(&cove.llm));
 }
 
@@ -709,7 +737,7 @@ async fn knowledge_added_on_the_command_line_reaches_the_system_prompt() {
     let out = cove
         .run(&["knowledge", "add", "--file", binary.to_str().unwrap()])
         .await;
-    assert_eq!(out.status.code(), Some(1), "binary files are refused");
+    assert_eq!(out.status.code(), Some(2), "binary files are refused");
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a text file"));
     let out = cove.run(&["--json", "knowledge", "ls"]).await;
     let listed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
@@ -754,7 +782,7 @@ async fn knowledge_added_on_the_command_line_reaches_the_system_prompt() {
     let out = cove.run(&["knowledge", "rm", &id]).await;
     assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
     let out = cove.run(&["knowledge", "rm", &id]).await;
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no knowledge entry"));
 }
 
@@ -1193,14 +1221,16 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
     assert_eq!(engine.counts(), (1, 1), "the use started it again");
 
     // Mistakes are one clear line.
+    // Each kind of mistake has its exit code: 2 fix the command, 6 set up first, 7 try later.
     let dup = run(&["sandbox", "create", "b1", "--image", IMAGE]).await;
+    assert_eq!(dup.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&dup.stderr).contains("exists already"),
         "{}",
         explain(&dup)
     );
     let no_image = run(&["sandbox", "create", "b2", "--image", "nope:1"]).await;
-    assert!(!no_image.status.success());
+    assert_eq!(no_image.status.code(), Some(6));
     assert!(
         String::from_utf8_lossy(&no_image.stderr).contains("docker build"),
         "{}",
@@ -1208,9 +1238,11 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
     );
     let bad_name = run(&["sandbox", "create", "../x"]).await;
     assert!(String::from_utf8_lossy(&bad_name.stderr).contains("not a sandbox name"));
+    assert_eq!(bad_name.status.code(), Some(2));
     let mut tcp = cove.command(&["sandbox", "create", "b3"]);
     tcp.env("DOCKER_HOST", "tcp://10.0.0.1:2375");
     let tcp = tcp.output().await.unwrap();
+    assert_eq!(tcp.status.code(), Some(6));
     assert!(
         String::from_utf8_lossy(&tcp.stderr).contains("unix://"),
         "{}",
@@ -1219,6 +1251,7 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
     let mut down = cove.command(&["sandbox", "create", "b4"]);
     down.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
     let down = down.output().await.unwrap();
+    assert_eq!(down.status.code(), Some(7));
     assert!(
         String::from_utf8_lossy(&down.stderr).contains("is the Docker engine running"),
         "{}",

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 
+use super::printer::json_line;
+
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 #[derive(Debug, Default)]
@@ -156,10 +158,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
     /// Renders one event.
     pub fn event(&mut self, event: &RunEvent) {
         if self.json {
-            if let Ok(line) = serde_json::to_string(event) {
-                let _ = writeln!(self.out, "{line}");
-                let _ = self.out.flush();
-            }
+            let _ = json_line(&mut self.out, event);
             return;
         }
         self.spinner.set(None);
@@ -351,6 +350,19 @@ impl<O: Write, E: Write> Renderer<O, E> {
         self.complain(&format!("interrupted; continue with: cove resume {thread}"));
     }
 
+    /// Asks the person at the terminal for the answer the paused run waits on (the line
+    /// they type follows the prompt).
+    pub fn prompt_for_answer(&mut self, takeover: bool) {
+        self.done();
+        let prompt = if takeover {
+            "When you are done in the browser, press Enter (or type a note): "
+        } else {
+            "Your answer (empty to stop here): "
+        };
+        let _ = write!(self.out, "{prompt}");
+        let _ = self.out.flush();
+    }
+
     /// The run waits for an answer nobody gave at the terminal.
     pub fn answer_with(&mut self, thread: &str) {
         self.say(&format!("Answer with: cove reply {thread} \"...\""));
@@ -495,6 +507,23 @@ mod tests {
         assert_eq!(
             String::from_utf8(err).unwrap(),
             "cove: interrupted; continue with: cove resume t9\n"
+        );
+    }
+
+    #[test]
+    fn a_paused_run_prompts_after_its_open_line() {
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), false, false, false);
+        renderer.event(&event(
+            1,
+            EventKind::AssistantText {
+                text: "Which colour?".into(),
+            },
+        ));
+        renderer.prompt_for_answer(false);
+        renderer.prompt_for_answer(true);
+        assert_eq!(
+            String::from_utf8(renderer.into_inner().0).unwrap(),
+            "Which colour?\nYour answer (empty to stop here): When you are done in the browser, press Enter (or type a note): "
         );
     }
 

@@ -1,0 +1,205 @@
+//! Why a command failed, sorted by what the user does next; the kind decides the exit code,
+//! so a script can tell "fix the command" from "try again later" without reading the text.
+
+use std::process::ExitCode;
+
+use cove_protocol::client::ClientError;
+
+use crate::agent::RunError;
+use crate::config::ConfigError;
+use crate::llm::LlmError;
+use crate::llm::choice::ChoiceError;
+use crate::sandbox::SandboxError;
+use crate::sandbox::docker::DockerError;
+use crate::store::StoreError;
+
+/// Exit codes of `cove`, one per outcome a script may act on.
+pub mod exit {
+    /// The work failed (a run that failed, a refused operation, a database error).
+    pub const FAILED: u8 = 1;
+    /// The command line is wrong: a value, a file that is not text (clap's own errors exit
+    /// with 2 as well).
+    pub const USAGE: u8 = 2;
+    /// The thread waits for the user's answer (`ask`): `cove reply`.
+    pub const PAUSED: u8 = 3;
+    /// The run stopped at its iteration cap: `cove resume`.
+    pub const STOPPED: u8 = 4;
+    /// The named thread, knowledge entry or sandbox does not exist.
+    pub const NOT_FOUND: u8 = 5;
+    /// Something must be set up first: a model key, `coved`, Docker's socket, a token.
+    pub const SETUP: u8 = 6;
+    /// A sandbox, Docker or the model's server could not be reached: try again when it is up.
+    pub const UNREACHABLE: u8 = 7;
+    /// Ctrl-C stopped the run: `cove resume`.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// A command's failure: one line for the user, its kind for the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Fix the command line.
+    #[error("{0}")]
+    Usage(String),
+    /// Name something that exists (the message says which command lists them).
+    #[error("{0}")]
+    NotFound(String),
+    /// The thread waits for an answer: give it with `cove reply`.
+    #[error("{0}")]
+    Waiting(String),
+    /// Set something up first (the message says what).
+    #[error("{0}")]
+    Setup(String),
+    /// Try again once the service answers.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The work failed; the message says why.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    /// The process exit code of this failure (see [`exit`]).
+    pub fn code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => exit::USAGE,
+            CliError::NotFound(_) => exit::NOT_FOUND,
+            CliError::Waiting(_) => exit::PAUSED,
+            CliError::Setup(_) => exit::SETUP,
+            CliError::Unreachable(_) => exit::UNREACHABLE,
+            CliError::Failed(_) => exit::FAILED,
+        }
+    }
+
+    /// [`CliError::code`] as the process's exit code.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.code())
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NoThread(_) => CliError::NotFound(e.to_string()),
+            StoreError::TooNew { .. } | StoreError::Open { .. } => CliError::Setup(e.to_string()),
+            StoreError::Migration { .. } | StoreError::Sql(_) | StoreError::Corrupt(_) => {
+                CliError::Failed(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<LlmError> for CliError {
+    fn from(e: LlmError) -> Self {
+        match e {
+            LlmError::MissingApiKey { .. } | LlmError::Unauthorized { .. } => {
+                CliError::Setup(e.to_string())
+            }
+            LlmError::ModelNotFound { .. } => CliError::Usage(e.to_string()),
+            LlmError::Transport { .. } => CliError::Unreachable(e.to_string()),
+            _ => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
+impl From<ChoiceError> for CliError {
+    fn from(e: ChoiceError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::Setup(e.to_string())
+    }
+}
+
+impl From<SandboxError> for CliError {
+    fn from(e: SandboxError) -> Self {
+        match e {
+            SandboxError::DaemonMissing
+            | SandboxError::BadToken { .. }
+            | SandboxError::NoToken { .. } => CliError::Setup(e.to_string()),
+            SandboxError::Unreachable { .. } => CliError::Unreachable(e.to_string()),
+            SandboxError::Startup(_) | SandboxError::NotStarted(_) => {
+                CliError::Failed(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<DockerError> for CliError {
+    fn from(e: DockerError) -> Self {
+        match e {
+            DockerError::Unreachable { .. } => CliError::Unreachable(e.to_string()),
+            DockerError::UnsupportedHost(_) | DockerError::NoImage { .. } => {
+                CliError::Setup(e.to_string())
+            }
+            DockerError::Conflict { .. } => CliError::Usage(e.to_string()),
+            DockerError::NotFound(_) => CliError::NotFound(e.to_string()),
+            DockerError::Unhealthy { .. } | DockerError::Api { .. } => {
+                CliError::Failed(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<ClientError> for CliError {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Transport { .. } => CliError::Unreachable(e.to_string()),
+            ClientError::Api { .. } | ClientError::Decode { .. } | ClientError::InvalidInput(_) => {
+                CliError::Failed(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<RunError> for CliError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Llm(e) => e.into(),
+            RunError::Store(e) => e.into(),
+            RunError::Context(_) | RunError::Crashed(_) => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_has_its_own_exit_code() {
+        let kinds = [
+            CliError::Usage(String::new()),
+            CliError::NotFound(String::new()),
+            CliError::Waiting(String::new()),
+            CliError::Setup(String::new()),
+            CliError::Unreachable(String::new()),
+            CliError::Failed(String::new()),
+        ];
+        let codes: Vec<u8> = kinds.iter().map(CliError::code).collect();
+        let mut unique = codes.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), kinds.len(), "{codes:?}");
+    }
+
+    #[test]
+    fn a_missing_key_is_set_up_and_a_dropped_connection_is_unreachable() {
+        let key: CliError = LlmError::MissingApiKey {
+            provider: "openai",
+            variable: "OPENAI_API_KEY",
+        }
+        .into();
+        assert!(matches!(key, CliError::Setup(_)), "{key:?}");
+        let gone: CliError = RunError::Llm(LlmError::Transport {
+            provider: "openai",
+            message: "connection refused".into(),
+        })
+        .into();
+        assert!(matches!(gone, CliError::Unreachable(_)), "{gone:?}");
+        let thread: CliError = StoreError::NoThread("x".into()).into();
+        assert!(matches!(thread, CliError::NotFound(_)), "{thread:?}");
+    }
+}

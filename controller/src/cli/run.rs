@@ -1,0 +1,382 @@
+//! `cove run`, `cove reply` and `cove resume`: a thread's runs, driven through the engine's
+//! [`RunHandle`](crate::agent::RunHandle) and shown by the [`Renderer`].
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use cove_protocol::events::RunStatus;
+use cove_protocol::takeover::InControl;
+use serde_json::json;
+
+use super::render::Renderer;
+use super::sandbox_choice::{self, SandboxArgs, coved_log};
+use super::{CliError, Invocation, exit};
+use crate::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
+use crate::config;
+use crate::context::{ContextMode, ContextSettings};
+use crate::llm::ChatMessage;
+use crate::llm::choice::{self, ModelChoice};
+use crate::llm::profile::profile;
+use crate::sandbox::{Sandbox, SandboxSpec};
+use crate::store::{NewThread, RunState, Thread};
+
+/// How a run works: its caps, the model's window, and whether it may prompt.
+#[derive(Debug, Clone, Args)]
+pub(super) struct RunFlags {
+    /// Iteration cap of the run (default 100).
+    #[arg(long)]
+    max_iterations: Option<u32>,
+    /// Run a batch of tool calls one after another instead of in parallel.
+    #[arg(long)]
+    sequential_tools: bool,
+    /// Override the model's context window (tokens), for local models.
+    #[arg(long)]
+    context_window: Option<u32>,
+    /// Override the output cap of each call (tokens).
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// Never prompt for answers in the terminal; pause and exit instead.
+    #[arg(long)]
+    no_prompt: bool,
+    /// Whether the model accepts images (default: known from the model's name).
+    #[arg(long, env = "COVE_VISION")]
+    vision: Option<bool>,
+    /// How the history is kept within the model's window: truncate (default), summarize
+    /// (the model summarizes older history first) or off.
+    #[arg(long, value_parser = ["truncate", "summarize", "off"])]
+    context: Option<String>,
+    /// Tokens the knowledge section of the system prompt may take (default 4000).
+    #[arg(long)]
+    knowledge_budget: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    /// What the agent should do.
+    task: String,
+    /// `provider/model`: openai/gpt-4o, anthropic/claude-sonnet-4-5, ollama/llama3.1, ...
+    #[arg(long, env = "COVE_MODEL")]
+    model: Option<String>,
+    /// How the model calls tools.
+    #[arg(long, value_parser = ["native", "xml"])]
+    tool_calls: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ReplyArgs {
+    thread: String,
+    text: String,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ResumeArgs {
+    thread: String,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+/// `cove run TASK`: a new thread, run until it ends.
+pub(super) async fn run(inv: &Invocation, args: RunArgs) -> Result<ExitCode, CliError> {
+    let model = args
+        .model
+        .clone()
+        .or_else(|| inv.file.model.clone())
+        .map(|m| ModelChoice::parse(&m))
+        .transpose()?
+        .unwrap_or_else(ModelChoice::default_for_environment);
+    // Fail on a missing key before starting a sandbox.
+    choice::connect(&model)?;
+    let mode = args
+        .tool_calls
+        .clone()
+        .or_else(|| inv.file.tool_calls.clone())
+        .unwrap_or_else(|| "native".into());
+    let mode = ToolMode::parse(&mode).ok_or_else(|| {
+        CliError::Usage(format!("--tool-calls must be native or xml, not {mode:?}"))
+    })?;
+    let title: String = args
+        .task
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(100)
+        .collect();
+    // The id is drawn first so a local workspace can be named after the thread.
+    let id = NewThread::fresh_id();
+    let workspaces = inv
+        .file
+        .workspaces
+        .clone()
+        .unwrap_or_else(|| config::data_dir().join("workspaces"));
+    let (spec, _) = sandbox_choice::choose(inv, &args.sandbox, || workspaces.join(&id))?;
+    let thread = inv.store.create_thread(NewThread {
+        id,
+        title,
+        model: model.label(),
+        tool_mode: mode.as_str().to_string(),
+        sandbox: spec.label(),
+    })?;
+    let input = ChatMessage::user(args.task);
+    drive(inv, thread, Some(input), &args.sandbox, &args.run).await
+}
+
+/// `cove reply THREAD TEXT`: the answer to a paused thread's question (its next run), or the
+/// end of the takeover a live run waits on.
+pub(super) async fn reply(inv: &Invocation, args: ReplyArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    let message = ChatMessage::user(args.text);
+    if let Some(pid) = live_wait(inv, &thread.id)?
+        && inv.store.deliver_reply(&thread.id, &message)?
+    {
+        inv.printer.result(
+            &json!({"thread_id": thread.id, "delivered_to_pid": pid}),
+            |_| {
+                format!(
+                    "Delivered to the run waiting in process {pid}; it ends the takeover and continues there."
+                )
+            },
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    drive(inv, thread, Some(message), &args.sandbox, &args.run).await
+}
+
+/// `cove resume THREAD`: continues a thread whose run stopped.
+pub(super) async fn resume(inv: &Invocation, args: ResumeArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    if let Some(pid) = live_wait(inv, &thread.id)? {
+        return Err(CliError::Waiting(format!(
+            "thread {id} is running in process {pid}, waiting for a person to hand the browser back; answer with: cove reply {id} \"...\"",
+            id = thread.id
+        )));
+    }
+    if let Some(last) = inv.store.last_run(&thread.id)?
+        && last.status == RunState::Paused
+    {
+        return Err(CliError::Waiting(format!(
+            "thread {id} is waiting for your answer to: {}\nanswer with: cove reply {id} \"...\"",
+            last.pause_text.unwrap_or_default(),
+            id = thread.id
+        )));
+    }
+    drive(inv, thread, None, &args.sandbox, &args.run).await
+}
+
+/// The process whose run waits on the thread, if it is still alive; a wait left behind by
+/// a process that died is cleared.
+fn live_wait(inv: &Invocation, thread: &str) -> Result<Option<i64>, CliError> {
+    let Some(wait) = inv.store.wait_of(thread)? else {
+        return Ok(None);
+    };
+    let alive = i32::try_from(wait.pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok());
+    if alive {
+        return Ok(Some(wait.pid));
+    }
+    inv.store.end_wait(thread)?;
+    Ok(None)
+}
+
+/// The engine's settings for `thread` from its model, `cove.toml` and the flags.
+fn agent_config(
+    inv: &Invocation,
+    model: &ModelChoice,
+    mode: ToolMode,
+    flags: &RunFlags,
+    workspace_label: String,
+) -> Result<AgentConfig, CliError> {
+    let file = &inv.file;
+    let mut prof = profile(model.provider.as_str(), &model.name);
+    if let Some(window) = flags.context_window.or(file.context_window) {
+        prof.context_window = window;
+    }
+    if let Some(vision) = flags.vision.or(file.vision) {
+        prof.vision = vision;
+    }
+    let max_tokens = flags
+        .max_tokens
+        .or(file.max_tokens)
+        .unwrap_or(prof.max_output)
+        .min(prof.context_window / 2)
+        .max(256);
+    let context_mode = flags
+        .context
+        .clone()
+        .or_else(|| file.context.clone())
+        .unwrap_or_else(|| "truncate".into());
+    let context = ContextSettings {
+        mode: ContextMode::parse(&context_mode).ok_or_else(|| {
+            CliError::Usage(format!(
+                "context must be truncate, summarize or off, not {context_mode:?}"
+            ))
+        })?,
+        knowledge_budget: flags
+            .knowledge_budget
+            .or(file.knowledge_budget)
+            .unwrap_or(crate::context::knowledge::DEFAULT_BUDGET),
+    };
+    let mut config = AgentConfig::new(model.name.clone(), model.label(), prof, mode)
+        .max_tokens(max_tokens)
+        .parallel_tools(!(flags.sequential_tools || file.sequential_tools.unwrap_or(false)))
+        .workspace_label(workspace_label)
+        .context(context);
+    if let Some(iterations) = flags.max_iterations.or(file.max_iterations) {
+        config = config.max_iterations(iterations);
+    }
+    Ok(config)
+}
+
+/// The thread's sandbox, opened; a takeover a person still holds ends when they answer.
+async fn open_sandbox(
+    inv: &Invocation,
+    thread: &Thread,
+    answering: bool,
+    args: &SandboxArgs,
+) -> Result<Sandbox, CliError> {
+    let spec = SandboxSpec::from_label(&thread.sandbox);
+    let token = args.sandbox_token.clone().or_else(|| match &spec {
+        SandboxSpec::Remote { url } => inv.file.token_for(url),
+        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } => None,
+    });
+    let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
+    if answering
+        && let Ok(status) = sandbox.client.takeover_status(0).await
+        && status.in_control == InControl::Person
+    {
+        // The person answered: whatever they were doing in the browser is over.
+        let _ = sandbox.client.takeover_end().await;
+    }
+    Ok(sandbox)
+}
+
+/// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
+/// interactive terminal, then running on).
+async fn drive(
+    inv: &Invocation,
+    thread: Thread,
+    mut input: Option<ChatMessage>,
+    sandbox_args: &SandboxArgs,
+    flags: &RunFlags,
+) -> Result<ExitCode, CliError> {
+    let model = ModelChoice::parse(&thread.model)?;
+    let provider = choice::connect(&model)?;
+    // A run still marked running belongs to a controller that was killed.
+    if let Some(last) = inv.store.last_run(&thread.id)?
+        && last.status == RunState::Running
+    {
+        inv.store.end_run(
+            &last,
+            RunStatus::Stopped,
+            Some("interrupted: the controller stopped"),
+            None,
+        )?;
+    }
+    let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
+    let sandbox = open_sandbox(inv, &thread, input.is_some(), sandbox_args).await?;
+    let workspace_label = sandbox
+        .client
+        .info()
+        .await
+        .map(|i| i.workspace)
+        .unwrap_or_else(|_| "/workspace".into());
+    let config = match agent_config(inv, &model, mode, flags, workspace_label) {
+        Ok(config) => config,
+        Err(e) => {
+            sandbox.close().await;
+            return Err(e);
+        }
+    };
+    let agent = Arc::new(Agent::new(
+        config,
+        provider,
+        inv.store.clone(),
+        sandbox.client.clone(),
+    ));
+    let interactive = !inv.printer.json() && !flags.no_prompt && std::io::stdin().is_terminal();
+    let mut renderer = Renderer::terminal(inv.printer.json());
+    let code = loop {
+        let mut run = match agent.start(&thread, input.take()) {
+            Ok(run) => run,
+            Err(e) => {
+                sandbox.close().await;
+                return Err(e.into());
+            }
+        };
+        // Ctrl-C stops the run; its last events (the run's end) are still shown.
+        let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                event = run.next_event() => match event {
+                    Some(event) => renderer.event(&event),
+                    None => break,
+                },
+                _ = &mut ctrl_c, if !stopping => {
+                    stopping = true;
+                    run.stop();
+                }
+            }
+        }
+        renderer.done();
+        match run.outcome().await {
+            Ok(RunOutcome::Interrupted) => {
+                renderer.interrupted(&thread.id);
+                break ExitCode::from(exit::INTERRUPTED);
+            }
+            Ok(RunOutcome::Completed { .. }) => break ExitCode::SUCCESS,
+            Ok(RunOutcome::Stopped) => break ExitCode::from(exit::STOPPED),
+            Ok(RunOutcome::Paused { takeover, .. }) => {
+                if interactive {
+                    renderer.prompt_for_answer(takeover);
+                    let answer = read_line().await;
+                    if !answer.trim().is_empty() || takeover {
+                        let text = if answer.trim().is_empty() {
+                            "I have handed the browser back.".to_string()
+                        } else {
+                            answer
+                        };
+                        input = Some(ChatMessage::user(text));
+                        continue;
+                    }
+                }
+                renderer.answer_with(&thread.id);
+                break ExitCode::from(exit::PAUSED);
+            }
+            Err(e) => {
+                renderer.failed(&e);
+                break CliError::from(e).exit_code();
+            }
+        }
+    };
+    if let SandboxSpec::Local { workspace } = &sandbox.spec {
+        renderer.workspace(workspace);
+    }
+    sandbox.close().await;
+    Ok(code)
+}
+
+/// A line the person typed (the renderer shows the prompt).
+async fn read_line() -> String {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        line.trim_end().to_string()
+    })
+    .await
+    .unwrap_or_default()
+}
