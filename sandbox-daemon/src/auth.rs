@@ -20,7 +20,7 @@ use subtle::ConstantTimeEq;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::util::random_hex;
+use crate::random::random_hex;
 
 /// A secret that authorises API calls. Its `Debug` never shows the value.
 #[derive(Clone)]

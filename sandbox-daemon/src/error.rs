@@ -93,13 +93,13 @@ impl From<FileError> for ApiError {
     }
 }
 
-impl From<crate::util::BlockingError> for ApiError {
-    fn from(e: crate::util::BlockingError) -> Self {
+impl From<crate::blocking::BlockingError> for ApiError {
+    fn from(e: crate::blocking::BlockingError) -> Self {
         match e {
-            crate::util::BlockingError::TimedOut => {
+            crate::blocking::BlockingError::TimedOut => {
                 ApiError::new(ErrorCode::Timeout, e.to_string())
             }
-            crate::util::BlockingError::Failed(_) => ApiError::internal(e.to_string()),
+            crate::blocking::BlockingError::Failed(_) => ApiError::internal(e.to_string()),
         }
     }
 }

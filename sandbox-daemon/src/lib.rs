@@ -3,20 +3,22 @@
 //! it in-process; the `coved` binary wraps it with a CLI.
 
 pub mod auth;
+pub mod blocking;
 pub mod body;
 pub mod browser;
 pub mod error;
 pub mod extract;
 pub mod files;
-pub mod meta;
+pub mod info;
 pub mod net;
 pub mod preview;
 pub mod procs;
+pub mod random;
 pub mod routes;
 pub mod server;
 pub mod shell;
 pub mod takeover;
-pub mod util;
+pub mod timestamp;
 pub mod vision;
 
 use std::future::Future;
@@ -326,6 +328,6 @@ async fn reap_orphans_forever(registry: Arc<ChildRegistry>) {
             _ = tick.tick() => {}
         }
         let registry = registry.clone();
-        let _ = util::blocking(move || registry.reap_orphans()).await;
+        let _ = blocking::blocking(move || registry.reap_orphans()).await;
     }
 }

@@ -19,7 +19,7 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, browser, files, meta, preview, shell, takeover, vision};
+use crate::{AppState, auth, browser, files, info, preview, shell, takeover, vision};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -34,9 +34,9 @@ fn filter(method: Method) -> MethodFilter {
 fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
     let m = filter(endpoint.method);
     match endpoint.op {
-        Op::Health => on(m, meta::health),
-        Op::Info => on(m, meta::info),
-        Op::OpenApi => on(m, meta::openapi),
+        Op::Health => on(m, info::health),
+        Op::Info => on(m, info::info),
+        Op::OpenApi => on(m, info::openapi),
         Op::ShellExec => on(m, shell::http::exec),
         Op::ShellSessions => on(m, shell::http::sessions),
         Op::ShellOutput => on(m, shell::http::output),

@@ -6,11 +6,11 @@ mod cdp;
 mod chromium;
 pub mod http;
 pub(crate) mod keys;
-pub mod live;
 mod navigation;
 mod pipe;
 pub mod reach;
 mod session;
+pub mod takeover_tab;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
-use crate::util::random_hex;
+use crate::random::random_hex;
 
 /// The descriptor Chromium reads commands from.
 const CHILD_READ_FD: RawFd = 3;

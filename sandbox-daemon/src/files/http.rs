@@ -28,7 +28,7 @@ async fn blocking<T: Send + 'static>(
     op: impl FnOnce(&Workspace) -> Result<T, FileError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let workspace = workspace.clone();
-    crate::util::blocking(move || op(&workspace))
+    crate::blocking::blocking(move || op(&workspace))
         .await?
         .map_err(ApiError::from)
 }
@@ -178,6 +178,6 @@ pub async fn upload(
         .map_err(|e| ApiError::from(super::workspace::map_io(&path, e)))?;
     drop(file);
     let workspace = app.workspace.clone();
-    crate::util::blocking(move || workspace.commit(upload)).await??;
+    crate::blocking::blocking(move || workspace.commit(upload)).await??;
     Ok(Json(WriteResponse { path, bytes: total }))
 }

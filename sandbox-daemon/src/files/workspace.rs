@@ -18,7 +18,8 @@ use cove_protocol::files::{
     FileEntry, ListResponse, MAX_LIST_DEPTH, ReadResponse, StrReplaceResponse, WriteResponse,
 };
 
-use crate::util::{random_hex, rfc3339};
+use crate::random::random_hex;
+use crate::timestamp::rfc3339;
 
 /// Lines of context shown on each side of a `str_replace` edit.
 const SNIPPET_CONTEXT: u64 = 4;

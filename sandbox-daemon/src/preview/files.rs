@@ -72,7 +72,7 @@ async fn blocking<T: Send + 'static>(
     op: impl FnOnce(&Workspace) -> Result<T, FileError> + Send + 'static,
 ) -> Option<Result<T, FileError>> {
     let workspace = workspace.clone();
-    crate::util::blocking(move || op(&workspace)).await.ok()
+    crate::blocking::blocking(move || op(&workspace)).await.ok()
 }
 
 /// Where the files are served, which decides how far their HTML is trusted.

@@ -38,7 +38,7 @@ pub async fn expose(
     let agent = app.shell.agent_processes();
     let check = {
         let app = app.clone();
-        crate::util::blocking(move || app.preview.ports.check(port, &agent))
+        crate::blocking::blocking(move || app.preview.ports.check(port, &agent))
             .await
             .map_err(|e| ApiError::new(ErrorCode::Timeout, e.to_string()))?
     };

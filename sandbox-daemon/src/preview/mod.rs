@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 
 use crate::AppState;
 use crate::auth::AuthToken;
-use crate::util::random_hex;
+use crate::random::random_hex;
 use origins::{HostRefusal, Origins, PublicUrl, Site};
 use ports::PortGuard;
 

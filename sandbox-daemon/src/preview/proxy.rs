@@ -200,7 +200,7 @@ async fn upstream(app: &AppState, port: u16) -> Result<SocketAddr, Response> {
     let agent = app.shell.agent_processes();
     let check = {
         let app = app.clone();
-        crate::util::blocking(move || app.preview.ports.check(port, &agent)).await
+        crate::blocking::blocking(move || app.preview.ports.check(port, &agent)).await
     };
     match check {
         Ok(PortCheck::Agent(addr)) => Ok(addr),

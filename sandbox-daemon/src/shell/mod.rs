@@ -17,7 +17,7 @@ use cove_protocol::shell::{
 };
 
 use crate::procs::ChildRegistry;
-use crate::util::random_hex;
+use crate::random::random_hex;
 use session::{Session, SessionSettings, session_dir};
 
 /// What went wrong with a shell request, by what the caller should do about it.
@@ -196,7 +196,7 @@ impl ShellManager {
             let starter = session.clone();
             let command = request.command.clone();
             let cwd = request.cwd.clone();
-            let result = crate::util::blocking(move || starter.start(&command, cwd.as_deref()))
+            let result = crate::blocking::blocking(move || starter.start(&command, cwd.as_deref()))
                 .await
                 .map_err(|e| ShellError::Unavailable(format!("cannot start the command: {e}")))?;
             match result {
@@ -258,7 +258,7 @@ impl ShellManager {
     pub async fn input(&self, name: &str, text: String, enter: bool) -> Result<u64, ShellError> {
         let session = self.get(name)?;
         // A program that reads nothing fills the terminal's buffer and the write waits.
-        crate::util::blocking(move || session.send_input(&text, enter))
+        crate::blocking::blocking(move || session.send_input(&text, enter))
             .await
             .map_err(|e| ShellError::Unavailable(format!("cannot type into the session: {e}")))?
     }

@@ -18,7 +18,8 @@ use super::ShellError;
 use super::output::{OutputLog, Rendered};
 use super::scanner::Scanner;
 use crate::procs::{self, ChildRegistry, SESSION_TAG_VAR};
-use crate::util::{random_hex, rfc3339, shell_quote};
+use crate::random::random_hex;
+use crate::timestamp::rfc3339;
 
 const INIT_TEMPLATE: &str = include_str!("session_init.bash");
 /// How long a fresh shell may take to show its first prompt.
@@ -251,7 +252,7 @@ impl Session {
         let session = {
             let settings = settings.clone();
             let name = name.to_string();
-            crate::util::blocking(move || start_shell(name, tag, dir, settings, registry))
+            crate::blocking::blocking(move || start_shell(name, tag, dir, settings, registry))
                 .await
                 .map_err(|e| ShellError::Unavailable(format!("cannot start the shell: {e}")))??
         };
@@ -559,7 +560,7 @@ impl Session {
     /// processes were killed.
     pub async fn kill(self: &Arc<Self>) -> u64 {
         let (shell_pid, tag) = (self.shell_pid, self.tag.clone());
-        let killed = crate::util::blocking(move || procs::kill_session(shell_pid, &tag))
+        let killed = crate::blocking::blocking(move || procs::kill_session(shell_pid, &tag))
             .await
             .unwrap_or(0);
         self.status_task.abort();
@@ -800,4 +801,20 @@ fn wait_for_shell(shared: Arc<Shared>, shell_pid: i32, registry: &ChildRegistry)
 /// Where a session keeps its private files.
 pub fn session_dir(runtime_dir: &Path, id: u64) -> PathBuf {
     runtime_dir.join(format!("session-{id}"))
+}
+
+/// Quotes `s` for a POSIX shell as a single word.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_survives_quotes() {
+        assert_eq!(shell_quote("a'b"), r"'a'\''b'");
+        assert_eq!(shell_quote("plain"), "'plain'");
+    }
 }

@@ -12,8 +12,8 @@ use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
-use crate::browser::live;
 use crate::browser::reach;
+use crate::browser::takeover_tab;
 
 /// Deadline of the guard's CDP calls.
 const LIMIT: Duration = Duration::from_secs(5);
@@ -39,11 +39,13 @@ impl Guard {
         if self.covered.contains_key(page.target_id()) {
             return;
         }
-        let shown = live::page_url(page, LIMIT).await.unwrap_or_default();
+        let shown = takeover_tab::page_url(page, LIMIT)
+            .await
+            .unwrap_or_default();
         let agents_tab = self.agents.contains(page.target_id());
         // The site the agent left this tab on stays open to the person.
         let agents_site = if agents_tab { site_of(&shown) } else { None };
-        let mut held = match live::hold_navigations(page, LIMIT).await {
+        let mut held = match takeover_tab::hold_navigations(page, LIMIT).await {
             Ok(held) => held,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot check the person's navigations in this tab");
@@ -56,14 +58,15 @@ impl Guard {
             while let Some(event) = held.next().await {
                 let url = event.request.url.clone();
                 if agents_site.is_some() && site_of(&url) == agents_site {
-                    live::let_through(&tab, event.request_id.clone(), LIMIT).await;
+                    takeover_tab::let_through(&tab, event.request_id.clone(), LIMIT).await;
                     continue;
                 }
                 match reach::person_may_load(&url).await {
-                    Ok(_) => live::let_through(&tab, event.request_id.clone(), LIMIT).await,
+                    Ok(_) => takeover_tab::let_through(&tab, event.request_id.clone(), LIMIT).await,
                     Err(e) => {
                         tracing::info!(reason = %e, "refused a page during a takeover");
-                        live::refuse_navigation(&tab, event.request_id.clone(), LIMIT).await;
+                        takeover_tab::refuse_navigation(&tab, event.request_id.clone(), LIMIT)
+                            .await;
                     }
                 }
             }
@@ -72,7 +75,7 @@ impl Guard {
             .insert(page.target_id().clone(), (page.clone(), task));
         if !agents_tab && shown.starts_with("http") && reach::person_may_load(&shown).await.is_err()
         {
-            live::blank(page, LIMIT).await;
+            takeover_tab::blank(page, LIMIT).await;
         }
     }
 
@@ -80,7 +83,7 @@ impl Guard {
     pub async fn release(self) {
         for (page, task) in self.covered.into_values() {
             task.abort();
-            live::release_navigations(&page, LIMIT).await;
+            takeover_tab::release_navigations(&page, LIMIT).await;
         }
     }
 }

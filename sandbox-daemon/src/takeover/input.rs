@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use crate::browser::keys::{self, ALT, CONTROL, META};
-use crate::browser::live::{Button, KeyKind, LiveInput, MouseKind};
+use crate::browser::takeover_tab::{Button, KeyKind, MouseKind, TabInput};
 
 /// A message from the page.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -121,7 +121,7 @@ fn button(dom: u8) -> Button {
 
 /// The browser input a pointer, wheel, key or text message stands for, on a viewport
 /// `vw`×`vh`; `None` for messages that are not input.
-pub fn to_input(message: &ViewerMessage, vw: f64, vh: f64) -> Result<Option<LiveInput>, BadInput> {
+pub fn to_input(message: &ViewerMessage, vw: f64, vh: f64) -> Result<Option<TabInput>, BadInput> {
     Ok(Some(match message {
         ViewerMessage::Mouse {
             kind,
@@ -152,7 +152,7 @@ pub fn to_input(message: &ViewerMessage, vw: f64, vh: f64) -> Result<Option<Live
                 PointerKind::Down => (MouseKind::Down, button(*dom_button)),
                 PointerKind::Up => (MouseKind::Up, button(*dom_button)),
             };
-            LiveInput::Mouse {
+            TabInput::Mouse {
                 kind,
                 x,
                 y,
@@ -179,7 +179,7 @@ pub fn to_input(message: &ViewerMessage, vw: f64, vh: f64) -> Result<Option<Live
             if !dx.is_finite() || !dy.is_finite() {
                 return Err(BadInput("bad wheel deltas".into()));
             }
-            LiveInput::Wheel {
+            TabInput::Wheel {
                 x,
                 y,
                 dx: dx.clamp(-10_000.0, 10_000.0),
@@ -209,7 +209,7 @@ pub fn to_input(message: &ViewerMessage, vw: f64, vh: f64) -> Result<Option<Live
             };
             // With Control, Alt or Meta held a key is a shortcut and types nothing.
             let text = text.filter(|_| modifiers & (ALT | CONTROL | META) == 0);
-            LiveInput::Key {
+            TabInput::Key {
                 kind: match kind {
                     KeyPhase::Down => KeyKind::Down,
                     KeyPhase::Up => KeyKind::Up,
@@ -225,7 +225,7 @@ pub fn to_input(message: &ViewerMessage, vw: f64, vh: f64) -> Result<Option<Live
             if text.is_empty() {
                 return Ok(None);
             }
-            LiveInput::Text(text.clone())
+            TabInput::Text(text.clone())
         }
         _ => return Ok(None),
     }))
@@ -265,7 +265,7 @@ mod tests {
         );
         assert_eq!(
             to_input(&m, 1280.0, 720.0).unwrap(),
-            Some(LiveInput::Mouse {
+            Some(TabInput::Mouse {
                 kind: MouseKind::Down,
                 x: 200.0,
                 y: 100.0,
@@ -277,7 +277,7 @@ mod tests {
         );
         let drag = parse(r#"{"t":"mouse","kind":"move","x":1,"y":1,"w":2,"h":2,"buttons":1}"#);
         match to_input(&drag, 100.0, 100.0).unwrap() {
-            Some(LiveInput::Mouse { button, clicks, .. }) => {
+            Some(TabInput::Mouse { button, clicks, .. }) => {
                 assert_eq!((button, clicks), (Button::Left, 0));
             }
             other => panic!("{other:?}"),
@@ -288,33 +288,33 @@ mod tests {
     fn keys_type_text_unless_a_shortcut() {
         let a = parse(r#"{"t":"key","kind":"down","key":"a","code":"KeyA","key_code":65}"#);
         match to_input(&a, 10.0, 10.0).unwrap() {
-            Some(LiveInput::Key { text, key_code, .. }) => {
+            Some(TabInput::Key { text, key_code, .. }) => {
                 assert_eq!((text.as_deref(), key_code), (Some("a"), 65));
             }
             other => panic!("{other:?}"),
         }
         let ctrl_a = parse(r#"{"t":"key","kind":"down","key":"a","code":"KeyA","mods":2}"#);
         match to_input(&ctrl_a, 10.0, 10.0).unwrap() {
-            Some(LiveInput::Key {
+            Some(TabInput::Key {
                 text, modifiers, ..
             }) => assert_eq!((text, modifiers), (None, 2)),
             other => panic!("{other:?}"),
         }
         let enter = parse(r#"{"t":"key","kind":"down","key":"Enter","code":"Enter"}"#);
         match to_input(&enter, 10.0, 10.0).unwrap() {
-            Some(LiveInput::Key { text, key_code, .. }) => {
+            Some(TabInput::Key { text, key_code, .. }) => {
                 assert_eq!((text.as_deref(), key_code), (Some("\r"), 13));
             }
             other => panic!("{other:?}"),
         }
         let backspace = parse(r#"{"t":"key","kind":"down","key":"Backspace"}"#);
         match to_input(&backspace, 10.0, 10.0).unwrap() {
-            Some(LiveInput::Key { text, key_code, .. }) => assert_eq!((text, key_code), (None, 8)),
+            Some(TabInput::Key { text, key_code, .. }) => assert_eq!((text, key_code), (None, 8)),
             other => panic!("{other:?}"),
         }
         let e_acute = parse(r#"{"t":"key","kind":"down","key":"é","code":"Digit2","key_code":50}"#);
         match to_input(&e_acute, 10.0, 10.0).unwrap() {
-            Some(LiveInput::Key { text, .. }) => assert_eq!(text.as_deref(), Some("é")),
+            Some(TabInput::Key { text, .. }) => assert_eq!(text.as_deref(), Some("é")),
             other => panic!("{other:?}"),
         }
     }

@@ -32,7 +32,8 @@ use tokio::task::JoinHandle;
 use crate::AppState;
 use crate::auth::AuthToken;
 use crate::error::ApiError;
-use crate::util::{random_hex, rfc3339};
+use crate::random::random_hex;
+use crate::timestamp::rfc3339;
 
 /// How takeovers behave.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use futures_util::StreamExt;
 use super::guard::Guard;
 use super::{Frame, Live, lock};
 use crate::AppState;
-use crate::browser::live::{self, LiveTab};
+use crate::browser::takeover_tab::{self, TakeoverTab};
 
 /// How often the tab list is re-read while someone watches and nothing asks sooner.
 const TAB_POLL: Duration = Duration::from_secs(1);
@@ -30,8 +30,8 @@ struct Cast {
 }
 
 impl Cast {
-    async fn start(tab: &LiveTab, quality: u8) -> Option<Cast> {
-        match live::start_screencast(&tab.page, tab.viewport, quality, CALL_LIMIT).await {
+    async fn start(tab: &TakeoverTab, quality: u8) -> Option<Cast> {
+        match takeover_tab::start_screencast(&tab.page, tab.viewport, quality, CALL_LIMIT).await {
             Ok(frames) => Some(Cast {
                 target: tab.page.target_id().clone(),
                 page: tab.page.clone(),
@@ -53,7 +53,7 @@ async fn next_frame(cast: &mut Option<Cast>) -> Option<Arc<EventScreencastFrame>
 }
 
 /// Runs until the takeover ends, then stops the screencast.
-pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
+pub async fn pump(app: AppState, live: Arc<Live>, first: TakeoverTab) {
     let quality = app.browser.screencast_quality();
     let mut ended = live.ended.subscribe();
     let mut guard = Guard::new(app.browser.tab_targets().await.unwrap_or_default());
@@ -70,7 +70,7 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
             frame = next_frame(&mut cast) => match frame {
                 Some(frame) => {
                     if let Some(cast) = &cast
-                        && let Err(e) = live::ack_frame(&cast.page, frame.session_id, CALL_LIMIT).await
+                        && let Err(e) = takeover_tab::ack_frame(&cast.page, frame.session_id, CALL_LIMIT).await
                     {
                         tracing::debug!(error = %e, "screencast ack failed");
                     }
@@ -87,7 +87,7 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: LiveTab) {
     guard.release().await;
     live.released.send_replace(true);
     if let Some(cast) = cast {
-        live::stop_screencast(&cast.page, CALL_LIMIT).await;
+        takeover_tab::stop_screencast(&cast.page, CALL_LIMIT).await;
     }
 }
 
@@ -127,7 +127,7 @@ async fn follow(
         .is_none_or(|c| &c.target != tab.page.target_id());
     if moved {
         if let Some(old) = cast.take() {
-            live::stop_screencast(&old.page, CALL_LIMIT).await;
+            takeover_tab::stop_screencast(&old.page, CALL_LIMIT).await;
         }
         guard.cover(&tab.page).await;
         *lock(&live.page) = Some(tab.page.clone());
@@ -150,8 +150,8 @@ fn publish(live: &Live, frame: &EventScreencastFrame) {
     }
 }
 
-async fn publish_snapshot(live: &Live, tab: &LiveTab, quality: u8) {
-    match live::snapshot_jpeg(&tab.page, quality, CALL_LIMIT).await {
+async fn publish_snapshot(live: &Live, tab: &TakeoverTab, quality: u8) {
+    match takeover_tab::snapshot_jpeg(&tab.page, quality, CALL_LIMIT).await {
         Ok(jpeg) => {
             live.frames.send_replace(Some(Arc::new(Frame {
                 jpeg: Bytes::from(jpeg),

@@ -18,9 +18,9 @@ use tokio::sync::mpsc;
 use super::input::{ViewerMessage, to_input};
 use super::{Frame, Live, View};
 use crate::AppState;
-use crate::browser::live::{self, LiveInput};
+use crate::browser::takeover_tab::{self, TabInput};
 use crate::browser::{Action, reach};
-use crate::util::rfc3339;
+use crate::timestamp::rfc3339;
 use cove_protocol::browser::NavigateTo;
 
 /// Frames sent and not yet acknowledged, at most.
@@ -163,7 +163,7 @@ impl Drop for StopLoadingOnDrop {
         if self.armed.load(Ordering::SeqCst)
             && let Some(page) = self.page.take()
         {
-            tokio::spawn(async move { live::stop_loading(&page, INPUT_LIMIT).await });
+            tokio::spawn(async move { takeover_tab::stop_loading(&page, INPUT_LIMIT).await });
         }
     }
 }
@@ -271,16 +271,16 @@ async fn handle(
     };
     let settles = matches!(
         &input,
-        LiveInput::Mouse {
-            kind: live::MouseKind::Up,
+        TabInput::Mouse {
+            kind: takeover_tab::MouseKind::Up,
             ..
-        } | LiveInput::Key {
-            kind: live::KeyKind::Up,
+        } | TabInput::Key {
+            kind: takeover_tab::KeyKind::Up,
             ..
         }
     );
     let page = live.page()?;
-    if let Err(e) = live::dispatch(&page, input, INPUT_LIMIT).await {
+    if let Err(e) = takeover_tab::dispatch(&page, input, INPUT_LIMIT).await {
         return Some(json!({ "type": "error", "message": e.to_string() }));
     }
     if settles {

@@ -29,7 +29,7 @@ pub async fn see_image(
     // A decode may take a few hundred megabytes: only so many at once. The turn goes with
     // the work, so a decode its caller gave up waiting for still holds it until it ends.
     let turn = tokio::time::timeout(
-        crate::util::BLOCKING_DEADLINE,
+        crate::blocking::BLOCKING_DEADLINE,
         app.decodes.clone().acquire_owned(),
     )
     .await
@@ -40,7 +40,7 @@ pub async fn see_image(
         )
     })?
     .map_err(|_| ApiError::internal("the image queue is closed"))?;
-    let prepared = crate::util::blocking(move || {
+    let prepared = crate::blocking::blocking(move || {
         let prepared = prepare(&bytes);
         drop(turn);
         prepared

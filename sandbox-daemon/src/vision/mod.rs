@@ -69,7 +69,7 @@ pub async fn load(
         (Some(path), None) => {
             let workspace = workspace.clone();
             let path = path.clone();
-            crate::util::blocking(move || read_file(&workspace, &path))
+            crate::blocking::blocking(move || read_file(&workspace, &path))
                 .await
                 .map_err(|e| VisionError::Internal(e.to_string()))?
         }

@@ -25,14 +25,14 @@ use super::{BrowserError, BrowserManager, cdp, running};
 
 /// The active tab as the live view sees it.
 #[derive(Clone)]
-pub struct LiveTab {
+pub struct TakeoverTab {
     pub tab_id: u32,
     pub page: Page,
     pub tabs: Vec<TabInfo>,
     pub viewport: Viewport,
 }
 
-impl LiveTab {
+impl TakeoverTab {
     /// The active tab's URL and title, as the tab list has them.
     pub fn active_info(&self) -> Option<&TabInfo> {
         self.tabs.iter().find(|t| t.tab_id == self.tab_id)
@@ -65,7 +65,7 @@ pub enum KeyKind {
 
 /// One input event in viewport coordinates (CSS pixels), ready to dispatch.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LiveInput {
+pub enum TabInput {
     Mouse {
         kind: MouseKind,
         x: f64,
@@ -108,12 +108,12 @@ fn cdp_button(button: Button) -> MouseButton {
 
 impl BrowserManager {
     /// The active tab and the tab list, launching the browser if it is not running.
-    pub async fn live_tab(&self) -> Result<LiveTab, BrowserError> {
+    pub async fn live_tab(&self) -> Result<TakeoverTab, BrowserError> {
         let (mut guard, _) = self.lock_running().await?;
         let session = running(&mut guard)?;
         session.sync_tabs().await;
         let (tab_id, page) = session.active_page()?;
-        Ok(LiveTab {
+        Ok(TakeoverTab {
             tab_id,
             page,
             tabs: session.tab_infos().await,
@@ -159,11 +159,11 @@ impl BrowserManager {
 /// Dispatches one input event to `page` as the browser's own (trusted) input.
 pub async fn dispatch(
     page: &Page,
-    input: LiveInput,
+    input: TabInput,
     limit: std::time::Duration,
 ) -> Result<(), BrowserError> {
     match input {
-        LiveInput::Mouse {
+        TabInput::Mouse {
             kind,
             x,
             y,
@@ -190,7 +190,7 @@ pub async fn dispatch(
                 .map_err(|e| BrowserError::Internal(format!("bad mouse event: {e}")))?;
             cdp::run(page, params, limit).await.map(|_| ())
         }
-        LiveInput::Wheel {
+        TabInput::Wheel {
             x,
             y,
             dx,
@@ -208,7 +208,7 @@ pub async fn dispatch(
                 .map_err(|e| BrowserError::Internal(format!("bad wheel event: {e}")))?;
             cdp::run(page, params, limit).await.map(|_| ())
         }
-        LiveInput::Key {
+        TabInput::Key {
             kind,
             key,
             code,
@@ -239,7 +239,7 @@ pub async fn dispatch(
                 .map_err(|e| BrowserError::Internal(format!("bad key event: {e}")))?;
             cdp::run(page, params, limit).await.map(|_| ())
         }
-        LiveInput::Text(text) => cdp::run(page, InsertTextParams::new(text), limit)
+        TabInput::Text(text) => cdp::run(page, InsertTextParams::new(text), limit)
             .await
             .map(|_| ()),
     }
