@@ -3,6 +3,7 @@
 //! the controller's tests run against.
 
 pub mod bins;
+pub mod browser_text;
 pub mod daemon;
 pub mod docker;
 pub mod firefox;

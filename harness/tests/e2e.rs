@@ -130,12 +130,9 @@ fn explain(out: &Output) -> String {
 
 /// The index of the element whose line contains `needle`, in the last message sent.
 fn index_in_last_message(text: &str, needle: &str) -> u32 {
-    text.lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix('[')?;
-            let (n, desc) = rest.split_once(']')?;
-            desc.contains(needle).then(|| n.parse().ok()).flatten()
-        })
+    cove_harness::browser_text::controls(text)
+        .into_iter()
+        .find_map(|(n, desc)| desc.contains(needle).then_some(n))
         .unwrap_or_else(|| panic!("no {needle:?} in the page state:\n{text}"))
 }
 

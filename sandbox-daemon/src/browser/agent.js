@@ -7,7 +7,7 @@
 // element objects under the snapshot's id so actions reach the very element the model saw,
 // or learn that it is gone.
 (() => {
-  const VERSION = 7;
+  const VERSION = 8;
   const G = globalThis;
   if (G.__coveAgent && G.__coveAgent.version === VERSION) return G.__coveAgent;
 
@@ -50,27 +50,61 @@
     return listening.has(el);
   }
 
-  function isInteractive(el, style, parentPointer) {
+  // A control by its tag or role. Anything else only hints at one (a listener, an onclick, a
+  // tabindex, a pointer cursor): frameworks put listeners on containers (React's root,
+  // jQuery's delegation, <body>), so a hint makes a control only of a small element.
+  const CONTROLS = 'a[href],button,input:not([type=hidden]),select,textarea,summary,[contenteditable=""],[contenteditable="true"],' +
+    Array.from(ROLES).map((r) => `[role="${r}"]`).join(',');
+  const HINT_TEXT = 100;
+  // Controls whose content is part of the control: nothing inside them is listed.
+  const ATOMIC_TAGS = new Set(['a', 'button', 'select', 'textarea', 'input', 'option']);
+  const ATOMIC_ROLES = new Set(['button', 'link', 'checkbox', 'radio', 'switch', 'option', 'menuitemcheckbox',
+    'menuitemradio', 'textbox', 'searchbox', 'combobox', 'slider', 'spinbutton']);
+  const NAME_CHARS = 80;
+  // Form fields stand on lines of their own, never inside a sentence.
+  const FIELDS = new Set(['input', 'select', 'textarea']);
+  const LINE_CHARS = 240;
+
+  function isAtomic(el) {
+    return ATOMIC_TAGS.has(el.localName) || ATOMIC_ROLES.has(el.getAttribute('role'));
+  }
+
+  function isControlByKind(el) {
     const tag = el.localName;
-    if (tag === 'a') return el.hasAttribute('href') || el.hasAttribute('onclick') || hasClickListener(el);
+    if (tag === 'a') return el.hasAttribute('href');
     if (tag === 'button' || tag === 'select' || tag === 'textarea' || tag === 'summary') return true;
     if (tag === 'input') return el.type !== 'hidden';
     if (el.isContentEditable) return !(el.parentElement && el.parentElement.isContentEditable);
     const role = el.getAttribute('role');
-    if (role && ROLES.has(role)) return true;
+    return !!role && ROLES.has(role);
+  }
+
+  function hintsControl(el, style, parentPointer) {
+    const tag = el.localName;
+    if (tag === 'body' || tag === 'html') return false;
     if (el.hasAttribute('onclick') || typeof el.onclick === 'function') return true;
     if (el.getAttribute('draggable') === 'true') return true;
     const tabindex = el.getAttribute('tabindex');
-    if (tabindex !== null && Number(tabindex) >= 0 && tag !== 'body' && tag !== 'html') return true;
+    if (tabindex !== null && Number(tabindex) >= 0) return true;
     if (style.cursor === 'pointer' && !parentPointer) return true;
     return hasClickListener(el);
   }
 
-  // Elements whose content is part of the control itself.
-  const CONTROL_TAGS = new Set(['a', 'button', 'summary', 'select', 'textarea', 'option', 'input']);
-  const CONTROL_ROLES = new Set(['button', 'link', 'option', 'menuitem', 'tab', 'checkbox', 'radio', 'switch']);
-  function isControl(el) {
-    return CONTROL_TAGS.has(el.localName) || CONTROL_ROLES.has(el.getAttribute('role'));
+  // Small enough to be one control: no control inside and little text.
+  function isSmall(el) {
+    if (el.querySelector(CONTROLS)) return false;
+    return (el.textContent || '').replace(/\s+/g, ' ').trim().length <= HINT_TEXT;
+  }
+
+  function isInteractive(el, style, parentPointer) {
+    if (el.localName === 'a' && !el.hasAttribute('href')) {
+      return hintsControl(el, style, parentPointer) && isSmall(el);
+    }
+    if (isControlByKind(el)) {
+      // A menu item or tab around links and buttons: those are what a click needs.
+      return isAtomic(el) || !el.querySelector(CONTROLS);
+    }
+    return hintsControl(el, style, parentPointer) && isSmall(el);
   }
 
   function visibleBox(el, style) {
@@ -81,7 +115,7 @@
     return r;
   }
 
-  // Is `el` what a click at its centre would reach? Checked through shadow roots and frames.
+  // Is `el` what a click at (x, y) would reach? Checked through shadow roots and frames.
   function reaches(el, x, y) {
     let target = el;
     let lx = x, ly = y;
@@ -103,6 +137,24 @@
       ly += fr.top + frame.clientTop;
       target = frame;
     }
+  }
+
+  // Where a click reaches the element: its centre, else another point of the part its frame
+  // shows (a banner or badge may cover the centre of an element that is mostly free).
+  function clickPoint(el) {
+    const box = el.getBoundingClientRect();
+    const win = el.ownerDocument.defaultView;
+    const x1 = Math.max(box.left, 0), y1 = Math.max(box.top, 0);
+    const x2 = Math.min(box.right, win.innerWidth), y2 = Math.min(box.bottom, win.innerHeight);
+    if (!(x2 > x1 && y2 > y1)) return { ok: false, by: null, x: (box.left + box.right) / 2, y: (box.top + box.bottom) / 2 };
+    let first = null;
+    for (const [fx, fy] of [[0.5, 0.5], [0.25, 0.5], [0.75, 0.5], [0.5, 0.25], [0.5, 0.75], [0.15, 0.15], [0.85, 0.85]]) {
+      const x = x1 + (x2 - x1) * fx, y = y1 + (y2 - y1) * fy;
+      const hit = reaches(el, x, y);
+      if (hit.ok) return { ok: true, by: hit.by, x, y };
+      if (!first) first = { ok: false, by: hit.by, x, y };
+    }
+    return first;
   }
 
   // A full-viewport overlay (a modal's backdrop) on top of the page, if there is one.
@@ -129,55 +181,155 @@
     const href = a.getAttribute('href') || '';
     try {
       const u = new URL(href, a.baseURI);
-      if (u.origin === location.origin) return u.pathname + u.search + u.hash;
+      if (u.origin === location.origin) {
+        // A link to a place on this page says only where.
+        if (u.pathname === location.pathname && u.search === location.search && u.hash) return u.hash;
+        return u.pathname + u.search + u.hash;
+      }
       return u.href;
     } catch (_) {
       return href;
     }
   }
 
-  function describe(el) {
+  function textOf(node) {
+    return node.innerText !== undefined ? node.innerText : node.textContent;
+  }
+
+  // A label's words, without those of the control inside it (a select's options, a value).
+  function labelText(label, control) {
+    let out = '';
+    const walker = label.ownerDocument.createTreeWalker(label, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const p = n.parentElement;
+      if (control.contains(n) || (p && p.closest('select,textarea,script,style'))) continue;
+      out += n.nodeValue + ' ';
+    }
+    return clip(out, 200);
+  }
+
+  // The words right after a checkbox or radio that has no label.
+  function nearbyText(el) {
+    for (let n = el.nextSibling; n; n = n.nextSibling) {
+      if (n.nodeType === 3) {
+        const t = clip(n.nodeValue, NAME_CHARS);
+        if (t) return t;
+        continue;
+      }
+      if (n.nodeType !== 1 || n.matches(CONTROLS) || n.localName === 'br') return '';
+      return clip(textOf(n), NAME_CHARS);
+    }
+    return '';
+  }
+
+  // The element's accessible name, roughly as a screen reader would say it.
+  function nameOf(el) {
+    const doc = el.ownerDocument;
+    const by = el.getAttribute('aria-labelledby');
+    if (by) {
+      const t = clip(by.split(/\s+/).map((id) => {
+        const n = doc.getElementById(id);
+        return n ? textOf(n) : '';
+      }).join(' '), 200);
+      if (t) return t;
+    }
+    const aria = clip(el.getAttribute('aria-label'), 200);
+    if (aria) return aria;
     const tag = el.localName;
+    if (tag === 'label' && el.control) return labelText(el, el.control);
+    if (tag === 'input' || tag === 'select' || tag === 'textarea') {
+      const type = (el.type || '').toLowerCase();
+      if (type === 'submit' || type === 'button' || type === 'reset') {
+        return el.value || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
+      }
+      if (type === 'image') return el.alt || el.value || '';
+      const labels = el.labels ? Array.from(el.labels).map((l) => labelText(l, el)).filter(Boolean) : [];
+      if (labels.length) return labels.join(' ');
+      if (type === 'checkbox' || type === 'radio') return nearbyText(el) || clip(el.title, 200);
+      return clip(el.title, 200);
+    }
+    if (tag === 'img') return clip(el.alt || el.title, 200);
+    const text = clip(textOf(el), 1000);
+    if (text) return text;
+    const img = el.querySelector('img[alt]');
+    if (img && img.alt.trim()) return clip(img.alt, 200);
+    const svgTitle = el.querySelector('svg title');
+    if (svgTitle && svgTitle.textContent.trim()) return clip(svgTitle.textContent, 200);
+    return clip(el.getAttribute('title'), 200);
+  }
+
+  // The control a label clicks for, when that control hides and the label stands in for it
+  // (a styled checkbox).
+  function standIn(el) {
+    if (el.localName !== 'label' || !el.control) return null;
+    const c = el.control;
+    const style = getComputedStyle(c);
+    const r = c.getBoundingClientRect();
+    const hidden = style.display === 'none' || style.visibility === 'hidden' || Number(style.opacity) === 0 || r.width <= 1 || r.height <= 1;
+    return hidden ? c : null;
+  }
+
+  function optionsOf(select) {
+    const all = Array.from(select.options);
+    const shown = all.slice(0, 8).map((o) => clip(o.text, 30).replace(/[|"]/g, ' '));
+    return shown.join('|') + (all.length > 8 ? `|…${all.length - 8} more` : '');
+  }
+
+  // The element as one line: `<tag attrs>name`, with its state.
+  function describe(el, inline) {
+    const tag = el.localName;
+    const control = standIn(el) || el;
+    const ctag = control.localName;
     const attrs = [];
-    const add = (k, v) => {
+    const add = (k, v, n) => {
       if (v === null || v === undefined || v === '') return;
-      attrs.push(`${k}="${clip(v, 60).replace(/"/g, "'")}"`);
+      attrs.push(`${k}="${clip(v, n || 60).replace(/"/g, "'")}"`);
     };
     const flag = (k, on) => { if (on) attrs.push(k); };
-    if (tag === 'input') {
-      add('type', el.type);
-      add('name', el.name);
-      add('placeholder', el.placeholder);
-      if (el.type === 'checkbox' || el.type === 'radio') {
-        flag('checked', el.checked);
-        add('value', el.value === 'on' ? '' : el.value);
-      } else if (el.type === 'password') {
-        if (el.value) attrs.push('value="••••"');
-      } else if (el.type !== 'file') {
-        add('value', el.value);
+    const name = clip(nameOf(el), NAME_CHARS);
+    const type = (control.type || '').toLowerCase();
+    if (ctag === 'input') {
+      add('type', type === 'text' ? '' : type);
+      add('name', control.name);
+      if (control.placeholder && control.placeholder !== name) add('placeholder', control.placeholder);
+      if (type === 'checkbox' || type === 'radio') {
+        flag('checked', control.checked);
+        add('value', control.value === 'on' ? '' : control.value);
+      } else if (type === 'password') {
+        if (control.value) attrs.push('value="••••"');
+      } else if (type !== 'file' && type !== 'submit' && type !== 'button' && type !== 'reset') {
+        add('value', control.value);
+        if (SETTABLE.has(type)) { add('min', control.min); add('max', control.max); }
       }
-    } else if (tag === 'textarea') {
-      add('name', el.name);
-      add('placeholder', el.placeholder);
-      add('value', el.value);
-    } else if (tag === 'select') {
-      add('name', el.name);
-      const o = el.selectedOptions && el.selectedOptions[0];
-      add('value', o ? o.text : '');
+      flag('multiple', control.multiple);
+      flag('required', control.required);
+      flag('readonly', control.readOnly);
+    } else if (ctag === 'textarea') {
+      add('name', control.name);
+      if (control.placeholder && control.placeholder !== name) add('placeholder', control.placeholder);
+      add('value', control.value, 120);
+      flag('required', control.required);
+      flag('readonly', control.readOnly);
+    } else if (ctag === 'select') {
+      add('name', control.name);
+      flag('multiple', control.multiple);
+      add('value', Array.from(control.selectedOptions || []).map((o) => clip(o.text, 40)).join(', '), 120);
+      add('options', optionsOf(control), 200);
+      flag('required', control.required);
     } else if (tag === 'a') {
-      add('href', shortHref(el));
+      const href = shortHref(el);
+      // The words say where a link goes; the address is kept when they say little.
+      if (name.length < 4 || (!inline && href.length <= 40)) add('href', href, 100);
       if (el.target && el.target !== '_self') add('target', el.target);
     }
-    add('role', el.getAttribute('role'));
-    add('aria-label', el.getAttribute('aria-label'));
-    add('title', el.getAttribute('title'));
-    add('alt', el.getAttribute('alt'));
-    add('aria-expanded', el.getAttribute('aria-expanded'));
-    flag('disabled', el.disabled);
+    const role = el.getAttribute('role');
+    if (role && role !== 'presentation' && role !== 'none') add('role', role);
+    for (const state of ['expanded', 'checked', 'selected', 'pressed']) {
+      add(`aria-${state}`, el.getAttribute(`aria-${state}`));
+    }
+    flag('disabled', control.disabled || el.getAttribute('aria-disabled') === 'true');
     flag('contenteditable', el.isContentEditable && tag !== 'input' && tag !== 'textarea');
-    const text = (tag === 'input' || tag === 'select' || tag === 'textarea')
-      ? '' : clip(el.innerText !== undefined ? el.innerText : el.textContent, 80);
-    return `<${tag}${attrs.length ? ' ' + attrs.join(' ') : ''}>${text}`;
+    return `<${tag}${attrs.length ? ' ' + attrs.join(' ') : ''}>${name}`;
   }
 
   // Element rect in the top frame's viewport coordinates.
@@ -195,6 +347,20 @@
     return { left: x, top: y, width: r.width, height: r.height };
   }
 
+  // Whether a box sits in an inner scroll container's hidden part.
+  function clippedBy(clip, off) {
+    return clip && (off.top + off.height <= clip.top || off.top >= clip.bottom);
+  }
+
+  function headingLevel(el) {
+    const m = /^h([1-6])$/.exec(el.localName);
+    if (m) return Number(m[1]);
+    if (el.getAttribute('role') === 'heading') return Number(el.getAttribute('aria-level')) || 2;
+    return 0;
+  }
+
+  // A page as lines a model reads: the controls, each with its index, between the page's own
+  // words in reading order (headings marked, inline text joined as shown, table cells by row).
   agent.snapshot = (opts) => {
     hearListeners(opts.listeners);
     const vw = innerWidth, vh = innerHeight;
@@ -204,109 +370,267 @@
     const walk = (node, ctx) => {
       for (let child = node.firstChild; child; child = child.nextSibling) {
         if (child.nodeType === 3) {
-          if (ctx.inListed || !ctx.visible) continue;
-          const t = clip(child.nodeValue, 120);
-          if (t) items.push({ text: t, y: ctx.y, block: ctx.block });
+          if (ctx.quiet || !ctx.visible) continue;
+          const raw = child.nodeValue;
+          if (ctx.pre) {
+            const lines = raw.split('\n');
+            lines.forEach((l, i) => {
+              if (i > 0) items.push({ brk: true, block: ctx.block });
+              const t = l.replace(/\s+$/, '').replace(/\t/g, '  ');
+              if (t.trim()) items.push({ text: t.length > LINE_CHARS ? t.slice(0, LINE_CHARS - 1) + '…' : t, lead: false, trail: false, ...ctx.where });
+            });
+            continue;
+          }
+          const t = raw.replace(/\s+/g, ' ').trim();
+          if (!t) {
+            // Whitespace between inline elements is a space in the text.
+            const last = items[items.length - 1];
+            if (last && last.text !== undefined && last.block === ctx.block) last.trail = true;
+            continue;
+          }
+          items.push({ text: t, lead: /^\s/.test(raw), trail: /\s$/.test(raw), ...ctx.where });
           continue;
         }
         if (child.nodeType !== 1) continue;
         const el = child;
         const tag = el.localName;
         if (SKIP.has(tag)) continue;
+        if (tag === 'br') {
+          items.push({ brk: true, block: ctx.block });
+          continue;
+        }
         const style = getComputedStyle(el);
         if (style.display === 'none') continue;
         const box = style.display === 'contents' ? null : visibleBox(el, style);
         const pointer = style.cursor === 'pointer';
         let listed = false;
-        let top = ctx.y;
+        let named = false;
+        let off = null;
         if (box) {
-          const off = topRect(el);
-          top = off.top;
-          if (!ctx.inControl && isInteractive(el, style, ctx.pointer)) {
+          off = topRect(el);
+          const interactive = !ctx.inControl && !clippedBy(ctx.clip, off) &&
+            (isInteractive(el, style, ctx.pointer) || standIn(el) !== null);
+          if (interactive) {
             const inView = off.top + off.height > 0 && off.top < vh && off.left + off.width > 0 && off.left < vw;
             let covered = overlay !== null && !overlay.contains(el);
-            if (inView) {
-              // Hit-test the centre of the part of the element its frame shows.
-              const win = el.ownerDocument.defaultView;
-              const x1 = Math.max(box.left, 0), y1 = Math.max(box.top, 0);
-              const x2 = Math.min(box.right, win.innerWidth), y2 = Math.min(box.bottom, win.innerHeight);
-              if (x2 > x1 && y2 > y1) covered = !reaches(el, (x1 + x2) / 2, (y1 + y2) / 2).ok;
-            }
+            if (inView) covered = !clickPoint(el).ok;
             if (!covered) {
-              items.push({ el, top: off.top, bottom: off.top + off.height });
+              // An inline control inside a run of text is read in its sentence.
+              const inRun = INLINE.has(style.display) && style.display !== 'contents' &&
+                !FIELDS.has(tag) && !standIn(el);
+              items.push({ ...ctx.where, el, top: off.top, bottom: off.top + off.height, inline: inRun, block: ctx.block });
               listed = true;
+              named = clip(nameOf(el), NAME_CHARS + 1).length <= NAME_CHARS;
             }
           }
         }
         const visible = !!box || (style.display === 'contents' && ctx.visible);
+        const heading = headingLevel(el);
+        const display = style.display;
+        const inline = INLINE.has(display);
+        let block = inline ? ctx.block : el;
+        let cell = ctx.where.cell;
+        if (display === 'table-cell') {
+          // Cells join their row's line.
+          block = ctx.block;
+          cell = el;
+        }
+        // A label's words are its control's name: said once, on the control's line.
+        const labelsListed = tag === 'label' && el.control && !standIn(el) && !ctx.inControl &&
+          clip(labelText(el, el.control), 201).length <= 200;
+        // A scroll container hides what lies outside its box.
+        let clipBox = ctx.clip;
+        if (box && /(auto|scroll|hidden)/.test(style.overflowY) && el.scrollHeight > el.clientHeight + 4 && tag !== 'body' && tag !== 'html') {
+          const top = off.top + el.clientTop;
+          const bottom = top + el.clientHeight;
+          clipBox = ctx.clip ? { top: Math.max(top, ctx.clip.top), bottom: Math.min(bottom, ctx.clip.bottom) } : { top, bottom };
+          if (/(auto|scroll)/.test(style.overflowY) && !listed && !ctx.inControl) {
+            items.push({ el, top: off.top, bottom: off.top + off.height, scroller: true });
+          }
+        }
+        const textTop = off ? off.top : ctx.where.top;
+        const textBottom = off ? off.top + off.height : ctx.where.bottom;
+        const hidden = clippedBy(clipBox, { top: textTop, height: textBottom - textTop });
         const childCtx = {
-          // Inside a real control, nothing more is listed; inside any listed element, its text
-          // is already in its own line.
-          inControl: ctx.inControl || (listed && isControl(el)) || tag === 'select' || tag === 'svg',
-          inListed: ctx.inListed || listed || tag === 'select' || tag === 'svg',
+          inControl: ctx.inControl || (listed && isAtomic(el)) || tag === 'select' || tag === 'svg' || (listed && standIn(el) !== null),
+          quiet: ctx.quiet || (listed && named) || labelsListed || tag === 'select' || tag === 'svg' || tag === 'textarea',
           pointer,
-          visible: visible && !(overlay && !overlay.contains(el) && !el.contains(overlay)),
-          y: top,
-          // Text merges into one line only within the same block.
-          block: INLINE.has(style.display) ? ctx.block : el,
+          visible: visible && !hidden && !(overlay && !overlay.contains(el) && !el.contains(overlay)),
+          pre: /^pre/.test(style.whiteSpace),
+          clip: clipBox,
+          block,
+          where: {
+            block,
+            cell,
+            heading: heading || ctx.where.heading,
+            bullet: display === 'list-item' ? true : (block === ctx.block ? ctx.where.bullet : false),
+            top: textTop,
+            bottom: textBottom,
+          },
         };
         if (el.shadowRoot) walk(el.shadowRoot, childCtx);
         if (tag === 'iframe' || tag === 'frame') {
           let doc = null;
           try { doc = el.contentDocument; } catch (_) { doc = null; }
-          if (doc && doc.documentElement && box) walk(doc.documentElement, { ...childCtx, inControl: false, inListed: false });
+          if (doc && doc.documentElement && box) walk(doc.documentElement, { ...childCtx, inControl: false, quiet: false });
           continue;
         }
         walk(el, childCtx);
+        // Text after a block is a new line, even in the same parent block (a row's cells
+        // stay on its line).
+        if (!inline && display !== 'table-cell') items.push({ brk: true, block: ctx.block });
       }
     };
+    const root = { inControl: false, quiet: false, pointer: false, visible: true, pre: false, clip: null, block: null,
+      where: { block: null, cell: null, heading: 0, bullet: false, top: 0, bottom: 0 } };
     // A document being replaced may have no root for a moment.
-    if (document.documentElement) walk(document.documentElement, { inControl: false, inListed: false, pointer: false, visible: true, y: 0, block: null });
+    if (document.documentElement) walk(document.documentElement, root);
 
-    // Merge text into lines and sort every item into viewport / below / above.
-    const inView = [], below = [], above = [];
-    for (const it of items) {
-      const y = it.el ? it.top : it.y;
-      const bottom = it.el ? it.bottom : it.y + 1;
-      (bottom <= 0 ? above : y >= vh ? below : inView).push(it);
-    }
-    const ordered = [];
-    const section = (label, list) => {
-      if (!list.length) return;
-      if (label) ordered.push({ text: label, marker: true });
-      let lastText = null;
-      for (const it of list) {
-        if (it.el) { ordered.push(it); lastText = null; continue; }
-        if (lastText && lastText.block === it.block && lastText.text.length + it.text.length < 160) {
-          lastText.text += ' ' + it.text;
+    // Lines, in reading order; each knows where it is. A line is text and inline controls,
+    // or one control standing alone.
+    const lines = [];
+    let line = null;
+    const flush = () => {
+      if (!line) return;
+      const prefix = (line.heading ? '#'.repeat(line.heading) + ' ' : '') + (line.bullet && !line.heading ? '- ' : '');
+      // Long text wraps at a space between parts' words; controls are never cut. Each piece
+      // keeps where it is, so a long run of inline controls is placed line by line.
+      const fresh = () => ({ parts: [], length: 0, top: Infinity, bottom: -Infinity });
+      const place = (c, at) => { c.top = Math.min(c.top, at.top); c.bottom = Math.max(c.bottom, at.bottom); };
+      let current = fresh();
+      const done = [];
+      line.parts.forEach((part, i) => {
+        const at = line.pos[i];
+        if (typeof part !== 'string') {
+          if (current.length + 40 > LINE_CHARS && current.parts.length) { done.push(current); current = fresh(); }
+          current.parts.push(part);
+          current.length += 40;
+          place(current, at);
+          return;
+        }
+        let text = part;
+        while (current.length + text.length > LINE_CHARS) {
+          let cut = text.lastIndexOf(' ', LINE_CHARS - current.length);
+          if (cut <= 0) {
+            if (current.length === 0) cut = LINE_CHARS; else { done.push(current); current = fresh(); continue; }
+          }
+          current.parts.push(text.slice(0, cut));
+          place(current, at);
+          done.push(current);
+          current = fresh();
+          text = text.slice(cut).replace(/^ /, '');
+        }
+        if (!current.parts.length) text = text.replace(/^ +/, '');
+        if (text) { current.parts.push(text); current.length += text.length; place(current, at); }
+      });
+      if (current.parts.length) done.push(current);
+      for (const d of done) {
+        const alone = d.parts.length === 1 && typeof d.parts[0] !== 'string';
+        if (alone) {
+          lines.push({ el: d.parts[0].el, top: d.parts[0].top, bottom: d.parts[0].bottom });
         } else {
-          lastText = { text: it.text, block: it.block };
-          ordered.push(lastText);
+          lines.push({ parts: d.parts, prefix, top: d.top, bottom: d.bottom, heading: line.heading, text: d.parts.filter((p) => typeof p === 'string').join('') });
         }
       }
+      line = null;
     };
-    section(null, inView);
-    section('[below the viewport]', below);
-    section('[above the viewport]', above);
-
-    const elements = [];
-    const lines = [];
-    let length = 0, truncated = false, hidden = 0, hiddenAbove = 0;
-    for (const it of ordered) {
-      const line = it.el ? `[${elements.length + 1}]${describe(it.el)}` : it.text;
-      if (it.el) elements.push(it.el);
-      if (!truncated && length + line.length + 1 > opts.maxChars) truncated = true;
-      if (truncated) {
-        if (it.el) { hidden++; if (it.bottom <= 0) hiddenAbove++; }
+    const append = (piece, it, lead) => {
+      const at = { top: it.top, bottom: it.bottom };
+      if (line && line.block === it.block) {
+        const sep = line.cell !== it.cell ? ' | ' : (line.trail || lead ? ' ' : '');
+        if (sep) { line.parts.push(sep); line.pos.push(at); }
+        line.parts.push(piece);
+        line.pos.push(at);
+        line.cell = it.cell;
+        return;
+      }
+      flush();
+      line = { parts: [piece], pos: [at], block: it.block, cell: it.cell, trail: false, heading: it.heading, bullet: it.bullet };
+    };
+    for (const it of items) {
+      if (it.el && !it.inline) {
+        flush();
+        lines.push({ el: it.el, top: it.top, bottom: it.bottom, scroller: it.scroller });
         continue;
       }
-      lines.push(line);
-      length += line.length + 1;
+      if (it.el) {
+        append({ el: it.el, top: it.top, bottom: it.bottom }, { ...it, cell: line && line.block === it.block ? line.cell : null }, false);
+        line.trail = false;
+        continue;
+      }
+      if (it.brk) {
+        flush();
+        continue;
+      }
+      append(it.text, it, it.lead);
+      line.trail = it.trail;
     }
-    if (truncated) {
-      lines.push(hiddenAbove === 0
-        ? `... ${hidden} more elements below (scroll down to see them)`
-        : `... ${hidden} more elements not shown (${hiddenAbove} of them above; scroll to see them)`);
+    flush();
+
+    // The viewport and a margin around it are shown; what lies further is summed up.
+    const margin = opts.full ? Infinity : vh * 0.25;
+    const near = (l) => l.bottom > -margin && l.top < vh + margin;
+    const inView = [], below = [], above = [];
+    for (const l of lines) {
+      (near(l) ? inView : l.bottom <= 0 ? above : below).push(l);
+    }
+    // Indices: what is shown first, so the numbers a model sees count from 1.
+    const elements = [];
+    const indexOf = new Map();
+    for (const group of [inView, below, above]) {
+      for (const l of group) {
+        if (l.el) { indexOf.set(l, elements.length + 1); elements.push(l.el); }
+        for (const p of l.parts || []) {
+          if (typeof p !== 'string') { indexOf.set(p, elements.length + 1); elements.push(p.el); }
+        }
+      }
+    }
+    const render = (l) => {
+      if (!l.el) {
+        return l.prefix + l.parts.map((p) => {
+          if (typeof p === 'string') return p;
+          return `[${indexOf.get(p)}]${describe(p.el, true)}</${p.el.localName}>`;
+        }).join('');
+      }
+      const i = indexOf.get(l);
+      if (!l.scroller) return `[${i}]${describe(l.el)}`;
+      const el = l.el;
+      const more = Math.max(0, Math.round(el.scrollHeight - el.scrollTop - el.clientHeight));
+      const tag = el.localName;
+      const label = clip(el.getAttribute('aria-label') || el.getAttribute('title'), 40);
+      return `[${i}]<${tag} scrollable ${Math.round(el.scrollTop)}px above ${more}px below>${label}`;
+    };
+    const summary = (list, where, how) => {
+      const controls = list.reduce((n, l) => n + (l.el ? 1 : (l.parts || []).filter((p) => typeof p !== 'string').length), 0);
+      const texts = list.filter((l) => !l.el && l.text.trim()).length;
+      if (!list.length) return null;
+      const heads = list.filter((l) => l.heading).map((l) => clip(l.text.replace(/^#+ /, ''), 40));
+      const picked = where === 'above' ? heads.slice(-6) : heads.slice(0, 6);
+      const more = heads.length > picked.length ? ' · …' : '';
+      return `[${where}: ${controls} elements, ${texts} lines of text${picked.length ? '; headings: ' + picked.join(' · ') + more : ''}; ${how}]`;
+    };
+
+    const count = (l) => (l.el ? 1 : l.parts.filter((p) => typeof p !== 'string').length);
+    const out = [];
+    let length = 0, truncated = false, hidden = 0;
+    const emit = (text, el) => {
+      if (!truncated && length + text.length + 1 > opts.maxChars) truncated = true;
+      if (truncated) { hidden += el; return; }
+      out.push(text);
+      length += text.length + 1;
+    };
+    if (opts.full) {
+      for (const l of inView) emit(render(l), count(l));
+      if (below.length) { emit('[below the viewport]', 0); for (const l of below) emit(render(l), count(l)); }
+      if (above.length) { emit('[above the viewport]', 0); for (const l of above) emit(render(l), count(l)); }
+      if (truncated) out.push(`... ${hidden} more elements not shown (scroll to see them)`);
+    } else {
+      const up = summary(above, 'above', 'scroll_up to see them');
+      if (up) emit(up, 0);
+      for (const l of inView) emit(render(l), count(l));
+      if (truncated) out.push(`... ${hidden} more elements in view not shown`);
+      const down = summary(below, 'below', 'scroll_down to see them, or read the page with extract_content');
+      if (down) out.push(down);
     }
 
     agent.snapshots.set(opts.snapshotId, elements);
@@ -317,9 +641,9 @@
     return {
       url: location.href,
       title: document.title,
-      elements: lines.join('\n'),
+      elements: out.join('\n'),
       element_count: elements.length,
-      truncated,
+      truncated: truncated || below.length > 0 || above.length > 0,
       pixels_above: Math.max(0, Math.round(scrollY)),
       pixels_below: Math.max(0, Math.round(se.scrollHeight - scrollY - innerHeight)),
       viewport: { width: vw, height: vh },
@@ -346,10 +670,10 @@
     el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
     const box = topRect(el);
     const local = el.getBoundingClientRect();
-    const hit = reaches(el, local.left + local.width / 2, local.top + local.height / 2);
+    const hit = clickPoint(el);
     return {
-      x: box.left + box.width / 2,
-      y: box.top + box.height / 2,
+      x: box.left + (hit.x - local.left),
+      y: box.top + (hit.y - local.top),
       reachable: hit.ok,
       covered_by: hit.ok || !hit.by ? null : describe(hit.by),
       desc: describe(el),

@@ -54,11 +54,9 @@ fn index_of(state: &BrowserState, needle: &str) -> u32 {
 }
 
 fn find_index(state: &BrowserState, needle: &str) -> Option<u32> {
-    state.elements.lines().find_map(|line| {
-        let rest = line.strip_prefix('[')?;
-        let (index, desc) = rest.split_once(']')?;
-        desc.contains(needle).then(|| index.parse().ok()).flatten()
-    })
+    cove_harness::browser_text::controls(&state.elements)
+        .into_iter()
+        .find_map(|(index, desc)| desc.contains(needle).then_some(index))
 }
 
 async fn click(c: &CovedClient, state: &BrowserState, needle: &str) -> BrowserState {
@@ -146,7 +144,7 @@ async fn state_lists_visible_interactive_elements_with_context() {
     assert!(e.lines().all(|l| l.len() <= 300), "lines are short");
     assert_eq!(
         state.element_count as usize,
-        e.lines().filter(|l| l.starts_with('[')).count()
+        cove_harness::browser_text::controls(e).len()
     );
     let shot = state.screenshot.as_ref().expect("a screenshot by default");
     assert_eq!(
@@ -595,7 +593,7 @@ async fn a_modal_hides_what_it_covers_until_closed() {
         "{}",
         state.elements
     );
-    for covered in ["Behind A", "Behind B", "Behind far below"] {
+    for covered in ["Behind A", "Behind B", "[below: "] {
         assert!(
             !state.elements.contains(covered),
             "{covered} is covered:\n{}",
@@ -604,7 +602,7 @@ async fn a_modal_hides_what_it_covers_until_closed() {
     }
     let closed = click(c, &state, "Close dialog").await;
     assert_eq!(report(&site, "closed").await, json!(true));
-    for visible in ["Behind A", "Behind B", "Behind far below"] {
+    for visible in ["Behind A", "Behind B", "[below: 1 elements"] {
         assert!(
             closed.elements.contains(visible),
             "{visible}:\n{}",
@@ -738,17 +736,28 @@ async fn a_huge_page_is_capped_with_a_hint() {
     let state = open(c, &site, "huge.html").await;
     assert!(state.truncated);
     assert!(state.element_count >= 10_000, "{}", state.element_count);
+    // Hundreds of controls fill the viewport itself: the text stops at the cap, says how
+    // many in view it left out, and sums up the thousands below in one line.
     assert!(state.elements.len() <= 12_200, "{}", state.elements.len());
-    let last = state.elements.lines().last().unwrap();
-    assert!(last.contains("more elements below (scroll down"), "{last}");
-    // The numbers shown plus the number left out add up.
-    let shown = state
-        .elements
-        .lines()
-        .filter(|l| l.starts_with('['))
-        .count() as u64;
-    let hidden: u64 = last.split_whitespace().nth(1).unwrap().parse().unwrap();
-    assert_eq!(shown + hidden, state.element_count);
+    let lines: Vec<&str> = state.elements.lines().collect();
+    let (cut, last) = (lines[lines.len() - 2], lines[lines.len() - 1]);
+    assert!(cut.ends_with("more elements in view not shown"), "{cut}");
+    assert!(last.starts_with("[below: "), "{last}");
+    assert!(last.contains("scroll_down"), "{last}");
+    // The numbers shown plus the numbers left out add up.
+    let count = |line: &str, skip: usize| -> u64 {
+        line[skip..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let shown = cove_harness::browser_text::controls(&state.elements).len() as u64;
+    assert_eq!(
+        shown + count(cut, "... ".len()) + count(last, "[below: ".len()),
+        state.element_count
+    );
     // Indices past the cap still act on the right element.
     let far = act(
         c,

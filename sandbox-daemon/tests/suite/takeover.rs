@@ -482,11 +482,9 @@ async fn the_page_switches_tabs_and_navigates_for_the_person() {
         )
         .await
         .unwrap();
-    let index = state
-        .elements
-        .lines()
-        .find(|l| l.contains("window.open"))
-        .and_then(|l| l.strip_prefix('[')?.split(']').next()?.parse::<u32>().ok())
+    let index = cove_harness::browser_text::controls(&state.elements)
+        .into_iter()
+        .find_map(|(n, desc)| desc.contains("window.open").then_some(n))
         .expect("the window.open button");
     let state = c
         .browser(
