@@ -13,6 +13,7 @@ pub mod llm;
 pub mod person;
 pub mod preview;
 pub mod procs;
+pub mod real_site;
 pub mod site;
 pub mod stats;
 pub mod viewer;

@@ -26,7 +26,41 @@
     return s.length > n ? s.slice(0, n - 1) + '…' : s;
   };
 
-  const agent = { version: VERSION, snapshots: new Map(), order: [] };
+  const agent = { version: VERSION, snapshots: new Map(), order: [], lastChange: performance.now() };
+
+  // When the page's content last changed (nodes or text, in any frame the agent sees):
+  // a state is read once it has been still for a moment.
+  try {
+    new MutationObserver(() => { agent.lastChange = performance.now(); })
+      .observe(document, { childList: true, characterData: true, subtree: true });
+  } catch (_) { /* no document yet: nothing to wait for */ }
+
+  // Finite animations still playing (an opening menu, a sliding panel); endless ones (a
+  // spinner) never end, so they are not waited for.
+  function animating() {
+    if (!document.getAnimations) return false;
+    return document.getAnimations().some((a) => {
+      if (a.playState !== 'running') return false;
+      const timing = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
+      return !!timing && Number.isFinite(timing.endTime);
+    });
+  }
+
+  // Resolves once the page has been still for `quietMs` (no content change, no finite
+  // animation, loaded), or after `maxMs` whatever it is doing.
+  agent.settle = (opts) => new Promise((resolve) => {
+    const started = performance.now();
+    const check = () => {
+      const now = performance.now();
+      const still = now - agent.lastChange >= opts.quietMs && document.readyState === 'complete' && !animating();
+      if (still || now - started >= opts.maxMs) {
+        resolve({ waited_ms: Math.round(now - started), settled: still });
+        return;
+      }
+      setTimeout(check, 10);
+    };
+    check();
+  });
 
 /* ORDER */
   // Elements the page's world says have a click-like listener (see probe.js), for the
@@ -373,11 +407,12 @@
           if (ctx.quiet || !ctx.visible) continue;
           const raw = child.nodeValue;
           if (ctx.pre) {
+            // Preformatted text keeps its spaces; only a line's end breaks it.
             const lines = raw.split('\n');
             lines.forEach((l, i) => {
               if (i > 0) items.push({ brk: true, block: ctx.block });
-              const t = l.replace(/\s+$/, '').replace(/\t/g, '  ');
-              if (t.trim()) items.push({ text: t.length > LINE_CHARS ? t.slice(0, LINE_CHARS - 1) + '…' : t, lead: false, trail: false, ...ctx.where });
+              const t = (i < lines.length - 1 ? l.replace(/\s+$/, '') : l).replace(/\t/g, '  ');
+              if (t) items.push({ text: t.length > LINE_CHARS ? t.slice(0, LINE_CHARS - 1) + '…' : t, lead: false, trail: false, pre: true, ...ctx.where });
             });
             continue;
           }
@@ -428,10 +463,11 @@
         const heading = headingLevel(el);
         const display = style.display;
         const inline = INLINE.has(display);
-        let block = inline ? ctx.block : el;
+        // Inside a table cell everything joins the row's line; cells are parted by ` | `.
+        const inCell = ctx.where.cell !== null && display !== 'table' && display !== 'table-row';
+        let block = inline || inCell ? ctx.block : el;
         let cell = ctx.where.cell;
         if (display === 'table-cell') {
-          // Cells join their row's line.
           block = ctx.block;
           cell = el;
         }
@@ -456,7 +492,7 @@
           quiet: ctx.quiet || (listed && named) || labelsListed || tag === 'select' || tag === 'svg' || tag === 'textarea',
           pointer,
           visible: visible && !hidden && !(overlay && !overlay.contains(el) && !el.contains(overlay)),
-          pre: /^pre/.test(style.whiteSpace),
+          pre: style.whiteSpaceCollapse ? style.whiteSpaceCollapse !== 'collapse' : /^pre|break-spaces/.test(style.whiteSpace),
           clip: clipBox,
           block,
           where: {
@@ -478,7 +514,12 @@
         walk(el, childCtx);
         // Text after a block is a new line, even in the same parent block (a row's cells
         // stay on its line).
-        if (!inline && display !== 'table-cell') items.push({ brk: true, block: ctx.block });
+        if (!inline && !inCell && display !== 'table-cell') items.push({ brk: true, block: ctx.block });
+        if (inCell && !inline) {
+          // Blocks inside a cell join its line, a space apart.
+          const last = items[items.length - 1];
+          if (last && last.text !== undefined) last.trail = true;
+        }
       }
     };
     const root = { inControl: false, quiet: false, pointer: false, visible: true, pre: false, clip: null, block: null,
@@ -520,7 +561,7 @@
           current = fresh();
           text = text.slice(cut).replace(/^ /, '');
         }
-        if (!current.parts.length) text = text.replace(/^ +/, '');
+        if (!current.parts.length && !line.pre) text = text.replace(/^ +/, '');
         if (text) { current.parts.push(text); current.length += text.length; place(current, at); }
       });
       if (current.parts.length) done.push(current);
@@ -529,7 +570,8 @@
         if (alone) {
           lines.push({ el: d.parts[0].el, top: d.parts[0].top, bottom: d.parts[0].bottom });
         } else {
-          lines.push({ parts: d.parts, prefix, top: d.top, bottom: d.bottom, heading: line.heading, text: d.parts.filter((p) => typeof p === 'string').join('') });
+          const text = d.parts.map((p) => (typeof p === 'string' ? p : clip(nameOf(p.el), 40))).join('');
+          lines.push({ parts: d.parts, prefix, top: d.top, bottom: d.bottom, heading: line.heading, text });
         }
       }
       line = null;
@@ -545,7 +587,7 @@
         return;
       }
       flush();
-      line = { parts: [piece], pos: [at], block: it.block, cell: it.cell, trail: false, heading: it.heading, bullet: it.bullet };
+      line = { parts: [piece], pos: [at], block: it.block, cell: it.cell, trail: false, heading: it.heading, bullet: it.bullet, pre: !!it.pre };
     };
     for (const it of items) {
       if (it.el && !it.inline) {
@@ -587,10 +629,10 @@
     }
     const render = (l) => {
       if (!l.el) {
-        return l.prefix + l.parts.map((p) => {
+        return (l.prefix + l.parts.map((p) => {
           if (typeof p === 'string') return p;
           return `[${indexOf.get(p)}]${describe(p.el, true)}</${p.el.localName}>`;
-        }).join('');
+        }).join('')).replace(/\s+$/, '');
       }
       const i = indexOf.get(l);
       if (!l.scroller) return `[${i}]${describe(l.el)}`;
@@ -803,7 +845,22 @@
       }
       return null;
     };
-    const found = search(document.documentElement);
+    // Words split over inline elements (`if <em>x</em> is false`): the deepest element whose
+    // rendered text holds them all.
+    const deepest = () => {
+      const holds = (el) => clip(textOf(el), 1e9).toLowerCase().includes(want);
+      let at = document.body;
+      if (!at || !holds(at)) return null;
+      for (;;) {
+        let next = null;
+        for (let c = at.firstElementChild; c; c = c.nextElementSibling) {
+          if (!SKIP.has(c.localName) && holds(c)) { next = c; break; }
+        }
+        if (!next) return at;
+        at = next;
+      }
+    };
+    const found = search(document.documentElement) || deepest();
     if (!found) return { error: 'no_match', reason: `no visible text "${clip(text, 100)}" on the page` };
     found.scrollIntoView({ block: 'center', behavior: 'instant' });
     return { desc: clip(found.innerText, 100) };

@@ -45,6 +45,10 @@ const MAX_TITLE_CHARS: usize = 1_000;
 const MAX_URL_CHARS: usize = 8_192;
 /// Longest wait after an input for a navigation or a new tab to start.
 const SETTLE: Duration = Duration::from_millis(150);
+/// How long a page's content must stay unchanged before its state is read.
+const STILL_FOR: Duration = Duration::from_millis(60);
+/// The longest a state waits for a page that keeps changing.
+const STILL_WAIT: Duration = Duration::from_millis(1500);
 /// How long a state read waits for a background tab's title.
 const BACKGROUND_TAB_WAIT: Duration = Duration::from_secs(1);
 
@@ -845,6 +849,13 @@ impl Session {
         let page = self.page()?;
         let limit = self.limit();
         let sid = BrowserManager::next_snapshot_id(counter);
+        // Never a state taken mid-change: wait (a bounded time) for the page to be still.
+        let still = json!({"quietMs": STILL_FOR.as_millis() as u64, "maxMs": STILL_WAIT.as_millis() as u64});
+        if let Err(e) =
+            cdp::agent::<Value>(&page, "settle", std::slice::from_ref(&still), limit).await
+        {
+            tracing::debug!(error = %e, "the page could not say whether it is still");
+        }
         let mut attempts = 0;
         let mut snapshot: Snapshot = loop {
             let args = json!({

@@ -4,6 +4,7 @@ mod browser;
 mod confinement;
 mod files;
 mod preview;
+mod real_pages;
 mod security;
 mod shell;
 mod takeover;
