@@ -49,6 +49,10 @@ const PAGES: &[(&str, &str)] = &[
     ),
     ("tabs.html", include_str!("../fixtures/site/tabs.html")),
     (
+        "widgets.html",
+        include_str!("../fixtures/site/widgets.html"),
+    ),
+    (
         "takeover.html",
         include_str!("../fixtures/site/takeover.html"),
     ),

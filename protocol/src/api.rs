@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 
 use crate::browser::{
     BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
-    StateQuery, SwitchTab, Wait,
+    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
+    SendKeys, StateQuery, SwitchTab, Wait,
 };
 use crate::error::ErrorEnvelope;
 use crate::files::{
@@ -67,6 +67,7 @@ pub enum Op {
     BrowserGetDropdownOptions,
     BrowserSelectDropdownOption,
     BrowserDragDrop,
+    BrowserHoverElement,
     BrowserState,
     BrowserScreenshot,
     BrowserTakeoverStart,
@@ -422,6 +423,12 @@ pub const ENDPOINTS: &[Endpoint] = &[
         "Drag from an element or point and drop on another",
         reference::<DragDrop>,
     ),
+    browser_action(
+        Op::BrowserHoverElement,
+        "/v1/browser/hover_element",
+        "Move the mouse over an element (menus that open on hover)",
+        reference::<HoverElement>,
+    ),
     Endpoint {
         op: Op::BrowserState,
         method: Method::Get,
@@ -646,7 +653,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 39, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 40, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -101,6 +101,10 @@ pub struct StateQuery {
     /// Include the page's visible text.
     #[serde(default)]
     pub content: bool,
+    /// List the whole page in `elements` (up to its cap), not just the viewport and what
+    /// lies around it.
+    #[serde(default)]
+    pub full: bool,
 }
 
 impl Default for StateQuery {
@@ -108,6 +112,7 @@ impl Default for StateQuery {
         StateQuery {
             screenshot: true,
             content: false,
+            full: false,
         }
     }
 }
@@ -118,6 +123,7 @@ impl StateQuery {
         StateQuery {
             screenshot: false,
             content: false,
+            full: false,
         }
     }
 }
@@ -226,6 +232,12 @@ action!(CloseTab, "close_tab");
 pub struct ScrollDown {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<u32>,
+    /// Scroll this element (a scrollable box listed in the state, or the box around it)
+    /// instead of the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<u64>,
 }
 action!(ScrollDown, "scroll_down");
 
@@ -235,6 +247,12 @@ action!(ScrollDown, "scroll_down");
 pub struct ScrollUp {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<u32>,
+    /// Scroll this element (a scrollable box listed in the state, or the box around it)
+    /// instead of the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<u64>,
 }
 action!(ScrollUp, "scroll_up");
 
@@ -261,12 +279,26 @@ action!(GetDropdownOptions, "get_dropdown_options");
 #[serde(deny_unknown_fields)]
 pub struct SelectDropdownOption {
     pub index: u32,
-    /// The option's visible text (or, failing that, its value).
+    /// The option's visible text (or, failing that, its value). In a `multiple` select it is
+    /// added to the options already selected.
     pub text: String,
+    /// Unselect the option instead (a `multiple` select).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deselect: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_id: Option<u64>,
 }
 action!(SelectDropdownOption, "select_dropdown_option");
+
+/// `hover_element`: move the mouse over an element (a menu that opens on hover).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HoverElement {
+    pub index: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<u64>,
+}
+action!(HoverElement, "hover_element");
 
 /// `drag_drop`: press on the source, move, release on the target. Each end is an element
 /// index or a viewport point.

@@ -40,10 +40,7 @@ async fn main() {
         &NavigateTo {
             url: site.url("takeover.html"),
         },
-        StateQuery {
-            screenshot: false,
-            content: false,
-        },
+        StateQuery::lean(),
     )
     .await
     .unwrap();

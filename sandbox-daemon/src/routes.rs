@@ -66,6 +66,7 @@ fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
         Op::BrowserGetDropdownOptions => on(m, browser::http::get_dropdown_options),
         Op::BrowserSelectDropdownOption => on(m, browser::http::select_dropdown_option),
         Op::BrowserDragDrop => on(m, browser::http::drag_drop),
+        Op::BrowserHoverElement => on(m, browser::http::hover_element),
         Op::BrowserState => on(m, browser::http::state),
         Op::BrowserScreenshot => on(m, browser::http::screenshot),
         Op::BrowserTakeoverStart => on(m, takeover::http::start),

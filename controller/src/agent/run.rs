@@ -726,7 +726,7 @@ impl Agent {
         }
         let query = StateQuery {
             screenshot: self.config.profile.vision,
-            content: false,
+            ..StateQuery::lean()
         };
         match self.sandbox.browser_state(query).await {
             Ok(state) => Ok(AfterTakeover::Continue(Some(Box::new(state)))),

@@ -3,8 +3,8 @@
 
 use cove_protocol::browser::{
     BrowserAction, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
-    StateQuery, SwitchTab, Wait,
+    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
+    SendKeys, StateQuery, SwitchTab, Wait,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -16,9 +16,17 @@ use super::{ToolDef, ToolEnv, ToolResult, tool};
 async fn act<A: BrowserAction>(env: &ToolEnv, action: &A) -> ToolResult {
     let query = StateQuery {
         screenshot: env.vision,
-        content: false,
+        ..StateQuery::lean()
     };
-    match env.sandbox.browser(action, query).await {
+    reported(env, env.sandbox.browser(action, query).await)
+}
+
+/// The tool's result for a state (or the failure to get it).
+fn reported(
+    env: &ToolEnv,
+    state: Result<cove_protocol::browser::BrowserState, cove_protocol::client::ClientError>,
+) -> ToolResult {
+    match state {
         Ok(state) => {
             let mut text = state.message.clone().unwrap_or_else(|| "Done.".to_string());
             if let Some(options) = &state.dropdown_options {
@@ -115,6 +123,9 @@ struct Tab {
 struct Amount {
     /// Pixels to scroll (default: one screen).
     amount: Option<u32>,
+    /// A scrollable box's number in the latest page state (or an element inside it): scroll
+    /// that box instead of the page.
+    index: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -131,6 +142,8 @@ struct IndexOption {
     index: u32,
     /// The visible text of the option to pick.
     text: String,
+    /// Unselect the option (a select that takes several); picking adds to those chosen.
+    deselect: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -198,11 +211,38 @@ async fn close_tab(env: &ToolEnv, a: Tab) -> ToolResult {
 }
 
 async fn scroll_down(env: &ToolEnv, a: Amount) -> ToolResult {
-    act(env, &ScrollDown { amount: a.amount }).await
+    let action = ScrollDown {
+        amount: a.amount,
+        index: a.index,
+        snapshot_id: a.index.and(snapshot(env)),
+    };
+    act(env, &action).await
 }
 
 async fn scroll_up(env: &ToolEnv, a: Amount) -> ToolResult {
-    act(env, &ScrollUp { amount: a.amount }).await
+    let action = ScrollUp {
+        amount: a.amount,
+        index: a.index,
+        snapshot_id: a.index.and(snapshot(env)),
+    };
+    act(env, &action).await
+}
+
+async fn hover_element(env: &ToolEnv, a: Index) -> ToolResult {
+    let action = HoverElement {
+        index: a.index,
+        snapshot_id: snapshot(env),
+    };
+    act(env, &action).await
+}
+
+async fn read_page(env: &ToolEnv, _: Nothing) -> ToolResult {
+    let query = StateQuery {
+        screenshot: env.vision,
+        full: true,
+        ..StateQuery::lean()
+    };
+    reported(env, env.sandbox.browser_state(query).await)
 }
 
 async fn scroll_to_text(env: &ToolEnv, a: Text) -> ToolResult {
@@ -221,6 +261,7 @@ async fn select_dropdown_option(env: &ToolEnv, a: IndexOption) -> ToolResult {
     let action = SelectDropdownOption {
         index: a.index,
         text: a.text,
+        deselect: a.deselect.unwrap_or(false),
         snapshot_id: snapshot(env),
     };
     act(env, &action).await
@@ -328,7 +369,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: Amount,
             summary: Some("amount"),
             raw: &[],
-            description: "Scroll the page down (by a screen, or by amount pixels).",
+            description: "Scroll the page down (by a screen, or by amount pixels); with index, scroll that scrollable box instead (a list, a terms box).",
             example: json!({"amount": 600}),
             run: scroll_down,
         },
@@ -337,9 +378,27 @@ pub fn tools() -> Vec<ToolDef> {
             args: Amount,
             summary: Some("amount"),
             raw: &[],
-            description: "Scroll the page up (by a screen, or by amount pixels).",
+            description: "Scroll the page up (by a screen, or by amount pixels); with index, scroll that scrollable box instead.",
             example: json!({"amount": 600}),
             run: scroll_up,
+        },
+        tool! {
+            name: "browser_read_page",
+            args: Nothing,
+            summary: None,
+            raw: &[],
+            description: "Read the whole page, not just what is in view: every element and line of text (up to a cap) comes in the next message.",
+            example: json!({}),
+            run: read_page,
+        },
+        tool! {
+            name: "browser_hover_element",
+            args: Index,
+            summary: Some("index"),
+            raw: &[],
+            description: "Move the mouse over an element, for menus that open on hover.",
+            example: json!({"index": 3}),
+            run: hover_element,
         },
         tool! {
             name: "browser_scroll_to_text",
@@ -364,7 +423,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: IndexOption,
             summary: Some("text"),
             raw: &[],
-            description: "Pick an option of a native <select> by its visible text.",
+            description: "Pick an option of a native <select> by its visible text (in a select that takes several, it is added; deselect removes it).",
             example: json!({"index": 7, "text": "Germany"}),
             run: select_dropdown_option,
         },

@@ -242,6 +242,21 @@
     return clip(out, 200);
   }
 
+  // The text node right after a checkbox or radio with no label, which names it.
+  function unlabelledNear(el) {
+    const type = (el.type || '').toLowerCase();
+    if (el.localName !== 'input' || (type !== 'checkbox' && type !== 'radio')) return null;
+    if ((el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')) return null;
+    for (let n = el.nextSibling; n; n = n.nextSibling) {
+      if (n.nodeType === 3) {
+        if (clip(n.nodeValue, 10)) return n;
+        continue;
+      }
+      return null;
+    }
+    return null;
+  }
+
   // The words right after a checkbox or radio that has no label.
   function nearbyText(el) {
     for (let n = el.nextSibling; n; n = n.nextSibling) {
@@ -327,8 +342,8 @@
       add('name', control.name);
       if (control.placeholder && control.placeholder !== name) add('placeholder', control.placeholder);
       if (type === 'checkbox' || type === 'radio') {
-        flag('checked', control.checked);
         add('value', control.value === 'on' ? '' : control.value);
+        flag('checked', control.checked);
       } else if (type === 'password') {
         if (control.value) attrs.push('value="••••"');
       } else if (type !== 'file' && type !== 'submit' && type !== 'button' && type !== 'reset') {
@@ -400,6 +415,7 @@
     const vw = innerWidth, vh = innerHeight;
     const overlay = blockingOverlay(vw, vh);
     const items = [];
+    const spoken = new Set();
 
     const walk = (node, ctx) => {
       for (let child = node.firstChild; child; child = child.nextSibling) {
@@ -420,9 +436,11 @@
           if (!t) {
             // Whitespace between inline elements is a space in the text.
             const last = items[items.length - 1];
-            if (last && last.text !== undefined && last.block === ctx.block) last.trail = true;
+            if (last && (last.text !== undefined || last.el) && last.block === ctx.block) last.trail = true;
             continue;
           }
+          // Words already said as a control's name.
+          if (spoken.has(child)) continue;
           items.push({ text: t, lead: /^\s/.test(raw), trail: /\s$/.test(raw), ...ctx.where });
           continue;
         }
@@ -456,6 +474,8 @@
               items.push({ ...ctx.where, el, top: off.top, bottom: off.top + off.height, inline: inRun, block: ctx.block });
               listed = true;
               named = clip(nameOf(el), NAME_CHARS + 1).length <= NAME_CHARS;
+              const near = unlabelledNear(el);
+              if (near) spoken.add(near);
             }
           }
         }
@@ -597,7 +617,7 @@
       }
       if (it.el) {
         append({ el: it.el, top: it.top, bottom: it.bottom }, { ...it, cell: line && line.block === it.block ? line.cell : null }, false);
-        line.trail = false;
+        line.trail = !!it.trail;
         continue;
       }
       if (it.brk) {
@@ -610,7 +630,7 @@
     flush();
 
     // The viewport and a margin around it are shown; what lies further is summed up.
-    const margin = opts.full ? Infinity : vh * 0.25;
+    const margin = vh * 0.25;
     const near = (l) => l.bottom > -margin && l.top < vh + margin;
     const inView = [], below = [], above = [];
     for (const l of lines) {
@@ -644,7 +664,7 @@
     };
     const summary = (list, where, how) => {
       const controls = list.reduce((n, l) => n + (l.el ? 1 : (l.parts || []).filter((p) => typeof p !== 'string').length), 0);
-      const texts = list.filter((l) => !l.el && l.text.trim()).length;
+      const texts = list.filter((l) => !l.el && l.parts.some((p) => typeof p === 'string' && p.trim())).length;
       if (!list.length) return null;
       const heads = list.filter((l) => l.heading).map((l) => clip(l.text.replace(/^#+ /, ''), 40));
       const picked = where === 'above' ? heads.slice(-6) : heads.slice(0, 6);
@@ -667,11 +687,11 @@
       if (above.length) { emit('[above the viewport]', 0); for (const l of above) emit(render(l), count(l)); }
       if (truncated) out.push(`... ${hidden} more elements not shown (scroll to see them)`);
     } else {
-      const up = summary(above, 'above', 'scroll_up to see them');
+      const up = summary(above, 'above', 'scroll up to see them');
       if (up) emit(up, 0);
       for (const l of inView) emit(render(l), count(l));
       if (truncated) out.push(`... ${hidden} more elements in view not shown`);
-      const down = summary(below, 'below', 'scroll_down to see them, or read the page with extract_content');
+      const down = summary(below, 'below', 'scroll down to see them, or read the whole page (full=true)');
       if (down) out.push(down);
     }
 
@@ -749,12 +769,63 @@
   };
 
   // Sets a value the keyboard cannot type (dates, ranges, colours) as the page would see it.
+  // The forms a date input stores: yyyy-mm-dd, hh:mm, yyyy-mm-ddThh:mm, yyyy-mm, yyyy-Www.
+  const FORMATS = { date: 'yyyy-mm-dd', time: 'hh:mm', 'datetime-local': 'yyyy-mm-ddThh:mm', month: 'yyyy-mm', week: 'yyyy-Www' };
+  const pad = (n) => String(n).padStart(2, '0');
+
+  // A date as people write it (2019-06-09, 06/09/2019 as month/day/year, 9.6.2019 as
+  // day.month.year, "June 9, 2019") in the form `type` stores.
+  function storedValue(type, text) {
+    const t = text.trim();
+    const date = (s) => {
+      let m = /^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$/.exec(s);
+      if (m) return `${m[1]}-${pad(m[2])}-${pad(m[3])}`;
+      m = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/.exec(s);
+      if (m) return `${m[3]}-${pad(m[1])}-${pad(m[2])}`;
+      m = /^(\d{1,2})[.-](\d{1,2})[.-](\d{4})$/.exec(s);
+      if (m) return `${m[3]}-${pad(m[2])}-${pad(m[1])}`;
+      const parsed = Date.parse(s + ' 12:00');
+      if (!Number.isNaN(parsed)) {
+        const d = new Date(parsed);
+        return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+      }
+      return s;
+    };
+    const time = (s) => {
+      const m = /^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap]\.?m\.?)?$/i.exec(s);
+      if (!m) return s;
+      let h = Number(m[1]);
+      if (m[4] && /^p/i.test(m[4]) && h < 12) h += 12;
+      if (m[4] && /^a/i.test(m[4]) && h === 12) h = 0;
+      return `${pad(h)}:${m[2]}${m[3] ? ':' + m[3] : ''}`;
+    };
+    if (type === 'date') return date(t);
+    if (type === 'time') return time(t);
+    if (type === 'datetime-local') {
+      const m = /^(.*?)[T ](\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?)$/i.exec(t);
+      return m ? `${date(m[1])}T${time(m[2])}` : t;
+    }
+    if (type === 'month') {
+      const m = /^(\d{1,2})\/(\d{4})$/.exec(t);
+      return m ? `${m[2]}-${pad(m[1])}` : t;
+    }
+    return t;
+  }
+
+  // Sets a value the keyboard cannot type (dates, ranges, colours) as the page would see it;
+  // a value the input refuses is an error, never an empty field reported as filled.
   agent.setValue = (sid, index, text) => {
     const r = lookup(sid, index);
     if (r.error) return r;
     const el = r.el;
+    const type = (el.type || '').toLowerCase();
+    const value = storedValue(type, text);
     const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), 'value');
-    if (setter && setter.set) setter.set.call(el, text); else el.value = text;
+    if (setter && setter.set) setter.set.call(el, value); else el.value = value;
+    if (value !== '' && el.value === '') {
+      const form = FORMATS[type];
+      return { error: 'invalid_value', reason: `${describe(el)} does not take "${clip(text, 60)}"${form ? `: give it as ${form}` : ''}` };
+    }
     el.dispatchEvent(new Event('input', { bubbles: true }));
     el.dispatchEvent(new Event('change', { bubbles: true }));
     return { value: el.value, desc: describe(el) };
@@ -788,7 +859,7 @@
     };
   };
 
-  agent.select = (sid, index, text) => {
+  agent.select = (sid, index, text, deselect) => {
     const r = selectOf(sid, index);
     if (r.error) return r;
     const el = r.el;
@@ -801,23 +872,46 @@
       return { error: 'no_match', reason: `no option "${want}" in ${describe(el)}; options: ${opts.map((o) => JSON.stringify(clip(o.text, 60))).join(', ')}` };
     }
     if (found.disabled) return { error: 'wrong_kind', reason: `option "${want}" is disabled` };
-    el.value = found.value;
-    found.selected = true;
+    if (deselect && !el.multiple) {
+      return { error: 'wrong_kind', reason: `${describe(el)} holds one option: select another instead` };
+    }
+    // A multiple select keeps what was chosen before, as a person's Ctrl-click does.
+    if (el.multiple) found.selected = !deselect;
+    else { el.value = found.value; found.selected = true; }
     el.dispatchEvent(new Event('input', { bubbles: true }));
     el.dispatchEvent(new Event('change', { bubbles: true }));
     return { desc: describe(el), text: clip(found.text, 200), value: found.value };
   };
 
-  // Scrolls the page (or, if the page itself cannot scroll, the container under the centre).
-  agent.scroll = (dy) => {
+  function canScroll(n) {
+    const s = getComputedStyle(n);
+    return /(auto|scroll)/.test(s.overflowY) && n.scrollHeight > n.clientHeight;
+  }
+
+  // Scrolls by `amount` pixels (default: a viewport for the page, most of a box's height)
+  // in `direction`: the element `target` names ([snapshot, index]) or the scrollable box
+  // around it, else the page, or, if the page cannot scroll, the box under the centre.
+  agent.scroll = (direction, amount, target) => {
+    const by = (n, fallback) => direction * (amount === null || amount === undefined ? fallback : amount);
+    if (target) {
+      const r = lookup(target[0], target[1]);
+      if (r.error) return r;
+      let n = r.el;
+      while (n && !canScroll(n)) n = n.parentElement;
+      if (!n || n === document.documentElement || n === document.body) {
+        return { error: 'wrong_kind', reason: `${describe(r.el)} is not in a scrollable box; scroll the page instead` };
+      }
+      const b = n.scrollTop;
+      n.scrollBy({ top: by(n, Math.round(n.clientHeight * 0.8)), behavior: 'instant' });
+      return { scrolled: Math.round(n.scrollTop - b), container: describe(n) };
+    }
     const before = scrollY;
-    scrollBy({ top: dy, behavior: 'instant' });
+    scrollBy({ top: by(null, innerHeight), behavior: 'instant' });
     if (scrollY !== before) return { scrolled: Math.round(scrollY - before), container: 'page' };
     for (let n = document.elementFromPoint(innerWidth / 2, innerHeight / 2); n; n = n.parentElement) {
-      const s = getComputedStyle(n);
-      if (/(auto|scroll)/.test(s.overflowY) && n.scrollHeight > n.clientHeight) {
+      if (canScroll(n)) {
         const b = n.scrollTop;
-        n.scrollBy({ top: dy, behavior: 'instant' });
+        n.scrollBy({ top: by(n, Math.round(n.clientHeight * 0.8)), behavior: 'instant' });
         if (n.scrollTop !== b) return { scrolled: Math.round(n.scrollTop - b), container: describe(n) };
       }
     }

@@ -138,6 +138,7 @@ pub async fn agent<T: DeserializeOwned>(
             "not_found" => BrowserError::ElementNotFound(reason),
             "wrong_kind" => BrowserError::WrongElementKind(reason),
             "no_match" => BrowserError::NoMatch(reason),
+            "invalid_value" => BrowserError::InvalidRequest(reason),
             _ => BrowserError::Script(reason),
         });
     }

@@ -6,8 +6,8 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use cove_protocol::browser::{
     BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
-    StateQuery, SwitchTab, Wait,
+    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
+    SendKeys, StateQuery, SwitchTab, Wait,
 };
 
 use super::Action;
@@ -75,6 +75,9 @@ action_handler!(
 action_handler!(
     /// `POST /v1/browser/drag_drop`
     drag_drop, DragDrop, Action::DragDrop);
+action_handler!(
+    /// `POST /v1/browser/hover_element`
+    hover_element, HoverElement, Action::HoverElement);
 
 /// `GET /v1/browser/state`
 pub async fn state(

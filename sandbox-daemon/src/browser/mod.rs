@@ -20,8 +20,8 @@ use std::time::Duration;
 use chromiumoxide::error::CdpError;
 use cove_protocol::browser::{
     BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions,
-    InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption, SendKeys,
-    StateQuery, SwitchTab, Viewport, Wait,
+    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
+    SendKeys, StateQuery, SwitchTab, Viewport, Wait,
 };
 
 use crate::procs::ChildRegistry;
@@ -160,6 +160,7 @@ pub enum Action {
     GetDropdownOptions(GetDropdownOptions),
     SelectDropdownOption(SelectDropdownOption),
     DragDrop(DragDrop),
+    HoverElement(HoverElement),
 }
 
 /// The daemon's browser: launched lazily, relaunched after a crash, one action at a time.

@@ -575,8 +575,8 @@ impl Session {
                 }
                 Ok(Outcome::say(format!("Closed tab {}", a.tab_id)))
             }
-            Action::ScrollDown(a) => self.scroll(a.amount, 1.0).await,
-            Action::ScrollUp(a) => self.scroll(a.amount, -1.0).await,
+            Action::ScrollDown(a) => self.scroll(a.amount, a.index, a.snapshot_id, 1.0).await,
+            Action::ScrollUp(a) => self.scroll(a.amount, a.index, a.snapshot_id, -1.0).await,
             Action::ScrollToText(a) => {
                 if a.text.trim().is_empty() {
                     return Err(BrowserError::InvalidRequest("text is empty".into()));
@@ -604,18 +604,38 @@ impl Session {
             Action::SelectDropdownOption(a) => {
                 let page = self.page()?;
                 let sid = self.snapshot_for(a.snapshot_id)?;
-                let args = [json!(sid), json!(a.index), json!(a.text)];
+                let args = [json!(sid), json!(a.index), json!(a.text), json!(a.deselect)];
                 let (chosen, _): (Described, _) = self
                     .with_settle(&page, cdp::agent(&page, "select", &args, limit))
                     .await?;
                 Ok(Outcome::say(format!(
-                    "Selected {:?} in [{}] {}",
+                    "{} {:?} in [{}] {}",
+                    if a.deselect { "Unselected" } else { "Selected" },
                     chosen.text.unwrap_or_default(),
                     a.index,
                     chosen.desc
                 )))
             }
             Action::DragDrop(a) => self.drag_drop(a).await,
+            Action::HoverElement(a) => {
+                let page = self.page()?;
+                let sid = self.snapshot_for(a.snapshot_id)?;
+                let at = self.locate(&page, sid, a.index).await?;
+                if !at.reachable {
+                    return Err(BrowserError::NotClickable(format!(
+                        "[{}] {} is covered by {}; close or dismiss that first",
+                        a.index,
+                        at.desc,
+                        at.covered_by.as_deref().unwrap_or("another element")
+                    )));
+                }
+                self.with_settle(&page, cdp::mouse_move(&page, at.x, at.y, false, limit))
+                    .await?;
+                Ok(Outcome::say(format!(
+                    "Hovered over [{}] {}",
+                    a.index, at.desc
+                )))
+            }
         }
     }
 
@@ -730,12 +750,24 @@ impl Session {
     async fn scroll(
         &mut self,
         amount: Option<u32>,
+        index: Option<u32>,
+        sid: Option<u64>,
         direction: f64,
     ) -> Result<Outcome, BrowserError> {
-        let amount = f64::from(amount.unwrap_or(self.settings.viewport.height));
         let page = self.page()?;
-        let done: Scrolled =
-            cdp::agent(&page, "scroll", &[json!(amount * direction)], self.limit()).await?;
+        let target = match index {
+            Some(index) => json!([self.snapshot_for(sid)?, index]),
+            None => Value::Null,
+        };
+        // Without an amount: a page's viewport, or most of a box's height.
+        let amount = amount.map(f64::from).map_or(Value::Null, |a| json!(a));
+        let done: Scrolled = cdp::agent(
+            &page,
+            "scroll",
+            &[json!(direction), amount, target],
+            self.limit(),
+        )
+        .await?;
         let way = if direction > 0.0 { "down" } else { "up" };
         Ok(Outcome::say(if done.scrolled == 0 {
             format!("Could not scroll {way}: already at the end")
@@ -862,6 +894,7 @@ impl Session {
                 "snapshotId": sid,
                 "maxChars": self.settings.elements_cap,
                 "content": query.content,
+                "full": query.full,
                 "contentChars": CONTENT_CHARS,
                 "listeners": cdp::listener_positions(&page, limit).await,
             });

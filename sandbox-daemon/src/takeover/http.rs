@@ -67,16 +67,7 @@ pub async fn status(
 /// `DELETE /v1/browser/takeover`
 pub async fn end(State(app): State<AppState>) -> Result<Json<TakeoverReleased>, ApiError> {
     let ended = app.takeover.end(None, TakeoverEnd::Released, None);
-    let state = app
-        .browser
-        .act(
-            None,
-            StateQuery {
-                screenshot: true,
-                content: false,
-            },
-        )
-        .await?;
+    let state = app.browser.act(None, StateQuery::default()).await?;
     Ok(Json(TakeoverReleased { ended, state }))
 }
 

@@ -8,8 +8,8 @@ use cove_harness::{DaemonBuilder, DaemonProcess, FixtureSite, procs};
 use cove_protocol::ErrorCode;
 use cove_protocol::browser::{
     BrowserAction, BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop,
-    GetDropdownOptions, GoBack, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp,
-    SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Wait,
+    GetDropdownOptions, GoBack, HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText,
+    ScrollUp, SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Wait,
 };
 use cove_protocol::client::{ClientError, CovedClient};
 use cove_protocol::files::ReadRequest;
@@ -34,6 +34,7 @@ async fn setup() -> (DaemonProcess, FixtureSite) {
 const LEAN: StateQuery = StateQuery {
     screenshot: false,
     content: false,
+    full: false,
 };
 
 async fn open(c: &CovedClient, site: &FixtureSite, page: &str) -> BrowserState {
@@ -164,8 +165,8 @@ async fn state_lists_visible_interactive_elements_with_context() {
     assert_eq!(&raw[..3], b"\xff\xd8\xff");
     let with_content = c
         .browser_state(StateQuery {
-            screenshot: false,
             content: true,
+            ..LEAN
         })
         .await
         .unwrap();
@@ -399,6 +400,7 @@ async fn native_selects_list_and_pick_options() {
     let pick = |text: &str, sid| SelectDropdownOption {
         index: select,
         text: text.into(),
+        deselect: false,
         snapshot_id: Some(sid),
     };
     let after = act(c, &pick("Cherry pie", listed.snapshot_id)).await;
@@ -438,9 +440,23 @@ async fn scrolling_moves_the_page_and_the_offsets_are_right() {
     let down = act(c, &ScrollDown::default()).await;
     assert_eq!(down.pixels_above, 720);
     assert_eq!(report(&site, "scrollY").await, json!(720));
-    let more = act(c, &ScrollDown { amount: Some(100) }).await;
+    let more = act(
+        c,
+        &ScrollDown {
+            amount: Some(100),
+            ..Default::default()
+        },
+    )
+    .await;
     assert_eq!(more.pixels_above, 820);
-    let up = act(c, &ScrollUp { amount: Some(300) }).await;
+    let up = act(
+        c,
+        &ScrollUp {
+            amount: Some(300),
+            ..Default::default()
+        },
+    )
+    .await;
     assert_eq!(up.pixels_above, 520);
     assert_eq!(up.pixels_above + up.pixels_below + 720, total);
     assert!(
@@ -609,6 +625,17 @@ async fn a_modal_hides_what_it_covers_until_closed() {
             closed.elements
         );
     }
+    // A full read lists what lies below too.
+    let full = c
+        .browser_state(StateQuery { full: true, ..LEAN })
+        .await
+        .unwrap();
+    assert!(
+        full.elements
+            .contains("[below the viewport]\n[3]<button>Behind far below"),
+        "{}",
+        full.elements
+    );
     click(c, &closed, "Behind B").await;
     assert_eq!(report(&site, "behind").await, json!("B"));
 }
@@ -743,7 +770,8 @@ async fn a_huge_page_is_capped_with_a_hint() {
     let (cut, last) = (lines[lines.len() - 2], lines[lines.len() - 1]);
     assert!(cut.ends_with("more elements in view not shown"), "{cut}");
     assert!(last.starts_with("[below: "), "{last}");
-    assert!(last.contains("scroll_down"), "{last}");
+    assert!(last.contains("scroll down"), "{last}");
+    assert!(last.contains(", 0 lines of text"), "only controls: {last}");
     // The numbers shown plus the numbers left out add up.
     let count = |line: &str, skip: usize| -> u64 {
         line[skip..]
@@ -976,4 +1004,177 @@ async fn chromium_dies_with_its_daemon_even_a_killed_one() {
             "Chromium processes outlived a daemon stopped by {signal:?}: {alive:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn controls_carry_their_names_and_state_and_text_is_never_swallowed() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "widgets.html").await;
+    let e = &state.elements;
+    // A listener on the whole form does not make it one control: its words are all there.
+    for text in [
+        "## Order form",
+        "Choose your colour. Fields marked * are required.",
+        // Letters styled one by one read as the word.
+        "Status: OK, ready.",
+    ] {
+        assert!(e.contains(text), "{text:?} missing from:\n{e}");
+    }
+    // Names from a wrapping label, a label[for], aria-labelledby and the words after an
+    // unlabelled checkbox (said once).
+    for control in [
+        "<input type=\"radio\" name=\"colour\" value=\"blue\">Blue",
+        "<input type=\"checkbox\">Wrap it as a gift",
+        "<input type=\"number\" name=\"qty\" value=\"1\" required>Quantity *",
+        "<textarea name=\"notes\">Delivery notes",
+        "<select multiple options=\"Ham|Olives|Onion|Basil\">Toppings",
+        "<input type=\"date\" name=\"day\">Delivery day",
+    ] {
+        assert!(
+            find_index(&state, control).is_some(),
+            "{control:?} in:\n{e}"
+        );
+    }
+    assert_eq!(e.matches("Wrap it as a gift").count(), 1, "{e}");
+    // Links inside a menu item are listed, not swallowed by it.
+    assert!(e.contains("]<a>Docs</a> ["), "{e}");
+    let blue = click(c, &state, "value=\"blue\"").await;
+    assert_eq!(report(&site, "colour").await, json!("blue"));
+    assert!(
+        find_index(&blue, "value=\"blue\" checked>Blue").is_some(),
+        "{}",
+        blue.elements
+    );
+
+    // A badge over the button's centre: the button is kept and clicked where it is free.
+    let wide = click(c, &blue, "Wide button").await;
+    assert_eq!(report(&site, "wide").await, json!(true));
+
+    // Several toppings stay chosen; one can be taken back.
+    let toppings = index_of(&wide, "Toppings");
+    let mut now = wide;
+    for topping in ["Olives", "Basil"] {
+        now = act(
+            c,
+            &SelectDropdownOption {
+                index: toppings,
+                text: topping.into(),
+                deselect: false,
+                snapshot_id: Some(now.snapshot_id),
+            },
+        )
+        .await;
+    }
+    assert!(
+        site.wait_for_report(|r| r["toppings"] == json!(["olives", "basil"]))
+            .await
+            .is_some(),
+        "{:?}",
+        site.reports()
+    );
+    assert!(
+        now.elements.contains("value=\"Olives, Basil\""),
+        "{}",
+        now.elements
+    );
+    act(
+        c,
+        &SelectDropdownOption {
+            index: toppings,
+            text: "Olives".into(),
+            deselect: true,
+            snapshot_id: Some(now.snapshot_id),
+        },
+    )
+    .await;
+    assert!(
+        site.wait_for_report(|r| r["toppings"] == json!(["basil"]))
+            .await
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn dates_and_times_are_set_as_people_write_them_or_refused() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "widgets.html").await;
+    let day = index_of(&state, "Delivery day");
+    let input = |index: u32, text: &str, sid: u64| InputText {
+        index,
+        text: text.into(),
+        snapshot_id: Some(sid),
+    };
+    let set = act(c, &input(day, "06/09/2019", state.snapshot_id)).await;
+    assert_eq!(report(&site, "day").await, json!("2019-06-09"));
+    assert!(
+        set.elements.contains("value=\"2019-06-09\""),
+        "{}",
+        set.elements
+    );
+    let time = index_of(&set, "Time");
+    act(c, &input(time, "2:30 PM", set.snapshot_id)).await;
+    assert_eq!(report(&site, "time").await, json!("14:30"));
+    let nonsense = refused(c, &input(day, "next blue moon", set.snapshot_id)).await;
+    assert_eq!(
+        nonsense.code(),
+        Some(&ErrorCode::InvalidRequest),
+        "{nonsense}"
+    );
+    assert!(nonsense.to_string().contains("yyyy-mm-dd"), "{nonsense}");
+}
+
+#[tokio::test]
+async fn an_inner_box_scrolls_by_its_index_and_a_menu_opens_on_hover() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "widgets.html").await;
+    // The box hides its last terms and its button; its line says how much lies below.
+    assert!(!state.elements.contains("I accept"), "{}", state.elements);
+    let terms = index_of(&state, "scrollable 0px above");
+    let scrolled = act(
+        c,
+        &ScrollDown {
+            index: Some(terms),
+            snapshot_id: Some(state.snapshot_id),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(
+        scrolled
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("Scrolled down"),
+        "{:?}",
+        scrolled.message
+    );
+    let accepted = click(c, &scrolled, "I accept").await;
+    assert_eq!(report(&site, "accepted").await, json!(true));
+
+    // The page cannot scroll a box that is not there.
+    let not_a_box = refused(
+        c,
+        &ScrollDown {
+            index: Some(index_of(&accepted, "Account")),
+            snapshot_id: Some(accepted.snapshot_id),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(not_a_box.code(), Some(&ErrorCode::WrongElementKind));
+
+    assert!(!accepted.elements.contains("Profile"));
+    let hovered = act(
+        c,
+        &HoverElement {
+            index: index_of(&accepted, "Account"),
+            snapshot_id: Some(accepted.snapshot_id),
+        },
+    )
+    .await;
+    click(c, &hovered, "Profile").await;
+    assert_eq!(report(&site, "menu").await, json!("profile"));
 }

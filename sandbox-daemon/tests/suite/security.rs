@@ -20,6 +20,7 @@ use serde_json::json;
 const LEAN: StateQuery = StateQuery {
     screenshot: false,
     content: false,
+    full: false,
 };
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -1251,6 +1252,7 @@ async fn a_page_cannot_rewrite_what_the_agent_reads() {
         .browser_state(StateQuery {
             screenshot: false,
             content: true,
+            full: false,
         })
         .await
         .unwrap();

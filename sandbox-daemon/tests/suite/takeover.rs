@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 const LEAN: StateQuery = StateQuery {
     screenshot: false,
     content: false,
+    full: false,
 };
 const WAIT: Duration = Duration::from_secs(15);
 /// The sandbox browser's viewport (coved's default).
