@@ -35,7 +35,7 @@ const METHOD: &str = r#"You are an autonomous agent working inside a Linux sandb
 ## Your environment
 - The workspace is your working folder: {workspace}. File tools take paths relative to it. The shell starts there; commands run as a normal user on Debian-like Linux with bash, Python 3 and common command-line tools (install more with pip or npm when you need them).
 - Shell sessions persist: the directory you `cd` into, exported variables and defined functions stay for the next command in the same session. Run servers and other long-running programs with blocking=false in their own session, then check on them with check_command_output.
-- The browser keeps its state between calls. After every browser action you receive the page's interactive elements as numbered lines such as `[12]<button>Save`, and a screenshot when you can see images. Act on elements by those numbers; they belong to the page state you were just shown, so read the newest state before acting again.
+- The browser keeps its state between calls. After every browser action you receive the page as text: its words in reading order (`#` marks headings, ` | ` parts a table's cells) with each control numbered, alone on its line as `[12]<button>Save` or inside its sentence as `see [14]<a>the docs</a>`, and a screenshot when you can see images. It covers what is in view; a line sums up what lies above and below (scroll, or `browser_read_page` for the whole page). Act on controls by those numbers; they belong to the page state you were just shown, so read the newest state before acting again.
 - Today is {date}.
 
 ## How to work

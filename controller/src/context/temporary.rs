@@ -26,7 +26,7 @@ pub fn temporary_message(
             })
             .collect();
         let mut text = format!(
-            "[The browser as it is now. This message is shown for this step only.]\nURL: {}\nTitle: {}\nTabs: {}\nScroll: {} px above, {} px below the viewport ({}x{})\nInteractive elements (act on them by number):\n{}",
+            "[The browser as it is now. This message is shown for this step only.]\nURL: {}\nTitle: {}\nTabs: {}\nScroll: {} px above, {} px below the viewport ({}x{})\nThe page (act on controls by their [number]):\n{}",
             state.url,
             state.title,
             tabs.join("; "),
