@@ -627,3 +627,94 @@ async fn the_takeover_page_works_in_firefox() {
     );
     ff.close().await;
 }
+
+#[tokio::test]
+async fn typing_reaches_the_page_in_every_takeover_of_one_daemon() {
+    let (daemon, site) = setup(&[]).await;
+    let c = daemon.client.clone();
+    open_fixture(&c, &site).await;
+    for round in 1..=3 {
+        let grant = start(&c, &format!("Round {round}")).await;
+        let viewer = Viewer::open(&grant.url, 1300, 800)
+            .await
+            .expect("viewer opens");
+        viewer
+            .wait_until(
+                "Number(document.getElementById('view').dataset.frames || 0) > 0 && document.getElementById('view').dataset.role === 'control'",
+                WAIT,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: the live view has control: {e}"));
+        let (x, y) = viewer.live_point(300.0, 120.0, VW, VH).await.unwrap();
+        viewer.click(x, y).await.unwrap();
+        // Select what an earlier round typed, then type over it.
+        viewer.key("a", "KeyA", 65, None, 2).await.unwrap();
+        let typed = format!("round{round}");
+        viewer.type_text(&typed).await.unwrap();
+        site.wait_for_report(|r| r["value"] == typed.as_str())
+            .await
+            .unwrap_or_else(|| {
+                panic!(
+                    "round {round}: the typing reached the input; reports: {:?}",
+                    site.reports()
+                )
+            });
+        viewer
+            .eval("document.getElementById('done').click(); true")
+            .await
+            .unwrap();
+        viewer
+            .wait_until("document.body.dataset.ended === 'handed_back'", WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: handed back: {e}"));
+        viewer.close().await;
+        // Between takeovers the agent works in the browser as it would: a link opens a new
+        // tab, the fixture loads there, and text goes into a field.
+        let tabs = c
+            .browser(
+                &NavigateTo {
+                    url: site.url("tabs.html"),
+                },
+                LEAN,
+            )
+            .await
+            .unwrap();
+        let link = cove_harness::browser_text::controls(&tabs.elements)
+            .into_iter()
+            .find_map(|(n, desc)| desc.contains("Open in a new tab").then_some(n))
+            .expect("the link");
+        c.browser(
+            &cove_protocol::browser::ClickElement {
+                index: link,
+                snapshot_id: Some(tabs.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap();
+        let state = c
+            .browser(
+                &NavigateTo {
+                    url: site.url("takeover.html"),
+                },
+                LEAN,
+            )
+            .await
+            .unwrap();
+        assert_eq!(state.tabs.len(), round + 1, "{:?}", state.tabs);
+        let other = cove_harness::browser_text::controls(&state.elements)
+            .into_iter()
+            .find_map(|(n, desc)| desc.contains("placeholder=\"other\"").then_some(n))
+            .expect("the other field");
+        c.browser(
+            &cove_protocol::browser::InputText {
+                index: other,
+                text: format!("agent{round}"),
+                snapshot_id: Some(state.snapshot_id),
+            },
+            LEAN,
+        )
+        .await
+        .unwrap();
+    }
+}
