@@ -401,6 +401,22 @@
     return clip && (off.top + off.height <= clip.top || off.top >= clip.bottom);
   }
 
+  const HEADINGS = 'h1,h2,h3,h4,h5,h6,[role="heading"]';
+  const TEXT_BLOCKS = 'p,li,dd,dt,pre,blockquote,tr,figcaption,' + HEADINGS;
+
+  // What a part of the page holds, counted without reading it: its controls, its blocks of
+  // text and its headings.
+  function tally(el) {
+    const count = (selector) => el.querySelectorAll(selector).length + (el.matches(selector) ? 1 : 0);
+    const heads = Array.from(el.querySelectorAll(HEADINGS));
+    if (el.matches(HEADINGS)) heads.unshift(el);
+    return {
+      controls: count(CONTROLS),
+      texts: count(TEXT_BLOCKS),
+      headings: heads.slice(0, 40).map((h) => clip(textOf(h).replace(/¶/g, ''), 40)).filter(Boolean),
+    };
+  }
+
   function headingLevel(el) {
     const m = /^h([1-6])$/.exec(el.localName);
     if (m) return Number(m[1]);
@@ -416,6 +432,11 @@
     const overlay = blockingOverlay(vw, vh);
     const items = [];
     const spoken = new Set();
+    // The viewport and a margin around it are read in full; what lies further is summed up
+    // (unless the whole page is asked for), and a part of the page wholly out there is
+    // counted without being read.
+    const margin = vh * 0.25;
+    const far = (off) => !opts.full && (off.top > vh + margin || off.top + off.height < -margin);
 
     const walk = (node, ctx) => {
       for (let child = node.firstChild; child; child = child.nextSibling) {
@@ -461,6 +482,13 @@
         let off = null;
         if (box) {
           off = topRect(el);
+          if (far(off) && style.position !== 'fixed' && style.position !== 'sticky') {
+            // Behind a modal it is out of reach: not even counted.
+            if (!overlay || overlay.contains(el) || el.contains(overlay)) {
+              items.push({ skipped: tally(el), top: off.top, bottom: off.top + off.height });
+            }
+            continue;
+          }
           const interactive = !ctx.inControl && !clippedBy(ctx.clip, off) &&
             (isInteractive(el, style, ctx.pointer) || standIn(el) !== null);
           if (interactive) {
@@ -610,6 +638,11 @@
       line = { parts: [piece], pos: [at], block: it.block, cell: it.cell, trail: false, heading: it.heading, bullet: it.bullet, pre: !!it.pre };
     };
     for (const it of items) {
+      if (it.skipped) {
+        flush();
+        lines.push({ skipped: it.skipped, top: it.top, bottom: it.bottom });
+        continue;
+      }
       if (it.el && !it.inline) {
         flush();
         lines.push({ el: it.el, top: it.top, bottom: it.bottom, scroller: it.scroller });
@@ -629,8 +662,6 @@
     }
     flush();
 
-    // The viewport and a margin around it are shown; what lies further is summed up.
-    const margin = vh * 0.25;
     const near = (l) => l.bottom > -margin && l.top < vh + margin;
     const inView = [], below = [], above = [];
     for (const l of lines) {
@@ -641,6 +672,7 @@
     const indexOf = new Map();
     for (const group of [inView, below, above]) {
       for (const l of group) {
+        if (l.skipped) continue;
         if (l.el) { indexOf.set(l, elements.length + 1); elements.push(l.el); }
         for (const p of l.parts || []) {
           if (typeof p !== 'string') { indexOf.set(p, elements.length + 1); elements.push(p.el); }
@@ -663,16 +695,16 @@
       return `[${i}]<${tag} scrollable ${Math.round(el.scrollTop)}px above ${more}px below>${label}`;
     };
     const summary = (list, where, how) => {
-      const controls = list.reduce((n, l) => n + (l.el ? 1 : (l.parts || []).filter((p) => typeof p !== 'string').length), 0);
-      const texts = list.filter((l) => !l.el && l.parts.some((p) => typeof p === 'string' && p.trim())).length;
+      const controls = list.reduce((n, l) => n + (l.skipped ? l.skipped.controls : l.el ? 1 : l.parts.filter((p) => typeof p !== 'string').length), 0);
+      const texts = list.reduce((n, l) => n + (l.skipped ? l.skipped.texts : !l.el && l.parts.some((p) => typeof p === 'string' && p.trim()) ? 1 : 0), 0);
       if (!list.length) return null;
-      const heads = list.filter((l) => l.heading).map((l) => clip(l.text.replace(/^#+ /, ''), 40));
+      const heads = list.flatMap((l) => (l.skipped ? l.skipped.headings : l.heading ? [clip(l.text.replace(/^#+ /, '').replace(/¶/g, ''), 40)] : []));
       const picked = where === 'above' ? heads.slice(-6) : heads.slice(0, 6);
       const more = heads.length > picked.length ? ' · …' : '';
       return `[${where}: ${controls} elements, ${texts} lines of text${picked.length ? '; headings: ' + picked.join(' · ') + more : ''}; ${how}]`;
     };
 
-    const count = (l) => (l.el ? 1 : l.parts.filter((p) => typeof p !== 'string').length);
+    const count = (l) => (l.skipped ? 0 : l.el ? 1 : l.parts.filter((p) => typeof p !== 'string').length);
     const out = [];
     let length = 0, truncated = false, hidden = 0;
     const emit = (text, el) => {

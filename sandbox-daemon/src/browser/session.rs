@@ -46,7 +46,7 @@ const MAX_URL_CHARS: usize = 8_192;
 /// Longest wait after an input for a navigation or a new tab to start.
 const SETTLE: Duration = Duration::from_millis(150);
 /// How long a page's content must stay unchanged before its state is read.
-const STILL_FOR: Duration = Duration::from_millis(60);
+const STILL_FOR: Duration = Duration::from_millis(30);
 /// The longest a state waits for a page that keeps changing.
 const STILL_WAIT: Duration = Duration::from_millis(1500);
 /// How long a state read waits for a background tab's title.
@@ -890,13 +890,14 @@ impl Session {
         }
         let mut attempts = 0;
         let mut snapshot: Snapshot = loop {
+            let listeners = cdp::listener_positions(&page, limit).await;
             let args = json!({
                 "snapshotId": sid,
                 "maxChars": self.settings.elements_cap,
                 "content": query.content,
                 "full": query.full,
                 "contentChars": CONTENT_CHARS,
-                "listeners": cdp::listener_positions(&page, limit).await,
+                "listeners": listeners,
             });
             match cdp::agent(&page, "snapshot", std::slice::from_ref(&args), limit).await {
                 Err(BrowserError::ContextLost) if attempts < 5 => {

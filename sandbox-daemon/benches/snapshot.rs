@@ -1,0 +1,138 @@
+//! `cargo bench -p coved --bench snapshot`: the browser state on real pages, printed as JSON.
+//! Per page: the `elements` text's length in characters (target <= 4,000 typical), the time
+//! of `navigate_to` + state (target <= 250 ms) and of `click_element` + state with a
+//! screenshot (target <= 80 ms), p50 and p99 over repeated runs on local pages; and of a
+//! state read alone (`state_ms`).
+//!
+//! Needs what `harness/install-test-deps.sh` installs (Python's docs, Swagger UI).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
+
+use std::time::Instant;
+
+use cove_harness::browser_text::controls;
+use cove_harness::real_site::RealSite;
+use cove_harness::stats::{ms, summary};
+use cove_harness::{DaemonBuilder, FixtureSite};
+use cove_protocol::browser::{BrowserState, ClickElement, NavigateTo, StateQuery};
+use cove_protocol::client::CovedClient;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coved");
+const RUNS: usize = 15;
+
+async fn navigate(c: &CovedClient, url: &str) -> BrowserState {
+    c.browser(&NavigateTo { url: url.into() }, StateQuery::lean())
+        .await
+        .unwrap()
+}
+
+/// `navigate_to` + state, `RUNS` times; the last state read.
+async fn load_figures(c: &CovedClient, url: &str) -> (Value, BrowserState) {
+    let mut samples = Vec::new();
+    let mut last = None;
+    for _ in 0..RUNS {
+        // From another page, so every run loads the document afresh.
+        navigate(c, "about:blank").await;
+        let started = Instant::now();
+        let state = navigate(c, url).await;
+        samples.push(ms(started.elapsed()));
+        last = Some(state);
+    }
+    (summary(samples), last.unwrap())
+}
+
+/// `click_element` + state with a screenshot on the control whose text holds `needle`,
+/// `RUNS` times (the page stays where the click leaves it).
+async fn click_figures(c: &CovedClient, url: &str, needle: &str) -> Value {
+    let mut state = navigate(c, url).await;
+    let mut samples = Vec::new();
+    for _ in 0..RUNS {
+        let index = controls(&state.elements)
+            .into_iter()
+            .find_map(|(i, d)| d.contains(needle).then_some(i))
+            .unwrap_or_else(|| panic!("no {needle:?} on {url}:\n{}", state.elements));
+        let started = Instant::now();
+        state = c
+            .browser(
+                &ClickElement {
+                    index,
+                    snapshot_id: Some(state.snapshot_id),
+                },
+                StateQuery::default(),
+            )
+            .await
+            .unwrap();
+        samples.push(ms(started.elapsed()));
+        assert!(state.screenshot.is_some());
+    }
+    summary(samples)
+}
+
+#[tokio::main]
+async fn main() {
+    let daemon = DaemonBuilder::new(BIN)
+        .env("COVED_LOG", "warn")
+        .spawn()
+        .await
+        .unwrap();
+    let c = &daemon.client;
+    let real = RealSite::start()
+        .await
+        .expect("the real pages (harness/install-test-deps.sh)");
+    let site = FixtureSite::start().await.unwrap();
+    // The browser's first launch is not a page's cost.
+    navigate(c, &site.url("counter.html")).await;
+
+    let mut pages = Vec::new();
+    for (name, url, click) in [
+        ("python os (docs)", real.url("python/library/os.html"), None),
+        (
+            "python stdtypes (docs, tables)",
+            real.url("python/library/stdtypes.html"),
+            None,
+        ),
+        (
+            "python tutorial index (docs)",
+            real.url("python/tutorial/index.html"),
+            None,
+        ),
+        (
+            "swagger ui (react app)",
+            real.url("swagger/index.html"),
+            Some("List all pets"),
+        ),
+        (
+            "counter (fixture)",
+            site.url("counter.html"),
+            Some("Increment"),
+        ),
+        (
+            "widgets form (fixture)",
+            site.url("widgets.html"),
+            Some("Wide button"),
+        ),
+    ] {
+        let (load, state) = load_figures(c, &url).await;
+        let mut state_only = Vec::new();
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            c.browser_state(StateQuery::lean()).await.unwrap();
+            state_only.push(ms(started.elapsed()));
+        }
+        let mut page = json!({
+            "page": name,
+            "state_ms": summary(state_only),
+            "elements_chars": state.elements.chars().count(),
+            "elements_lines": state.elements.lines().count(),
+            "controls_shown": controls(&state.elements).len(),
+            "navigate_and_state_ms": load,
+        });
+        if let Some(needle) = click {
+            page["click_and_state_with_screenshot_ms"] = click_figures(c, &url, needle).await;
+        }
+        pages.push(page);
+    }
+    let figures = json!({ "pages": pages });
+    println!("{}", serde_json::to_string_pretty(&figures).unwrap());
+}
