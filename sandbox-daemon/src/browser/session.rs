@@ -441,6 +441,26 @@ impl Session {
             })
     }
 
+    /// Where to press element `index` of the snapshot (the latest when `sid` is none); an
+    /// error when something else covers it.
+    async fn reachable(
+        &self,
+        page: &Page,
+        sid: Option<u64>,
+        index: u32,
+    ) -> Result<Located, BrowserError> {
+        let sid = self.snapshot_for(sid)?;
+        let at = self.locate(page, sid, index).await?;
+        if !at.reachable {
+            return Err(BrowserError::NotClickable(format!(
+                "[{index}] {} is covered by {}; close or dismiss that first",
+                at.desc,
+                at.covered_by.as_deref().unwrap_or("another element")
+            )));
+        }
+        Ok(at)
+    }
+
     async fn locate(&self, page: &Page, sid: u64, index: u32) -> Result<Located, BrowserError> {
         cdp::agent(page, "locate", &[json!(sid), json!(index)], self.limit()).await
     }
@@ -464,16 +484,7 @@ impl Session {
             }
             Action::ClickElement(a) => {
                 let page = self.page()?;
-                let sid = self.snapshot_for(a.snapshot_id)?;
-                let at = self.locate(&page, sid, a.index).await?;
-                if !at.reachable {
-                    return Err(BrowserError::NotClickable(format!(
-                        "[{}] {} is covered by {}; close or dismiss that first",
-                        a.index,
-                        at.desc,
-                        at.covered_by.as_deref().unwrap_or("another element")
-                    )));
-                }
+                let at = self.reachable(&page, a.snapshot_id, a.index).await?;
                 let (_, settled) = self
                     .with_settle(&page, cdp::click(&page, at.x, at.y, limit))
                     .await?;
@@ -619,16 +630,7 @@ impl Session {
             Action::DragDrop(a) => self.drag_drop(a).await,
             Action::HoverElement(a) => {
                 let page = self.page()?;
-                let sid = self.snapshot_for(a.snapshot_id)?;
-                let at = self.locate(&page, sid, a.index).await?;
-                if !at.reachable {
-                    return Err(BrowserError::NotClickable(format!(
-                        "[{}] {} is covered by {}; close or dismiss that first",
-                        a.index,
-                        at.desc,
-                        at.covered_by.as_deref().unwrap_or("another element")
-                    )));
-                }
+                let at = self.reachable(&page, a.snapshot_id, a.index).await?;
                 self.with_settle(&page, cdp::mouse_move(&page, at.x, at.y, false, limit))
                     .await?;
                 Ok(Outcome::say(format!(
