@@ -368,7 +368,8 @@
     } else if (tag === 'a') {
       const href = shortHref(el);
       // The words say where a link goes; the address is kept when they say little.
-      if (name.length < 4 || (!inline && href.length <= 40)) add('href', href, 100);
+      // A place on this page (`#…`) is reached by clicking; its address says nothing more.
+      if (name.length < 4 || (!inline && href.length <= 40 && !href.startsWith('#'))) add('href', href, 100);
       if (el.target && el.target !== '_self') add('target', el.target);
     }
     const role = el.getAttribute('role');
