@@ -63,12 +63,16 @@ pub struct BrowserState {
     pub tabs: Vec<TabInfo>,
     /// The snapshot the indices in `elements` belong to.
     pub snapshot_id: u64,
-    /// Visible interactive elements, one per line as `[index]<tag attrs>text`, with short
-    /// lines of visible text for context; the viewport first.
+    /// The page as a model reads it: its words in reading order with each control as
+    /// `[index]<tag attrs>name` (alone on its line, or inside its sentence closed by
+    /// `</tag>`); the viewport and a margin around it, with one line summing up what lies
+    /// above and below (everything with `full=true`).
     pub elements: String,
-    /// Interactive elements found, shown or not.
+    /// Controls the snapshot indexed (those read, shown or cut by the cap); controls in
+    /// parts of the page wholly out of view are only counted in the summary lines.
     pub element_count: u64,
-    /// `elements` hit its cap; the last line says how many were left out.
+    /// `elements` does not hold the whole page: the cap cut it, or parts of the page are
+    /// summed up rather than listed.
     pub truncated: bool,
     /// How far the page is scrolled down.
     pub pixels_above: u64,
