@@ -23,6 +23,13 @@ pub fn controls(elements: &str) -> Vec<(u32, String)> {
     found
 }
 
+/// The index of the first control whose description holds `needle`.
+pub fn index_of(elements: &str, needle: &str) -> Option<u32> {
+    controls(elements)
+        .into_iter()
+        .find_map(|(index, desc)| desc.contains(needle).then_some(index))
+}
+
 /// (start of `[`, start of the description, index) of each `[N]<` in `line`.
 fn index_marks(line: &str) -> Vec<(usize, usize, u32)> {
     let mut marks = Vec::new();

@@ -130,9 +130,7 @@ fn explain(out: &Output) -> String {
 
 /// The index of the element whose line contains `needle`, in the last message sent.
 fn index_in_last_message(text: &str, needle: &str) -> u32 {
-    cove_harness::browser_text::controls(text)
-        .into_iter()
-        .find_map(|(n, desc)| desc.contains(needle).then_some(n))
+    cove_harness::browser_text::index_of(text, needle)
         .unwrap_or_else(|| panic!("no {needle:?} in the page state:\n{text}"))
 }
 

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use cove_harness::browser_text::controls;
+use cove_harness::browser_text::{controls, index_of};
 use cove_harness::real_site::RealSite;
 use cove_harness::stats::{ms, summary};
 use cove_harness::{DaemonBuilder, FixtureSite};
@@ -48,9 +48,7 @@ async fn click_figures(c: &CovedClient, url: &str, needle: &str) -> Value {
     let mut state = navigate(c, url).await;
     let mut samples = Vec::new();
     for _ in 0..RUNS {
-        let index = controls(&state.elements)
-            .into_iter()
-            .find_map(|(i, d)| d.contains(needle).then_some(i))
+        let index = index_of(&state.elements, needle)
             .unwrap_or_else(|| panic!("no {needle:?} on {url}:\n{}", state.elements));
         let started = Instant::now();
         state = c

@@ -55,9 +55,7 @@ fn index_of(state: &BrowserState, needle: &str) -> u32 {
 }
 
 fn find_index(state: &BrowserState, needle: &str) -> Option<u32> {
-    cove_harness::browser_text::controls(&state.elements)
-        .into_iter()
-        .find_map(|(index, desc)| desc.contains(needle).then_some(index))
+    cove_harness::browser_text::index_of(&state.elements, needle)
 }
 
 async fn click(c: &CovedClient, state: &BrowserState, needle: &str) -> BrowserState {

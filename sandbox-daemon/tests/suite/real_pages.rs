@@ -3,7 +3,7 @@
 //! Each test asserts on the text an agent needs to act: the paragraph after a heading, a
 //! table's row, the response after a click.
 
-use cove_harness::browser_text::controls;
+use cove_harness::browser_text::index_of;
 use cove_harness::real_site::{RealSite, real_site};
 use cove_harness::{DaemonBuilder, DaemonProcess};
 use cove_protocol::browser::{
@@ -27,10 +27,8 @@ async fn act<A: BrowserAction>(c: &CovedClient, action: &A) -> BrowserState {
 }
 
 /// The first control whose description holds `needle`.
-fn index_of(state: &BrowserState, needle: &str) -> u32 {
-    controls(&state.elements)
-        .into_iter()
-        .find_map(|(i, desc)| desc.contains(needle).then_some(i))
+fn index_in(state: &BrowserState, needle: &str) -> u32 {
+    index_of(&state.elements, needle)
         .unwrap_or_else(|| panic!("no control with {needle:?} in:\n{}", state.elements))
 }
 
@@ -38,7 +36,7 @@ async fn click(c: &CovedClient, state: &BrowserState, needle: &str) -> BrowserSt
     act(
         c,
         &ClickElement {
-            index: index_of(state, needle),
+            index: index_in(state, needle),
             snapshot_id: Some(state.snapshot_id),
         },
     )
@@ -139,7 +137,7 @@ async fn a_react_app_shows_the_response_of_the_call_it_made() {
     has(&state, "List all pets");
     let open = click(c, &state, "List all pets").await;
     let trying = click(c, &open, "Try it out").await;
-    let limit = index_of(&trying, "limit");
+    let limit = index_in(&trying, "limit");
     let filled = act(
         c,
         &InputText {

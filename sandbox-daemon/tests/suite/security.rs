@@ -1262,9 +1262,7 @@ async fn a_page_cannot_rewrite_what_the_agent_reads() {
     assert!(content.contains("Some text on the page"), "{content}");
     assert!(state.elements.len() < 20_000);
     assert!(!state.elements.contains("Fake"), "{}", state.elements);
-    let real = cove_harness::browser_text::controls(&state.elements)
-        .into_iter()
-        .find_map(|(n, desc)| desc.contains(">Real").then_some(n))
+    let real = cove_harness::browser_text::index_of(&state.elements, ">Real")
         .unwrap_or_else(|| panic!("no Real button in {}", state.elements));
     d.client
         .browser(

@@ -483,9 +483,7 @@ async fn the_page_switches_tabs_and_navigates_for_the_person() {
         )
         .await
         .unwrap();
-    let index = cove_harness::browser_text::controls(&state.elements)
-        .into_iter()
-        .find_map(|(n, desc)| desc.contains("window.open").then_some(n))
+    let index = cove_harness::browser_text::index_of(&state.elements, "window.open")
         .expect("the window.open button");
     let state = c
         .browser(
@@ -679,9 +677,7 @@ async fn typing_reaches_the_page_in_every_takeover_of_one_daemon() {
             )
             .await
             .unwrap();
-        let link = cove_harness::browser_text::controls(&tabs.elements)
-            .into_iter()
-            .find_map(|(n, desc)| desc.contains("Open in a new tab").then_some(n))
+        let link = cove_harness::browser_text::index_of(&tabs.elements, "Open in a new tab")
             .expect("the link");
         c.browser(
             &cove_protocol::browser::ClickElement {
@@ -702,9 +698,7 @@ async fn typing_reaches_the_page_in_every_takeover_of_one_daemon() {
             .await
             .unwrap();
         assert_eq!(state.tabs.len(), round + 1, "{:?}", state.tabs);
-        let other = cove_harness::browser_text::controls(&state.elements)
-            .into_iter()
-            .find_map(|(n, desc)| desc.contains("placeholder=\"other\"").then_some(n))
+        let other = cove_harness::browser_text::index_of(&state.elements, "placeholder=\"other\"")
             .expect("the other field");
         c.browser(
             &cove_protocol::browser::InputText {
