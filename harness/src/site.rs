@@ -29,6 +29,7 @@ const PAGES: &[(&str, &str)] = &[
         "dragdrop.html",
         include_str!("../fixtures/site/dragdrop.html"),
     ),
+    ("fetch.html", include_str!("../fixtures/site/fetch.html")),
     ("form.html", include_str!("../fixtures/site/form.html")),
     (
         "frame-inner.html",
@@ -90,6 +91,7 @@ impl FixtureSite {
             .route("/", get(|| async { Html(index()) }))
             .route("/huge.html", get(|| async { Html(huge_page(10_000)) }))
             .route("/hang", get(hang))
+            .route("/slow/{ms}", get(slow))
             .route("/redirect", get(redirect))
             .route("/report", post(report))
             .route("/files/{name}", get(file))
@@ -221,6 +223,16 @@ fn percent_decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Answers `{"answer": 42}` after `ms` milliseconds (at most 5 s), as a slow API would.
+async fn slow(Path(ms): Path<u64>) -> Response {
+    tokio::time::sleep(Duration::from_millis(ms.min(5_000))).await;
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"answer": 42}"#,
+    )
+        .into_response()
 }
 
 async fn hang() -> Response {

@@ -7,7 +7,7 @@
 // element objects under the snapshot's id so actions reach the very element the model saw,
 // or learn that it is gone.
 (() => {
-  const VERSION = 8;
+  const VERSION = 9;
   const G = globalThis;
   if (G.__coveAgent && G.__coveAgent.version === VERSION) return G.__coveAgent;
 
@@ -35,6 +35,27 @@
       .observe(document, { childList: true, characterData: true, subtree: true });
   } catch (_) { /* no document yet: nothing to wait for */ }
 
+  // Whether the page started a navigation of this document since the last input was armed:
+  // the Navigation API's `navigate` event fires, in every world, as the document begins one
+  // (a link, a form, `location`, history), so after an input the daemon waits for a
+  // navigation only when one began, instead of a fixed grace for events that may come.
+  agent.navigateSeen = false;
+  const HAS_NAVIGATION_API = !!(G.navigation && G.navigation.addEventListener);
+  if (HAS_NAVIGATION_API) G.navigation.addEventListener('navigate', () => { agent.navigateSeen = true; });
+
+  agent.armInput = () => {
+    agent.navigateSeen = false;
+    return HAS_NAVIGATION_API;
+  };
+
+  // Resolves after the page has run the input's handlers and drawn the next frame (or after
+  // 100 ms where frames are not drawn), saying whether a navigation began.
+  agent.afterInput = () => new Promise((resolve) => {
+    const done = () => resolve({ navigating: agent.navigateSeen });
+    requestAnimationFrame(() => setTimeout(done, 0));
+    setTimeout(done, 100);
+  });
+
   // Finite animations still playing (an opening menu, a sliding panel); endless ones (a
   // spinner) never end, so they are not waited for.
   function animating() {
@@ -52,12 +73,14 @@
     const started = performance.now();
     const check = () => {
       const now = performance.now();
-      const still = now - agent.lastChange >= opts.quietMs && document.readyState === 'complete' && !animating();
+      const quietLeft = opts.quietMs - (now - agent.lastChange);
+      const still = quietLeft <= 0 && document.readyState === 'complete' && !animating();
       if (still || now - started >= opts.maxMs) {
         resolve({ waited_ms: Math.round(now - started), settled: still });
         return;
       }
-      setTimeout(check, 10);
+      // Right when the quiet period would end, or soon for loading and animations.
+      setTimeout(check, quietLeft > 0 ? Math.ceil(quietLeft) : 10);
     };
     check();
   });
@@ -406,15 +429,37 @@
   const TEXT_BLOCKS = 'p,li,dd,dt,pre,blockquote,tr,figcaption,' + HEADINGS;
 
   // What a part of the page holds, counted without reading it: its controls, its blocks of
-  // text and its headings.
-  function tally(el) {
-    const count = (selector) => el.querySelectorAll(selector).length + (el.matches(selector) ? 1 : 0);
-    const heads = Array.from(el.querySelectorAll(HEADINGS));
-    if (el.matches(HEADINGS)) heads.unshift(el);
+  // text and its headings. One pass of cheap tests: matching CONTROLS' two dozen selectors
+  // against every element of a long page costs several times more.
+  const TEXT_TAGS = new Set(['p', 'li', 'dd', 'dt', 'pre', 'blockquote', 'tr', 'figcaption']);
+  const CONTROL_TAGS = new Set(['button', 'select', 'textarea', 'summary']);
+  const HEADING_TAGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
+
+  function tally(root) {
+    let controls = 0, texts = 0;
+    const heads = [];
+    const stack = [root];
+    while (stack.length) {
+      const el = stack.pop();
+      const tag = el.localName;
+      const role = el.getAttribute('role');
+      if (CONTROL_TAGS.has(tag) || (tag === 'a' && el.hasAttribute('href')) ||
+        (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() !== 'hidden') ||
+        (role !== null && ROLES.has(role))) {
+        controls += 1;
+      } else {
+        const editable = el.getAttribute('contenteditable');
+        if (editable === '' || editable === 'true') controls += 1;
+      }
+      const heading = HEADING_TAGS.has(tag) || role === 'heading';
+      if (heading || TEXT_TAGS.has(tag)) texts += 1;
+      if (heading && heads.length < 40) heads.push(el);
+      for (let c = el.lastElementChild; c; c = c.previousElementSibling) stack.push(c);
+    }
     return {
-      controls: count(CONTROLS),
-      texts: count(TEXT_BLOCKS),
-      headings: heads.slice(0, 40).map((h) => clip(textOf(h).replace(/¶/g, ''), 40)).filter(Boolean),
+      controls,
+      texts,
+      headings: heads.map((h) => clip(textOf(h).replace(/¶/g, ''), 40)).filter(Boolean),
     };
   }
 

@@ -9,6 +9,7 @@ pub(crate) mod keys;
 mod navigation;
 mod pipe;
 pub mod reach;
+mod requests;
 mod session;
 pub mod takeover_tab;
 

@@ -13,18 +13,13 @@ use chromiumoxide::cdp::browser_protocol::page::{
     EventFrameNavigated, EventFrameStartedLoading, EventFrameStoppedLoading, EventLoadEventFired,
     EventNavigatedWithinDocument, FrameId, StopLoadingParams,
 };
-use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::listeners::EventStream;
 use futures_util::StreamExt;
 
 use super::{BrowserError, cdp};
 
-/// Resolves once the page has drawn a frame after the tasks already queued (or after 100 ms
-/// where frames are not drawn).
-const NEXT_FRAME: &str =
-    "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 100); })";
-
-/// How long after the page's next frame a navigation's first event may still arrive.
+/// How long after the page's next frame a navigation's first event may still arrive, on a
+/// page that cannot say whether it began one (no Navigation API).
 const EVENT_GRACE: Duration = Duration::from_millis(30);
 
 /// Subscriptions to one tab's navigation events, taken before the action that may navigate.
@@ -36,6 +31,12 @@ pub struct NavigationWatch {
     within: EventStream<EventNavigatedWithinDocument>,
     loaded: EventStream<EventLoadEventFired>,
     stopped: EventStream<EventFrameStoppedLoading>,
+}
+
+/// The page agent's answer after an input.
+#[derive(serde::Deserialize)]
+struct AfterInput {
+    navigating: bool,
 }
 
 /// How a watched navigation ended.
@@ -89,24 +90,27 @@ impl NavigationWatch {
         self.main.as_ref().is_none_or(|m| m == frame)
     }
 
+    /// Readies the page to say whether the coming input starts a navigation; call it right
+    /// before the input. False when the page cannot say (then a grace period stands in).
+    pub async fn arm(&self) -> bool {
+        cdp::agent::<bool>(&self.page, "armInput", &[], Duration::from_secs(2))
+            .await
+            .unwrap_or(false)
+    }
+
     /// Waits for an input to start a navigation of the main frame: until the page has run
-    /// the input's handlers and drawn the next frame, then [`EVENT_GRACE`] for the browser's
-    /// events to arrive, and never longer than `window`. Handlers that navigate do so
-    /// synchronously or from a task queued right away, so the common "nothing happened" case
-    /// costs one frame instead of the whole window.
-    pub async fn started_after_input(&mut self, window: Duration) -> bool {
+    /// the input's handlers and drawn the next frame. A page `armed` before the input then
+    /// says whether a navigation began, so the common "nothing happened" case costs one
+    /// frame; otherwise [`EVENT_GRACE`] is left for the browser's events to arrive. Never
+    /// longer than `window`.
+    pub async fn started_after_input(&mut self, window: Duration, armed: bool) -> bool {
         let mut deadline = Instant::now() + window;
         let page = self.page.clone();
         let next_frame = async move {
-            let params = EvaluateParams::builder()
-                .expression(NEXT_FRAME)
-                .await_promise(true)
-                .return_by_value(true)
-                .build();
-            match params {
-                // An error (the document went away) also means the page has moved on.
-                Ok(params) => drop(page.execute(params).await),
-                Err(_) => std::future::pending().await,
+            match cdp::agent::<AfterInput>(&page, "afterInput", &[], window).await {
+                Ok(after) => after.navigating,
+                // The document went away: the page has moved on.
+                Err(_) => true,
             }
         };
         tokio::pin!(next_frame);
@@ -118,9 +122,14 @@ impl NavigationWatch {
                     if self.is_main(&ev.frame_id) { return true; }
                 }
                 Some(_) = self.within.next() => return true,
-                () = &mut next_frame, if !framed => {
+                navigating = &mut next_frame, if !framed => {
                     framed = true;
-                    deadline = deadline.min(Instant::now() + EVENT_GRACE);
+                    if armed && !navigating {
+                        return false;
+                    }
+                    if !armed {
+                        deadline = deadline.min(Instant::now() + EVENT_GRACE);
+                    }
                 }
                 () = tokio::time::sleep(left) => return false,
             }

@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use super::cdp::World;
 use super::chromium::{self, Chromium, Launcher};
 use super::keys::{self, KeyInput};
+use super::requests::PendingRequests;
 use super::navigation::{NavigationWatch, Settled};
 use super::{Action, BrowserError, BrowserManager, BrowserSettings, cdp};
 use crate::procs::ChildRegistry;
@@ -45,7 +46,10 @@ const MAX_TITLE_CHARS: usize = 1_000;
 const MAX_URL_CHARS: usize = 8_192;
 /// Longest wait after an input for a navigation or a new tab to start.
 const SETTLE: Duration = Duration::from_millis(150);
-/// How long a page's content must stay unchanged before its state is read.
+/// How long a page's content must stay unchanged before its state is read: more than a
+/// frame, so a render spread over frames or timers is read whole. (Answers to requests are
+/// waited for on their own.) 20 ms let a render in 10 ms steps be read half done on a
+/// starved machine.
 const STILL_FOR: Duration = Duration::from_millis(30);
 /// The longest a state waits for a page that keeps changing.
 const STILL_WAIT: Duration = Duration::from_millis(1500);
@@ -73,6 +77,26 @@ struct Tab {
     page: Page,
     /// The latest snapshot taken of this tab: the default for index-based actions.
     last_snapshot: Option<u64>,
+    /// Its open requests; None when the browser would not report them.
+    requests: Option<PendingRequests>,
+}
+
+impl Tab {
+    async fn new(id: u32, page: Page) -> Tab {
+        let requests = match PendingRequests::watch(&page).await {
+            Ok(requests) => Some(requests),
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot follow the tab's requests");
+                None
+            }
+        };
+        Tab {
+            id,
+            page,
+            last_snapshot: None,
+            requests,
+        }
+    }
 }
 
 /// A running browser.
@@ -292,11 +316,7 @@ impl Session {
                 tokio::time::timeout(session.limit(), session.browser.pages()).await
                 && let Some(page) = pages.into_iter().next()
             {
-                session.tabs.push(Tab {
-                    id: 1,
-                    page,
-                    last_snapshot: None,
-                });
+                session.tabs.push(Tab::new(1, page).await);
                 session.active = 1;
                 session.next_tab_id = 2;
                 break;
@@ -344,11 +364,7 @@ impl Session {
             .map_err(BrowserError::from_cdp)?;
         let id = self.next_tab_id;
         self.next_tab_id += 1;
-        self.tabs.push(Tab {
-            id,
-            page,
-            last_snapshot: None,
-        });
+        self.tabs.push(Tab::new(id, page).await);
         self.active = id;
         Ok(())
     }
@@ -374,11 +390,7 @@ impl Session {
             }
             let id = self.next_tab_id;
             self.next_tab_id += 1;
-            self.tabs.push(Tab {
-                id,
-                page,
-                last_snapshot: None,
-            });
+            self.tabs.push(Tab::new(id, page).await);
             newest = Some(id);
         }
         if let Some(id) = newest {
@@ -422,8 +434,9 @@ impl Session {
         F: std::future::Future<Output = Result<T, BrowserError>>,
     {
         let mut watch = NavigationWatch::new(page, self.limit()).await?;
+        let armed = watch.arm().await;
         let result = input.await?;
-        let settled = if watch.started_after_input(SETTLE).await {
+        let settled = if watch.started_after_input(SETTLE, armed).await {
             watch.settle(self.limit()).await
         } else {
             Settled::Idle
@@ -484,10 +497,14 @@ impl Session {
             }
             Action::ClickElement(a) => {
                 let page = self.page()?;
+                let mut phases = Phases::start();
                 let at = self.reachable(&page, a.snapshot_id, a.index).await?;
+                phases.mark("locate");
                 let (_, settled) = self
                     .with_settle(&page, cdp::click(&page, at.x, at.y, limit))
                     .await?;
+                phases.mark("click_and_settle");
+                tracing::debug!(phases = %phases, "clicked");
                 Ok(Outcome::say(format!(
                     "Clicked [{}] {}{}",
                     a.index,
@@ -658,6 +675,7 @@ impl Session {
     async fn navigate_like_a_link(&mut self, url: &str) -> Result<Outcome, BrowserError> {
         let page = self.page()?;
         let limit = self.limit();
+        let mut phases = Phases::start();
         let mut watch = NavigationWatch::new(&page, limit).await?;
         let assign = format!("location.assign({}); true", Value::from(url));
         if let Err(e) =
@@ -670,7 +688,11 @@ impl Session {
             watch.stop().await;
             cdp::evaluate::<bool>(&page, assign, World::Page, limit).await?;
         }
-        match watch.settle(limit).await {
+        phases.mark("assign");
+        let settled = watch.settle(limit).await;
+        phases.mark("load");
+        tracing::debug!(phases = %phases, "navigated");
+        match settled {
             Settled::Loaded { url: landed } if landed.starts_with("chrome-error://") => {
                 let text: String = cdp::evaluate(
                     &page,
@@ -881,59 +903,27 @@ impl Session {
         counter: &AtomicU64,
     ) -> Result<BrowserState, BrowserError> {
         let page = self.page()?;
-        let limit = self.limit();
         let sid = BrowserManager::next_snapshot_id(counter);
-        // Never a state taken mid-change: wait (a bounded time) for the page to be still.
-        let still = json!({"quietMs": STILL_FOR.as_millis() as u64, "maxMs": STILL_WAIT.as_millis() as u64});
-        if let Err(e) =
-            cdp::agent::<Value>(&page, "settle", std::slice::from_ref(&still), limit).await
-        {
-            tracing::debug!(error = %e, "the page could not say whether it is still");
-        }
-        let mut attempts = 0;
-        let mut snapshot: Snapshot = loop {
-            let listeners = cdp::listener_positions(&page, limit).await;
-            let args = json!({
-                "snapshotId": sid,
-                "maxChars": self.settings.elements_cap,
-                "content": query.content,
-                "full": query.full,
-                "contentChars": CONTENT_CHARS,
-                "listeners": listeners,
-            });
-            match cdp::agent(&page, "snapshot", std::slice::from_ref(&args), limit).await {
-                Err(BrowserError::ContextLost) if attempts < 5 => {
-                    // A navigation is swapping documents; wait for the new one.
-                    attempts += 1;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    self.wait_until_loaded(&page).await;
-                }
-                other => break other?,
-            }
+        let mut phases = Phases::start();
+        self.settle(&page).await;
+        phases.mark("settle");
+        let mut snapshot = self.read_snapshot(&page, sid, &query).await?;
+        phases.mark("snapshot");
+        let screenshot = if query.screenshot {
+            Some(self.screenshot(&page).await?)
+        } else {
+            None
         };
+        phases.mark("screenshot");
         // The agent runs where the page cannot change it; the caps hold here regardless.
         snapshot.cap(self.settings.elements_cap);
         let active = self.active;
         if let Some(tab) = self.tabs.iter_mut().find(|t| t.id == active) {
             tab.last_snapshot = Some(sid);
         }
-        let screenshot = if query.screenshot {
-            let vp = self.settings.viewport;
-            Some(Screenshot {
-                mime: "image/jpeg".into(),
-                base64: cdp::screenshot_base64(
-                    &page,
-                    i64::from(self.settings.screenshot_quality),
-                    limit,
-                )
-                .await?,
-                width: vp.width,
-                height: vp.height,
-            })
-        } else {
-            None
-        };
         let mut tabs = self.background_tab_infos(Some(active)).await;
+        phases.mark("tabs");
+        tracing::debug!(phases = %phases, "state taken");
         if let Some(tab) = tabs.iter_mut().find(|t| t.tab_id == active) {
             tab.url = snapshot.url.clone();
             tab.title = snapshot.title.clone();
@@ -954,6 +944,76 @@ impl Session {
             message: None,
             dropdown_options: None,
             notice: None,
+        })
+    }
+
+    /// Waits (a bounded time) for the active page to be still, so no state is taken
+    /// mid-change: its content unchanged for a moment, no finite animation playing, and no
+    /// answer it asked for on the way.
+    async fn settle(&self, page: &Page) {
+        let deadline = Instant::now() + STILL_WAIT;
+        let requests = self.active_tab().ok().and_then(|t| t.requests.as_ref());
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let still = json!({"quietMs": STILL_FOR.as_millis() as u64, "maxMs": left.as_millis() as u64});
+            let waited =
+                cdp::agent::<Value>(page, "settle", std::slice::from_ref(&still), self.limit())
+                    .await;
+            if let Err(e) = waited {
+                tracing::debug!(error = %e, "the page could not say whether it is still");
+                return;
+            }
+            match requests {
+                // The answer will change the page: wait for it, then for the page again.
+                Some(requests) if requests.busy() && Instant::now() < deadline => {
+                    requests.wait_idle(deadline).await;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// A snapshot of the page under id `sid` (of the new document, when a navigation swaps
+    /// it meanwhile).
+    async fn read_snapshot(
+        &self,
+        page: &Page,
+        sid: u64,
+        query: &StateQuery,
+    ) -> Result<Snapshot, BrowserError> {
+        let limit = self.limit();
+        let mut attempts = 0;
+        loop {
+            let listeners = cdp::listener_positions(page, limit).await;
+            let args = json!({
+                "snapshotId": sid,
+                "maxChars": self.settings.elements_cap,
+                "content": query.content,
+                "full": query.full,
+                "contentChars": CONTENT_CHARS,
+                "listeners": listeners,
+            });
+            match cdp::agent(page, "snapshot", std::slice::from_ref(&args), limit).await {
+                Err(BrowserError::ContextLost) if attempts < 5 => {
+                    // A navigation is swapping documents; wait for the new one.
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    self.wait_until_loaded(page).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The viewport as the state's screenshot.
+    async fn screenshot(&self, page: &Page) -> Result<Screenshot, BrowserError> {
+        let vp = self.settings.viewport;
+        let quality = i64::from(self.settings.screenshot_quality);
+        Ok(Screenshot {
+            mime: "image/jpeg".into(),
+            base64: cdp::screenshot_base64(page, quality, self.limit()).await?,
+            width: vp.width,
+            height: vp.height,
         })
     }
 
@@ -1021,6 +1081,38 @@ impl Session {
         base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|e| BrowserError::Internal(format!("bad screenshot data: {e}")))
+    }
+}
+
+/// Where the time of one browser operation went, for the debug log.
+struct Phases {
+    last: Instant,
+    spent: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases {
+            last: Instant::now(),
+            spent: Vec::new(),
+        }
+    }
+
+    /// Ends phase `name` now.
+    fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.spent.push((name, now - self.last));
+        self.last = now;
+    }
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (name, spent)) in self.spent.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            write!(f, "{sep}{name}={}ms", spent.as_millis())?;
+        }
+        Ok(())
     }
 }
 

@@ -1180,3 +1180,29 @@ async fn an_inner_box_scrolls_by_its_index_and_a_menu_opens_on_hover() {
     click(c, &hovered, "Profile").await;
     assert_eq!(report(&site, "menu").await, json!("profile"));
 }
+
+#[tokio::test]
+async fn a_state_waits_for_the_answers_a_click_sets_off() {
+    let (daemon, site) = setup().await;
+    let c = &daemon.client;
+    // The page keeps a request open for good: a long poll must not hold every state back.
+    let state = open(c, &site, "fetch.html").await;
+    assert!(state.elements.contains("No answer yet"), "{}", state.elements);
+
+    // Two slow requests in a row (300 ms, then 200 ms) before the page shows the answer.
+    let state = click(c, &state, "Ask").await;
+    assert!(
+        state.elements.contains("The answer is 42"),
+        "the state was read before the API answered:\n{}",
+        state.elements
+    );
+    assert!(!state.elements.contains("Loading"), "{}", state.elements);
+
+    // Content that arrives a piece every 10 ms is read whole.
+    let state = click(c, &state, "Render in steps").await;
+    assert!(
+        state.elements.contains("- Step 6 (last)"),
+        "the state was read mid-render:\n{}",
+        state.elements
+    );
+}
