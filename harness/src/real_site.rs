@@ -1,7 +1,9 @@
 //! Pages written by others, served from localhost for the browser tests: Python's HTML
-//! documentation (Debian's `python3-doc`) and Swagger UI (npm's `swagger-ui-dist`, a React
-//! app) over a small live API it can call. `harness/install-test-deps.sh` installs both;
-//! without them the tests that need them fail, saying so.
+//! documentation (Debian's `python3-doc`), Swagger UI (npm's `swagger-ui-dist`, a React
+//! app) over a small live API it can call, and jQuery UI's widget demos (Debian's
+//! `libjs-jquery-ui-docs`: a modal form with validation, date picker, select menus,
+//! autocomplete, styled radios). `harness/install-test-deps.sh` installs them; without them
+//! the tests that need them fail, saying so.
 
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
@@ -16,6 +18,12 @@ use serde_json::{Value, json};
 
 /// Where Debian's `python3-doc` puts the HTML documentation.
 const PYTHON_DOCS: &str = "/usr/share/doc/python3/html";
+/// Where Debian's `libjs-jquery-ui-docs` puts jQuery UI's demos.
+const JQUERY_UI_DEMOS: &str = "/usr/share/doc/libjs-jquery-ui-docs/examples";
+/// The scripts the demos load by absolute path (Debian's `libjs-*` packages).
+const DEBIAN_JS: &str = "/usr/share/javascript";
+/// RequireJS's folder: the demos load its `require.js` as `/usr/share/nodejs/require.js`.
+const REQUIRE_JS_DIR: &str = "/usr/share/nodejs/requirejs";
 
 /// Where `install-test-deps.sh` installs the npm packages the tests use.
 pub fn npm_modules() -> PathBuf {
@@ -30,6 +38,14 @@ pub fn npm_modules() -> PathBuf {
 struct Roots {
     python: PathBuf,
     swagger: PathBuf,
+}
+
+/// Fails, naming the package, when one of the pages' files is missing.
+fn require(path: &str, package: &str) -> Result<()> {
+    if !Path::new(path).exists() {
+        bail!("{path} is missing: install Debian's {package} (harness/install-test-deps.sh does)");
+    }
+    Ok(())
 }
 
 /// A running site of real pages.
@@ -54,11 +70,26 @@ impl RealSite {
                 swagger.display()
             );
         }
+        require(
+            &format!("{JQUERY_UI_DEMOS}/dialog/modal-form.html"),
+            "libjs-jquery-ui-docs",
+        )?;
+        require(
+            &format!("{DEBIAN_JS}/jquery-ui/ui/widgets/dialog.js"),
+            "libjs-jquery-ui",
+        )?;
+        require(&format!("{REQUIRE_JS_DIR}/require.js"), "node-requirejs")?;
         let roots = Roots { python, swagger };
         let app = Router::new()
             .route("/python/{*path}", get(python_file))
             .route("/swagger/swagger-initializer.js", get(swagger_initializer))
             .route("/swagger/{*path}", get(swagger_file))
+            .route("/jquery-ui/{*path}", get(jquery_ui_file))
+            .route("/usr/share/javascript/{*path}", get(debian_js_file))
+            .route(
+                "/usr/share/nodejs/require.js",
+                get(|| async { serve_file(Path::new(REQUIRE_JS_DIR), "require.js").await }),
+            )
             .route("/api/openapi.json", get(|| async { axum::Json(openapi()) }))
             .route("/api/pets", get(pets))
             .route("/api/pets/{id}", get(pet))
@@ -71,7 +102,8 @@ impl RealSite {
         Ok(RealSite { addr, task })
     }
 
-    /// The URL of `path` on the site (`python/library/os.html`, `swagger/index.html`).
+    /// The URL of `path` on the site (`python/library/os.html`, `swagger/index.html`,
+    /// `jquery-ui/dialog/modal-form.html`).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}/{}", self.addr, path.trim_start_matches('/'))
     }
@@ -85,6 +117,14 @@ impl Drop for RealSite {
 
 async fn python_file(State(roots): State<Roots>, UrlPath(path): UrlPath<String>) -> Response {
     serve_file(&roots.python, &path).await
+}
+
+async fn jquery_ui_file(UrlPath(path): UrlPath<String>) -> Response {
+    serve_file(Path::new(JQUERY_UI_DEMOS), &path).await
+}
+
+async fn debian_js_file(UrlPath(path): UrlPath<String>) -> Response {
+    serve_file(Path::new(DEBIAN_JS), &path).await
 }
 
 async fn swagger_file(State(roots): State<Roots>, UrlPath(path): UrlPath<String>) -> Response {

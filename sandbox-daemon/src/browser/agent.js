@@ -147,8 +147,11 @@
     return hasClickListener(el);
   }
 
-  // Small enough to be one control: no control inside and little text.
+  // Small enough to be one control: no control inside, little text, and not a list of
+  // items (a menu whose items are what a click picks).
+  const LISTS = new Set(['ul', 'ol', 'menu', 'dl', 'table', 'tbody', 'thead']);
   function isSmall(el) {
+    if (LISTS.has(el.localName) && el.childElementCount > 1) return false;
     if (el.querySelector(CONTROLS)) return false;
     return (el.textContent || '').replace(/\s+/g, ' ').trim().length <= HINT_TEXT;
   }
@@ -240,7 +243,8 @@
       const u = new URL(href, a.baseURI);
       if (u.origin === location.origin) {
         // A link to a place on this page says only where.
-        if (u.pathname === location.pathname && u.search === location.search && u.hash) return u.hash;
+        if (u.pathname === location.pathname && u.search === location.search &&
+          (u.hash || href.trim().startsWith('#'))) return u.hash || '#';
         return u.pathname + u.search + u.hash;
       }
       return u.href;
@@ -330,11 +334,15 @@
     return clip(el.getAttribute('title'), 200);
   }
 
-  // The control a label clicks for, when that control hides and the label stands in for it
-  // (a styled checkbox).
+  // The control a label clicks for, when the page hides it and styles the label in its
+  // place (a checkbox, radio or file input): clicking the label works the input. (A label
+  // of a hidden select or text field does nothing when clicked: the page's own widget
+  // stands in for those.)
+  const STAND_IN_TYPES = new Set(['checkbox', 'radio', 'file']);
   function standIn(el) {
     if (el.localName !== 'label' || !el.control) return null;
     const c = el.control;
+    if (c.localName !== 'input' || !STAND_IN_TYPES.has(c.type)) return null;
     const style = getComputedStyle(c);
     const r = c.getBoundingClientRect();
     const hidden = style.display === 'none' || style.visibility === 'hidden' || Number(style.opacity) === 0 || r.width <= 1 || r.height <= 1;
@@ -391,8 +399,11 @@
     } else if (tag === 'a') {
       const href = shortHref(el);
       // The words say where a link goes; the address is kept when they say little.
-      // A place on this page (`#…`) is reached by clicking; its address says nothing more.
-      if (name.length < 4 || (!inline && href.length <= 40 && !href.startsWith('#'))) add('href', href, 100);
+      // A place on this page (`#…`) is reached by clicking; its address says nothing more,
+      // and a bare `#` (a link a script handles: a day in a calendar) says nothing at all.
+      if (href !== '#' && (name.length < 4 || (!inline && href.length <= 40 && !href.startsWith('#')))) {
+        add('href', href, 100);
+      }
       if (el.target && el.target !== '_self') add('target', el.target);
     }
     const role = el.getAttribute('role');
@@ -529,8 +540,10 @@
         if (box) {
           off = topRect(el);
           if (far(off) && style.position !== 'fixed' && style.position !== 'sticky') {
-            // Behind a modal it is out of reach: not even counted.
-            if (!overlay || overlay.contains(el) || el.contains(overlay)) {
+            // Behind a modal, or placed above the page's top (a hidden submit button, a
+            // skip link), it is out of reach: not even counted.
+            const aboveThePage = off.top + off.height <= -scrollY;
+            if (!aboveThePage && (!overlay || overlay.contains(el) || el.contains(overlay))) {
               items.push({ skipped: tally(el), top: off.top, bottom: off.top + off.height });
             }
             continue;

@@ -150,8 +150,13 @@ mod tests {
         let now = Instant::now();
         let mut open = Open::default();
         assert_eq!(open.counts_until(now), None);
-        open.started.insert(RequestId::new("old"), now - LONG_POLL * 2);
-        assert_eq!(open.counts_until(now), None, "a long poll holds nothing back");
+        open.started
+            .insert(RequestId::new("old"), now - LONG_POLL * 2);
+        assert_eq!(
+            open.counts_until(now),
+            None,
+            "a long poll holds nothing back"
+        );
         let young = now - Duration::from_millis(200);
         open.started.insert(RequestId::new("young"), young);
         assert_eq!(open.counts_until(now), Some(young + LONG_POLL));

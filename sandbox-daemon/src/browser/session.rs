@@ -33,8 +33,8 @@ use tokio::task::JoinHandle;
 use super::cdp::World;
 use super::chromium::{self, Chromium, Launcher};
 use super::keys::{self, KeyInput};
-use super::requests::PendingRequests;
 use super::navigation::{NavigationWatch, Settled};
+use super::requests::PendingRequests;
 use super::{Action, BrowserError, BrowserManager, BrowserSettings, cdp};
 use crate::procs::ChildRegistry;
 
@@ -955,7 +955,8 @@ impl Session {
         let requests = self.active_tab().ok().and_then(|t| t.requests.as_ref());
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let still = json!({"quietMs": STILL_FOR.as_millis() as u64, "maxMs": left.as_millis() as u64});
+            let still =
+                json!({"quietMs": STILL_FOR.as_millis() as u64, "maxMs": left.as_millis() as u64});
             let waited =
                 cdp::agent::<Value>(page, "settle", std::slice::from_ref(&still), self.limit())
                     .await;

@@ -1187,7 +1187,11 @@ async fn a_state_waits_for_the_answers_a_click_sets_off() {
     let c = &daemon.client;
     // The page keeps a request open for good: a long poll must not hold every state back.
     let state = open(c, &site, "fetch.html").await;
-    assert!(state.elements.contains("No answer yet"), "{}", state.elements);
+    assert!(
+        state.elements.contains("No answer yet"),
+        "{}",
+        state.elements
+    );
 
     // Two slow requests in a row (300 ms, then 200 ms) before the page shows the answer.
     let state = click(c, &state, "Ask").await;

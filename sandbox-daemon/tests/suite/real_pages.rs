@@ -1,13 +1,15 @@
 //! The browser state on pages written by others: Python's documentation (Debian's
-//! python3-doc) and Swagger UI (npm's swagger-ui-dist, a React app calling a live API).
+//! python3-doc), Swagger UI (npm's swagger-ui-dist, a React app calling a live API) and
+//! jQuery UI's widget demos (Debian's libjs-jquery-ui-docs).
 //! Each test asserts on the text an agent needs to act: the paragraph after a heading, a
 //! table's row, the response after a click.
 
-use cove_harness::browser_text::index_of;
+use cove_harness::browser_text::{controls, index_of};
 use cove_harness::real_site::{RealSite, real_site};
 use cove_harness::{DaemonBuilder, DaemonProcess};
 use cove_protocol::browser::{
     BrowserAction, BrowserState, ClickElement, InputText, NavigateTo, ScrollToText, StateQuery,
+    Wait,
 };
 use cove_protocol::client::CovedClient;
 
@@ -41,6 +43,32 @@ async fn click(c: &CovedClient, state: &BrowserState, needle: &str) -> BrowserSt
         },
     )
     .await
+}
+
+async fn type_into(
+    c: &CovedClient,
+    state: &BrowserState,
+    needle: &str,
+    text: &str,
+) -> BrowserState {
+    act(
+        c,
+        &InputText {
+            index: index_in(state, needle),
+            text: text.into(),
+            snapshot_id: Some(state.snapshot_id),
+        },
+    )
+    .await
+}
+
+/// The description of the control whose description holds `needle`.
+fn control(state: &BrowserState, needle: &str) -> String {
+    let index = index_in(state, needle);
+    controls(&state.elements)
+        .into_iter()
+        .find_map(|(i, desc)| (i == index).then_some(desc))
+        .unwrap_or_default()
 }
 
 fn has(state: &BrowserState, text: &str) {
@@ -165,4 +193,107 @@ async fn a_react_app_shows_the_response_of_the_call_it_made() {
         "limit=2 was sent:\n{}",
         answered.elements
     );
+}
+
+#[tokio::test]
+async fn a_modal_form_says_what_is_wrong_and_takes_the_corrected_entry() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let url = site.url("jquery-ui/dialog/modal-form.html");
+    let state = act(c, &NavigateTo { url }).await;
+    has(&state, "John Doe | john.doe@example.com | johndoe1");
+    let state = click(c, &state, "Create new user").await;
+
+    // The dialog's fields, by their labels, with the values the page filled in.
+    has(&state, "All form fields are required.");
+    assert!(control(&state, "Email").contains(r#"value="jane@smith.com""#));
+    assert!(control(&state, "Name").contains(r#"value="Jane Smith""#));
+    // Behind the modal, the page's own button is out of reach: not offered.
+    assert!(
+        controls(&state.elements)
+            .iter()
+            .all(|(_, desc)| !desc.contains("Create new user")),
+        "{}",
+        state.elements
+    );
+    // Nothing lies above the page's top to scroll to (the form's hidden submit button is
+    // placed there).
+    assert!(!state.elements.contains("[above:"), "{}", state.elements);
+
+    let state = type_into(c, &state, "Email", "x").await;
+    let state = click(c, &state, "Create an account").await;
+    has(&state, "Length of email must be between 6 and 80.");
+
+    let state = type_into(c, &state, "Email", "ann@example.org").await;
+    let state = type_into(c, &state, "Name", "Ann").await;
+    let state = click(c, &state, "Create an account").await;
+    has(&state, "Ann | ann@example.org | xxxxxxx");
+    assert!(
+        !state.elements.contains("Length of email"),
+        "{}",
+        state.elements
+    );
+}
+
+#[tokio::test]
+async fn styled_radios_and_select_menus_show_their_labels_and_state() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    // jQuery UI hides the native radios and styles their labels in their place.
+    let url = site.url("jquery-ui/checkboxradio/default.html");
+    let state = act(c, &NavigateTo { url }).await;
+    has(&state, r#"<label type="radio" name="radio-1">New York"#);
+    let state = click(c, &state, "Paris").await;
+    assert!(
+        control(&state, "Paris").contains("checked"),
+        "{}",
+        state.elements
+    );
+    assert!(!control(&state, "New York").contains("checked"));
+
+    // A select replaced by a button and a list of options.
+    let url = site.url("jquery-ui/selectmenu/default.html");
+    let state = act(c, &NavigateTo { url }).await;
+    let state = click(c, &state, ">Medium").await;
+    assert!(control(&state, ">Medium").contains(r#"aria-expanded="true""#));
+    has(&state, r#"<div role="option">Faster"#);
+    let state = click(c, &state, r#"role="option">Fast"#).await;
+    assert!(
+        control(&state, "combobox").contains(r#"aria-expanded="false">Fast"#),
+        "{}",
+        state.elements
+    );
+}
+
+#[tokio::test]
+async fn a_date_picker_and_an_autocomplete_are_driven_by_clicks() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let url = site.url("jquery-ui/datepicker/default.html");
+    let state = act(c, &NavigateTo { url }).await;
+    let state = click(c, &state, "<input").await;
+    // The calendar reads as a table; its days are links without an address to show.
+    has(&state, "Su | Mo | Tu | We | Th | Fr | Sa");
+    assert!(
+        !control(&state, ">15").contains("href"),
+        "{}",
+        state.elements
+    );
+    let state = click(c, &state, "<a>15").await;
+    assert!(
+        control(&state, "<input").contains("/15/"),
+        "{}",
+        state.elements
+    );
+
+    // Suggestions come 300 ms after typing (the widget's own delay): a wait shows them.
+    let url = site.url("jquery-ui/autocomplete/default.html");
+    let state = act(c, &NavigateTo { url }).await;
+    type_into(c, &state, "Tags:", "ja").await;
+    let state = act(c, &Wait { seconds: 0.6 }).await;
+    has(&state, "<li>Java");
+    // The list is not one control: its items are.
+    assert!(!state.elements.contains("<ul>"), "{}", state.elements);
+    let state = click(c, &state, "<li>JavaScript").await;
+    assert!(control(&state, "Tags:").contains(r#"value="JavaScript""#));
 }
