@@ -4,7 +4,8 @@
 //! screenshot (target <= 80 ms), p50 and p99 over repeated runs on local pages; and of a
 //! state read alone (`state_ms`).
 //!
-//! Needs what `harness/install-test-deps.sh` installs (Python's docs, Swagger UI).
+//! Needs what `harness/install-test-deps.sh` installs (Python's docs, Swagger UI, jQuery
+//! UI's demos).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
 
@@ -99,6 +100,16 @@ async fn main() {
             "swagger ui (react app)",
             real.url("swagger/index.html"),
             Some("List all pets"),
+        ),
+        (
+            "jquery ui modal form (demo)",
+            real.url("jquery-ui/dialog/modal-form.html"),
+            None,
+        ),
+        (
+            "jquery ui styled checkboxes (demo)",
+            real.url("jquery-ui/checkboxradio/default.html"),
+            Some("2 Star"),
         ),
         (
             "counter (fixture)",
