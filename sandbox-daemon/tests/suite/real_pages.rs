@@ -62,6 +62,20 @@ async fn type_into(
     .await
 }
 
+/// A jQuery UI demo, once it shows itself: the demos hide the page until RequireJS has run
+/// their script, which it may do from a timer after the load event (a page's own timers are
+/// not waited for, and the reveal is a class change on `<html>`, not new content).
+async fn open_demo(c: &CovedClient, site: &RealSite, path: &str) -> BrowserState {
+    act(
+        c,
+        &NavigateTo {
+            url: site.url(path),
+        },
+    )
+    .await;
+    act(c, &Wait { seconds: 0.5 }).await
+}
+
 /// The description of the control whose description holds `needle`.
 fn control(state: &BrowserState, needle: &str) -> String {
     let index = index_in(state, needle);
@@ -199,8 +213,7 @@ async fn a_react_app_shows_the_response_of_the_call_it_made() {
 async fn a_modal_form_says_what_is_wrong_and_takes_the_corrected_entry() {
     let (d, site) = setup().await;
     let c = &d.client;
-    let url = site.url("jquery-ui/dialog/modal-form.html");
-    let state = act(c, &NavigateTo { url }).await;
+    let state = open_demo(c, &site, "jquery-ui/dialog/modal-form.html").await;
     has(&state, "John Doe | john.doe@example.com | johndoe1");
     let state = click(c, &state, "Create new user").await;
 
@@ -240,8 +253,7 @@ async fn styled_radios_and_select_menus_show_their_labels_and_state() {
     let (d, site) = setup().await;
     let c = &d.client;
     // jQuery UI hides the native radios and styles their labels in their place.
-    let url = site.url("jquery-ui/checkboxradio/default.html");
-    let state = act(c, &NavigateTo { url }).await;
+    let state = open_demo(c, &site, "jquery-ui/checkboxradio/default.html").await;
     has(&state, r#"<label type="radio" name="radio-1">New York"#);
     let state = click(c, &state, "Paris").await;
     assert!(
@@ -252,8 +264,7 @@ async fn styled_radios_and_select_menus_show_their_labels_and_state() {
     assert!(!control(&state, "New York").contains("checked"));
 
     // A select replaced by a button and a list of options.
-    let url = site.url("jquery-ui/selectmenu/default.html");
-    let state = act(c, &NavigateTo { url }).await;
+    let state = open_demo(c, &site, "jquery-ui/selectmenu/default.html").await;
     let state = click(c, &state, ">Medium").await;
     assert!(control(&state, ">Medium").contains(r#"aria-expanded="true""#));
     has(&state, r#"<div role="option">Faster"#);
@@ -269,8 +280,7 @@ async fn styled_radios_and_select_menus_show_their_labels_and_state() {
 async fn a_date_picker_and_an_autocomplete_are_driven_by_clicks() {
     let (d, site) = setup().await;
     let c = &d.client;
-    let url = site.url("jquery-ui/datepicker/default.html");
-    let state = act(c, &NavigateTo { url }).await;
+    let state = open_demo(c, &site, "jquery-ui/datepicker/default.html").await;
     let state = click(c, &state, "<input").await;
     // The calendar reads as a table; its days are links without an address to show.
     has(&state, "Su | Mo | Tu | We | Th | Fr | Sa");
@@ -287,8 +297,7 @@ async fn a_date_picker_and_an_autocomplete_are_driven_by_clicks() {
     );
 
     // Suggestions come 300 ms after typing (the widget's own delay): a wait shows them.
-    let url = site.url("jquery-ui/autocomplete/default.html");
-    let state = act(c, &NavigateTo { url }).await;
+    let state = open_demo(c, &site, "jquery-ui/autocomplete/default.html").await;
     type_into(c, &state, "Tags:", "ja").await;
     let state = act(c, &Wait { seconds: 0.6 }).await;
     has(&state, "<li>Java");
