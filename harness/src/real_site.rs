@@ -57,12 +57,8 @@ pub struct RealSite {
 impl RealSite {
     /// Serves the pages on a free localhost port; fails when a package is not installed.
     pub async fn start() -> Result<RealSite> {
+        require(&format!("{PYTHON_DOCS}/library/os.html"), "python3-doc")?;
         let python = PathBuf::from(PYTHON_DOCS);
-        if !python.join("library/os.html").is_file() {
-            bail!(
-                "Python's HTML documentation is missing at {PYTHON_DOCS}: install Debian's python3-doc (harness/install-test-deps.sh does)"
-            );
-        }
         let swagger = npm_modules().join("swagger-ui-dist");
         if !swagger.join("swagger-ui-bundle.js").is_file() {
             bail!(

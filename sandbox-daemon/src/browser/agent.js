@@ -436,14 +436,11 @@
     return clip && (off.top + off.height <= clip.top || off.top >= clip.bottom);
   }
 
-  const HEADINGS = 'h1,h2,h3,h4,h5,h6,[role="heading"]';
-  const TEXT_BLOCKS = 'p,li,dd,dt,pre,blockquote,tr,figcaption,' + HEADINGS;
 
   // What a part of the page holds, counted without reading it: its controls, its blocks of
   // text and its headings. One pass of cheap tests: matching CONTROLS' two dozen selectors
   // against every element of a long page costs several times more.
   const TEXT_TAGS = new Set(['p', 'li', 'dd', 'dt', 'pre', 'blockquote', 'tr', 'figcaption']);
-  const CONTROL_TAGS = new Set(['button', 'select', 'textarea', 'summary']);
   const HEADING_TAGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
   function tally(root) {
@@ -453,16 +450,8 @@
     while (stack.length) {
       const el = stack.pop();
       const tag = el.localName;
-      const role = el.getAttribute('role');
-      if (CONTROL_TAGS.has(tag) || (tag === 'a' && el.hasAttribute('href')) ||
-        (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() !== 'hidden') ||
-        (role !== null && ROLES.has(role))) {
-        controls += 1;
-      } else {
-        const editable = el.getAttribute('contenteditable');
-        if (editable === '' || editable === 'true') controls += 1;
-      }
-      const heading = HEADING_TAGS.has(tag) || role === 'heading';
+      if (isControlByKind(el)) controls += 1;
+      const heading = HEADING_TAGS.has(tag) || el.getAttribute('role') === 'heading';
       if (heading || TEXT_TAGS.has(tag)) texts += 1;
       if (heading && heads.length < 40) heads.push(el);
       for (let c = el.lastElementChild; c; c = c.previousElementSibling) stack.push(c);

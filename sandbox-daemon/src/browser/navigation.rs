@@ -124,11 +124,12 @@ impl NavigationWatch {
                 Some(_) = self.within.next() => return true,
                 navigating = &mut next_frame, if !framed => {
                     framed = true;
-                    if armed && !navigating {
-                        return false;
-                    }
-                    if !armed {
-                        deadline = deadline.min(Instant::now() + EVENT_GRACE);
+                    match (armed, navigating) {
+                        // The page says none began.
+                        (true, false) => return false,
+                        // One began: its first event is on the way.
+                        (true, true) => {}
+                        (false, _) => deadline = deadline.min(Instant::now() + EVENT_GRACE),
                     }
                 }
                 () = tokio::time::sleep(left) => return false,

@@ -104,15 +104,10 @@ impl PendingRequests {
         })
     }
 
-    /// Whether a request the page may be waiting on is open.
-    pub fn busy(&self) -> bool {
-        self.open
-            .lock()
-            .is_ok_and(|open| open.counts_until(Instant::now()).is_some())
-    }
-
-    /// Waits until no request the page may be waiting on is open, or until `deadline`.
-    pub async fn wait_idle(&self, deadline: Instant) {
+    /// Waits until no request the page may be waiting on is open, or until `deadline`;
+    /// false when there was none to wait for.
+    pub async fn wait_idle(&self, deadline: Instant) -> bool {
+        let mut waited = false;
         loop {
             let changed = self.changed.notified();
             let now = Instant::now();
@@ -121,15 +116,15 @@ impl PendingRequests {
                 Err(_) => None,
             };
             let Some(until) = until else {
-                return;
+                return waited;
             };
             if now >= deadline {
-                return;
+                return waited;
             }
-            let wake = until.min(deadline);
+            waited = true;
             tokio::select! {
                 () = changed => {}
-                () = tokio::time::sleep_until(wake.into()) => {}
+                () = tokio::time::sleep_until(until.min(deadline).into()) => {}
             }
         }
     }

@@ -964,12 +964,13 @@ impl Session {
                 tracing::debug!(error = %e, "the page could not say whether it is still");
                 return;
             }
-            match requests {
-                // The answer will change the page: wait for it, then for the page again.
-                Some(requests) if requests.busy() && Instant::now() < deadline => {
-                    requests.wait_idle(deadline).await;
-                }
-                _ => return,
+            // An answer on its way will change the page: wait for it, then for the page.
+            let answered = match requests {
+                Some(requests) => requests.wait_idle(deadline).await,
+                None => false,
+            };
+            if !answered {
+                return;
             }
         }
     }
