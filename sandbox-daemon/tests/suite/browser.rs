@@ -1209,4 +1209,18 @@ async fn a_state_waits_for_the_answers_a_click_sets_off() {
         "the state was read mid-render:\n{}",
         state.elements
     );
+
+    // A page that never stops asking cannot hold the agent: the state comes back (its wait
+    // is bounded) with the answers so far.
+    let state = click(c, &state, "Poll forever").await;
+    assert!(
+        state.elements.contains("Polls answered: "),
+        "{}",
+        state.elements
+    );
+    assert!(
+        !state.elements.contains("Polls answered: 0"),
+        "{}",
+        state.elements
+    );
 }
