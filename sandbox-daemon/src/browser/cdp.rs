@@ -9,11 +9,12 @@ use chromiumoxide::cdp::browser_protocol::input::{
     InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams,
+    AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, CaptureScreenshotParams,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     EvaluateParams, ExecutionContextId, TerminateExecutionParams,
 };
+use chromiumoxide::handler::frame::UTILITY_WORLD_NAME;
 use chromiumoxide::types::Command;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -114,6 +115,22 @@ pub async fn evaluate<T: DeserializeOwned>(
     let value = result.result.value.unwrap_or(Value::Null);
     serde_json::from_value(value)
         .map_err(|e| BrowserError::Internal(format!("unexpected answer from the page agent: {e}")))
+}
+
+/// Has the browser install the page agent in each new document of `page`, in the isolated
+/// world calls reach, before the page's own scripts run: the first state after a navigation
+/// then neither sends nor compiles it, and the agent's record of when the content last
+/// changed covers the load, so a page that is still by then needs no wait.
+pub async fn install_agent_on_new_documents(
+    page: &Page,
+    limit: Duration,
+) -> Result<(), BrowserError> {
+    let params = AddScriptToEvaluateOnNewDocumentParams::builder()
+        .source(format!("{};", AGENT_JS.trim_end()))
+        .world_name(UTILITY_WORLD_NAME)
+        .build()
+        .map_err(|e| BrowserError::Internal(format!("bad new-document script: {e}")))?;
+    run(page, params, limit).await.map(|_| ())
 }
 
 /// The agent's `VERSION`: a call reaches an agent already installed in the document only

@@ -25,9 +25,37 @@ const FORGET_AFTER: Duration = Duration::from_secs(60);
 #[derive(Default)]
 struct Open {
     started: HashMap<RequestId, Instant>,
+    /// Requests whose end was read before their start: each event kind comes through its
+    /// own channel, so a request answered at once (from the memory cache, say) may be
+    /// reported finished before it is reported sent.
+    ended_early: HashMap<RequestId, Instant>,
 }
 
 impl Open {
+    /// Records a request the page sent.
+    fn sent(&mut self, id: RequestId, now: Instant) {
+        self.forget_older_than(now);
+        if self.ended_early.remove(&id).is_none() {
+            self.started.insert(id, now);
+        }
+    }
+
+    /// Records a request's end; true when it was counted until now.
+    fn ended(&mut self, id: RequestId, now: Instant) -> bool {
+        if self.started.remove(&id).is_some() {
+            return true;
+        }
+        self.forget_older_than(now);
+        self.ended_early.insert(id, now);
+        false
+    }
+
+    fn forget_older_than(&mut self, now: Instant) {
+        let recent = |_: &RequestId, at: &mut Instant| now.duration_since(*at) < FORGET_AFTER;
+        self.started.retain(recent);
+        self.ended_early.retain(recent);
+    }
+
     /// When the youngest request that still counts stops counting; None when none counts.
     fn counts_until(&self, now: Instant) -> Option<Instant> {
         self.started
@@ -89,10 +117,8 @@ impl PendingRequests {
                 };
                 let now = Instant::now();
                 if opened {
-                    open.started
-                        .retain(|_, started| now.duration_since(*started) < FORGET_AFTER);
-                    open.started.insert(id, now);
-                } else if open.started.remove(&id).is_some() {
+                    open.sent(id, now);
+                } else if open.ended(id, now) {
                     task_changed.notify_waiters();
                 }
             }
@@ -155,5 +181,18 @@ mod tests {
         let young = now - Duration::from_millis(200);
         open.started.insert(RequestId::new("young"), young);
         assert_eq!(open.counts_until(now), Some(young + LONG_POLL));
+    }
+
+    #[test]
+    fn a_request_reported_finished_before_sent_never_counts() {
+        let now = Instant::now();
+        let mut open = Open::default();
+        assert!(!open.ended(RequestId::new("cached"), now));
+        open.sent(RequestId::new("cached"), now);
+        assert_eq!(open.counts_until(now), None);
+        open.sent(RequestId::new("fetch"), now);
+        assert_eq!(open.counts_until(now), Some(now + LONG_POLL));
+        assert!(open.ended(RequestId::new("fetch"), now));
+        assert_eq!(open.counts_until(now), None);
     }
 }

@@ -83,6 +83,10 @@ struct Tab {
 
 impl Tab {
     async fn new(id: u32, page: Page) -> Tab {
+        if let Err(e) = cdp::install_agent_on_new_documents(&page, Duration::from_secs(5)).await {
+            // Each document then gets the agent from its first call instead.
+            tracing::debug!(error = %e, "cannot install the agent ahead of new documents");
+        }
         let requests = match PendingRequests::watch(&page).await {
             Ok(requests) => Some(requests),
             Err(e) => {
@@ -960,15 +964,24 @@ impl Session {
             let waited =
                 cdp::agent::<Value>(page, "settle", std::slice::from_ref(&still), self.limit())
                     .await;
-            if let Err(e) = waited {
-                tracing::debug!(error = %e, "the page could not say whether it is still");
-                return;
-            }
+            let page_said = match waited {
+                Ok(said) => said,
+                Err(e) => {
+                    tracing::debug!(error = %e, "the page could not say whether it is still");
+                    return;
+                }
+            };
             // An answer on its way will change the page: wait for it, then for the page.
+            let asked = Instant::now();
             let answered = match requests {
                 Some(requests) => requests.wait_idle(deadline).await,
                 None => false,
             };
+            tracing::debug!(
+                page = %page_said,
+                requests_ms = asked.elapsed().as_millis() as u64,
+                "settled"
+            );
             if !answered {
                 return;
             }
