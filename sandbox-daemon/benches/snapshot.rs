@@ -2,7 +2,11 @@
 //! Per page: the `elements` text's length in characters (target <= 4,000 typical), the time
 //! of `navigate_to` + state (target <= 250 ms) and of `click_element` + state with a
 //! screenshot (target <= 80 ms), p50 and p99 over repeated runs on local pages; and of a
-//! state read alone (`state_ms`).
+//! state read alone, without and with its screenshot (`state_ms`, `state_with_screenshot_ms`).
+//!
+//! Beside them, what Chromium alone takes to load the same page (`chromium_alone.load_ms`:
+//! driven directly over CDP, no daemon, the end of the load event in the page's own
+//! navigation timing), the floor under `navigate_and_state_ms`.
 //!
 //! Needs what `harness/install-test-deps.sh` installs (Python's docs, Swagger UI, jQuery
 //! UI's demos).
@@ -15,7 +19,9 @@ use cove_harness::browser_text::{controls, index_of};
 use cove_harness::real_site::RealSite;
 use cove_harness::stats::{ms, summary};
 use cove_harness::{DaemonBuilder, FixtureSite};
-use cove_protocol::browser::{BrowserState, ClickElement, NavigateTo, StateQuery};
+use cove_protocol::browser::{
+    BrowserState, ClickElement, DEFAULT_VIEWPORT, NavigateTo, StateQuery,
+};
 use cove_protocol::client::CovedClient;
 use serde_json::{Value, json};
 
@@ -66,6 +72,62 @@ async fn click_figures(c: &CovedClient, url: &str, needle: &str) -> Value {
         assert!(state.screenshot.is_some());
     }
     summary(samples)
+}
+
+/// Chromium driven directly, as the floor under the daemon's figures.
+struct BareChromium {
+    browser: chromiumoxide::Browser,
+    page: chromiumoxide::Page,
+    handler: tokio::task::JoinHandle<()>,
+}
+
+impl BareChromium {
+    async fn launch() -> BareChromium {
+        use futures_util::StreamExt;
+        let vp = DEFAULT_VIEWPORT;
+        let config = chromiumoxide::BrowserConfig::builder()
+            .chrome_executable(coved::browser::find_chromium(None).unwrap())
+            .new_headless_mode()
+            .no_sandbox()
+            .enable_cache()
+            .viewport(None)
+            .window_size(vp.width, vp.height)
+            .args(["--disable-gpu", "--hide-scrollbars"])
+            .build()
+            .unwrap();
+        let (browser, mut events) = chromiumoxide::Browser::launch(config).await.unwrap();
+        let handler = tokio::spawn(async move { while events.next().await.is_some() {} });
+        let page = browser.new_page("about:blank").await.unwrap();
+        BareChromium {
+            browser,
+            page,
+            handler,
+        }
+    }
+
+    /// p50 of the page's own load time: navigation start to the end of its load event.
+    async fn figures(&self, url: &str) -> Value {
+        let mut loads = Vec::new();
+        for _ in 0..RUNS {
+            self.page.goto("about:blank").await.unwrap();
+            self.page.goto(url).await.unwrap();
+            let load: f64 = self
+                .page
+                .evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+                .await
+                .unwrap()
+                .into_value()
+                .unwrap();
+            loads.push(load);
+        }
+        json!({ "load_ms": summary(loads)["p50"] })
+    }
+
+    async fn close(mut self) {
+        let _ = self.browser.close().await;
+        let _ = self.browser.wait().await;
+        self.handler.abort();
+    }
 }
 
 #[tokio::main]
@@ -123,25 +185,39 @@ async fn main() {
         ),
     ] {
         let (load, state) = load_figures(c, &url).await;
-        let mut state_only = Vec::new();
+        let (mut state_only, mut state_shot) = (Vec::new(), Vec::new());
         for _ in 0..RUNS {
             let started = Instant::now();
             c.browser_state(StateQuery::lean()).await.unwrap();
             state_only.push(ms(started.elapsed()));
+            let started = Instant::now();
+            c.browser_state(StateQuery::default()).await.unwrap();
+            state_shot.push(ms(started.elapsed()));
         }
         let mut page = json!({
             "page": name,
             "state_ms": summary(state_only),
+            "state_with_screenshot_ms": summary(state_shot),
             "elements_chars": state.elements.chars().count(),
             "elements_lines": state.elements.lines().count(),
             "controls_shown": controls(&state.elements).len(),
             "navigate_and_state_ms": load,
+            "url": url,
         });
         if let Some(needle) = click {
             page["click_and_state_with_screenshot_ms"] = click_figures(c, &url, needle).await;
         }
         pages.push(page);
     }
+    drop(daemon);
+    // Apart, so that neither browser's pages take the other's CPU.
+    let bare = BareChromium::launch().await;
+    for page in &mut pages {
+        if let Some(Value::String(url)) = page.as_object_mut().and_then(|p| p.remove("url")) {
+            page["chromium_alone"] = bare.figures(&url).await;
+        }
+    }
+    bare.close().await;
     let figures = json!({ "pages": pages });
     println!("{}", serde_json::to_string_pretty(&figures).unwrap());
 }

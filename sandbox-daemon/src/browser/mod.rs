@@ -13,6 +13,9 @@ mod requests;
 mod session;
 pub mod takeover_tab;
 
+/// The Chromium executable the daemon would launch.
+pub use chromium::find as find_chromium;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -199,7 +202,9 @@ impl BrowserManager {
         query: StateQuery,
     ) -> Result<BrowserState, BrowserError> {
         let limit = self.settings.timeout;
+        let mut phases = session::Phases::start();
         let (mut guard, notice) = self.lock_running().await?;
+        phases.mark("lock");
         let session = running(&mut guard)?;
         let outcome = match action {
             Some(action) => {
@@ -225,10 +230,14 @@ impl BrowserManager {
                 )
             }));
         }
+        phases.mark("action");
         session.sync_tabs().await;
+        phases.mark("tabs");
         match outcome {
             Ok(outcome) => {
                 let mut state = session.state(query, &self.snapshots).await?;
+                phases.mark("state");
+                tracing::debug!(phases = %phases, "acted");
                 state.message = outcome.message;
                 state.dropdown_options = outcome.options;
                 state.notice = notice;

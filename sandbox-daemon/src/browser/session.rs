@@ -1100,13 +1100,13 @@ impl Session {
 }
 
 /// Where the time of one browser operation went, for the debug log.
-struct Phases {
+pub(super) struct Phases {
     last: Instant,
     spent: Vec<(&'static str, Duration)>,
 }
 
 impl Phases {
-    fn start() -> Phases {
+    pub(super) fn start() -> Phases {
         Phases {
             last: Instant::now(),
             spent: Vec::new(),
@@ -1114,7 +1114,7 @@ impl Phases {
     }
 
     /// Ends phase `name` now.
-    fn mark(&mut self, name: &'static str) {
+    pub(super) fn mark(&mut self, name: &'static str) {
         let now = Instant::now();
         self.spent.push((name, now - self.last));
         self.last = now;
