@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod llm;
+pub mod permissions;
 pub mod sandbox;
 pub mod store;
 pub mod tools;
