@@ -68,6 +68,17 @@ pub fn key_argument(tool: &str, args: &Value) -> Option<String> {
     args.get(field).and_then(Value::as_str).map(str::to_string)
 }
 
+/// What makes two calls the same request: the tool and its key argument (the same command,
+/// the same file, the same URL), or all its arguments when it has none. One
+/// `allow_for_thread` covers every call with the same fingerprint.
+pub fn fingerprint(tool: &str, args: &Value) -> String {
+    match key_argument(tool, args) {
+        Some(key) => format!("{tool}\n{key}"),
+        // serde_json's maps keep their keys sorted: equal arguments print the same.
+        None => format!("{tool}\n{args}"),
+    }
+}
+
 /// Longest a quoted argument runs in a summary line.
 const QUOTE_CHARS: usize = 160;
 
@@ -224,6 +235,24 @@ mod tests {
         assert_eq!(
             key_argument("browser_click_element", &json!({"index": 3})),
             None
+        );
+        assert_eq!(
+            fingerprint("execute_command", &json!({"command": "ls", "timeout": 5})),
+            fingerprint("execute_command", &json!({"command": "ls"}))
+        );
+        assert_eq!(
+            fingerprint(
+                "browser_click_element",
+                &json!({"snapshot_id": 1, "index": 3})
+            ),
+            fingerprint(
+                "browser_click_element",
+                &json!({"index": 3, "snapshot_id": 1})
+            )
+        );
+        assert_ne!(
+            fingerprint("browser_click_element", &json!({"index": 3})),
+            fingerprint("browser_click_element", &json!({"index": 4}))
         );
         assert_eq!(effect("read_file"), Effect::Read);
         assert_eq!(effect("execute_command"), Effect::Change);

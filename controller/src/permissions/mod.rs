@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use command::risks as command_risks;
-pub use describe::{Effect, effect, key_argument, summary};
+pub use describe::{Effect, effect, fingerprint, key_argument, summary};
 pub use glob::Glob;
 
 /// How much the agent may do without asking.

@@ -9,6 +9,7 @@
 
 mod knowledge;
 mod messages;
+mod requests;
 mod runs;
 mod sandboxes;
 mod schema;
@@ -22,6 +23,7 @@ use rusqlite::Connection;
 
 pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};
+pub use requests::{DecideError, Decided, Decision, NewRequest, Request, RequestKind};
 pub use runs::{PauseKind, Run, RunState, Wait, WaitKind};
 pub use sandboxes::ManagedSandbox;
 pub use threads::{NewThread, Thread, ThreadStatus};

@@ -75,6 +75,35 @@ CREATE TABLE IF NOT EXISTS knowledge (
     "
 CREATE INDEX messages_summaries ON messages(thread_id, id) WHERE kind = 'summary';
 ",
+    // 3: what runs put to the user and wait on (permission requests), and the calls a user
+    // allowed for a whole thread.
+    "
+CREATE TABLE requests (
+    id TEXT NOT NULL,
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    why TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    decision TEXT,
+    reason TEXT,
+    decided_at INTEGER,
+    PRIMARY KEY (thread_id, id)
+);
+CREATE INDEX requests_waiting ON requests(thread_id, created_at) WHERE decision IS NULL;
+CREATE TABLE grants (
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    fingerprint TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, fingerprint)
+);
+",
 ];
 
 /// The version this build writes.

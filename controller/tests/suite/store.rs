@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use cove::llm::ChatMessage;
 use cove::store::{
-    MessageKind, NewThread, PauseKind, RunState, Store, StoreError, ThreadStatus, WaitKind,
+    DecideError, Decision, MessageKind, NewRequest, NewThread, PauseKind, RequestKind, RunState,
+    Store, StoreError, ThreadStatus, WaitKind,
 };
 use cove_protocol::events::RunStatus;
 use rusqlite::Connection;
@@ -338,4 +339,109 @@ fn controllers_opening_a_new_database_at_once_all_get_it() {
         });
         assert_eq!(Store::open(&path).unwrap().threads().unwrap().len(), 6);
     }
+}
+
+#[test]
+fn permission_requests_wait_until_decided_from_any_store_on_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cove.db");
+    let store = Store::open(&path).unwrap();
+    let thread = store
+        .create_thread(NewThread::new("t", "m", "native", "local:/tmp/ws"))
+        .unwrap();
+    let run = store.start_run(&thread.id).unwrap();
+    let ask = |call: &str, command: &str| NewRequest {
+        thread_id: thread.id.clone(),
+        run_id: run.id.clone(),
+        kind: RequestKind::Permission,
+        call_id: call.into(),
+        tool: "execute_command".into(),
+        summary: format!("run `{command}`"),
+        why: "the command runs as root (sudo)".into(),
+        arguments: json!({ "command": command }),
+        fingerprint: format!("execute_command\n{command}"),
+    };
+    let first = store.open_request(ask("c1", "sudo ls")).unwrap();
+    let twin = store.open_request(ask("c2", "sudo ls")).unwrap();
+    let other = store.open_request(ask("c3", "sudo rm x")).unwrap();
+    assert_eq!(store.waiting_requests(&thread.id).unwrap().len(), 3);
+    assert_eq!(
+        store
+            .request(&thread.id, &first.id)
+            .unwrap()
+            .unwrap()
+            .arguments,
+        json!({"command": "sudo ls"})
+    );
+
+    // Another process (another Store on the file) answers.
+    let elsewhere = Store::open(&path).unwrap();
+    let decided = elsewhere
+        .decide_request(&thread.id, &first.id, Decision::AllowForThread, None)
+        .unwrap();
+    assert_eq!(decided.request.decision, Some(Decision::AllowForThread));
+    assert_eq!(
+        decided
+            .also
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>(),
+        [twin.id.as_str()],
+        "the identical waiting request is released with it, the other is not"
+    );
+    assert!(store.granted(&thread.id, &first.fingerprint).unwrap());
+    assert!(!store.granted(&thread.id, &other.fingerprint).unwrap());
+    let waiting = store.waiting_requests(&thread.id).unwrap();
+    assert_eq!(
+        waiting.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        [other.id.as_str()]
+    );
+
+    // Bad decisions change nothing and say why.
+    let again = store
+        .decide_request(&thread.id, &twin.id, Decision::Deny, Some("no"))
+        .unwrap_err();
+    assert_eq!(
+        again.to_string(),
+        format!(
+            "request {} was already answered (allow_for_thread); nothing was changed",
+            twin.id
+        )
+    );
+    let unknown = store
+        .decide_request(&thread.id, "nope", Decision::Deny, None)
+        .unwrap_err();
+    assert!(
+        matches!(unknown, DecideError::NoRequest { .. }),
+        "{unknown}"
+    );
+    assert_eq!(
+        store
+            .request(&thread.id, &twin.id)
+            .unwrap()
+            .unwrap()
+            .decision,
+        Some(Decision::AllowForThread)
+    );
+
+    let denied = store
+        .decide_request(
+            &thread.id,
+            &other.id,
+            Decision::Deny,
+            Some("  not on my machine "),
+        )
+        .unwrap();
+    assert!(denied.also.is_empty());
+    let stored = Store::open(&path)
+        .unwrap()
+        .request(&thread.id, &other.id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.decision, stored.reason.as_deref()),
+        (Some(Decision::Deny), Some("not on my machine"))
+    );
+    assert!(store.waiting_requests(&thread.id).unwrap().is_empty());
+    assert!("maybe".parse::<Decision>().is_err());
 }

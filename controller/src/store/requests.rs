@@ -1,0 +1,262 @@
+//! Requests a run puts to the user and waits on: a tool call that needs their permission
+//! (and, to come, a plan to approve). Stored, so a decision given from another terminal, or
+//! while no process runs the thread, reaches the run, and a run killed while one waits
+//! waits again when resumed.
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde_json::Value;
+
+use super::{Store, StoreError, new_id, now_ms, stored_names};
+
+stored_names! {
+    /// What a request asks.
+    pub enum RequestKind {
+        /// Whether a tool call may run.
+        Permission = "permission",
+    }
+}
+
+stored_names! {
+    /// An answer the user may give.
+    pub enum Decision {
+        /// Run this call.
+        AllowOnce = "allow_once",
+        /// Run this call and every identical one of the thread from now on (waiting ones too).
+        AllowForThread = "allow_for_thread",
+        /// Do not run it; the model is told, with the user's reason.
+        Deny = "deny",
+    }
+}
+
+impl Decision {
+    /// Whether the call runs.
+    pub fn allows(self) -> bool {
+        self != Decision::Deny
+    }
+}
+
+/// A request for the store to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRequest {
+    pub thread_id: String,
+    pub run_id: String,
+    pub kind: RequestKind,
+    /// The tool call it gates.
+    pub call_id: String,
+    pub tool: String,
+    /// One line saying what will happen.
+    pub summary: String,
+    /// Why it asks.
+    pub why: String,
+    pub arguments: Value,
+    /// Requests with the same fingerprint are identical: one `allow_for_thread` answers all.
+    pub fingerprint: String,
+}
+
+/// A stored request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: String,
+    pub thread_id: String,
+    pub run_id: String,
+    pub kind: RequestKind,
+    pub call_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub why: String,
+    pub arguments: Value,
+    pub fingerprint: String,
+    pub created_at: i64,
+    /// None while it waits.
+    pub decision: Option<Decision>,
+    /// The user's words with the decision.
+    pub reason: Option<String>,
+    pub decided_at: Option<i64>,
+}
+
+/// What deciding a request did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    pub request: Request,
+    /// Other waiting requests of the thread the same decision answered (`allow_for_thread`).
+    pub also: Vec<Request>,
+}
+
+/// Why a decision cannot be taken; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("thread {thread} has no request {id:?}; `cove show {thread}` lists its requests")]
+    NoRequest { thread: String, id: String },
+    #[error("request {id} was already answered ({decision}); nothing was changed")]
+    AlreadyDecided { id: String, decision: Decision },
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+const COLUMNS: &str = "id, thread_id, run_id, kind, call_id, tool, summary, why, arguments, \
+                       fingerprint, created_at, decision, reason, decided_at";
+
+fn read_request(r: &Row<'_>) -> rusqlite::Result<Request> {
+    let arguments: String = r.get(8)?;
+    Ok(Request {
+        id: r.get(0)?,
+        thread_id: r.get(1)?,
+        run_id: r.get(2)?,
+        kind: r.get(3)?,
+        call_id: r.get(4)?,
+        tool: r.get(5)?,
+        summary: r.get(6)?,
+        why: r.get(7)?,
+        arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
+        fingerprint: r.get(9)?,
+        created_at: r.get(10)?,
+        decision: r.get(11)?,
+        reason: r.get(12)?,
+        decided_at: r.get(13)?,
+    })
+}
+
+impl Store {
+    /// Records a request; it waits until decided.
+    pub fn open_request(&self, new: NewRequest) -> Result<Request, StoreError> {
+        let request = Request {
+            id: new_id(4),
+            thread_id: new.thread_id,
+            run_id: new.run_id,
+            kind: new.kind,
+            call_id: new.call_id,
+            tool: new.tool,
+            summary: new.summary,
+            why: new.why,
+            arguments: new.arguments,
+            fingerprint: new.fingerprint,
+            created_at: now_ms(),
+            decision: None,
+            reason: None,
+            decided_at: None,
+        };
+        self.conn().execute(
+            &format!("INSERT INTO requests ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL, NULL, NULL)"),
+            params![
+                request.id,
+                request.thread_id,
+                request.run_id,
+                request.kind,
+                request.call_id,
+                request.tool,
+                request.summary,
+                request.why,
+                request.arguments.to_string(),
+                request.fingerprint,
+                request.created_at,
+            ],
+        )?;
+        Ok(request)
+    }
+
+    /// A thread's request.
+    pub fn request(&self, thread: &str, id: &str) -> Result<Option<Request>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND id = ?2"),
+                params![thread, id],
+                read_request,
+            )
+            .optional()?)
+    }
+
+    /// A thread's requests still waiting for an answer, oldest first.
+    pub fn waiting_requests(&self, thread: &str) -> Result<Vec<Request>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND decision IS NULL ORDER BY created_at, id"
+        ))?;
+        let rows = stmt
+            .query_map(params![thread], read_request)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Whether the user allowed calls with `fingerprint` for the whole thread.
+    pub fn granted(&self, thread: &str, fingerprint: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT 1 FROM grants WHERE thread_id = ?1 AND fingerprint = ?2")?
+            .exists(params![thread, fingerprint])?)
+    }
+
+    /// Answers request `id` of `thread`. `allow_for_thread` also grants its fingerprint for
+    /// the thread and answers the thread's other waiting requests with it.
+    pub fn decide_request(
+        &self,
+        thread: &str,
+        id: &str,
+        decision: Decision,
+        reason: Option<&str>,
+    ) -> Result<Decided, DecideError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(StoreError::from)?;
+        let found = tx
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND id = ?2"),
+                params![thread, id],
+                read_request,
+            )
+            .optional()
+            .map_err(StoreError::from)?;
+        let Some(mut request) = found else {
+            return Err(DecideError::NoRequest {
+                thread: thread.to_string(),
+                id: id.to_string(),
+            });
+        };
+        if let Some(decided) = request.decision {
+            return Err(DecideError::AlreadyDecided {
+                id: request.id,
+                decision: decided,
+            });
+        }
+        let now = now_ms();
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+        let decide = |ids: &[&str]| -> rusqlite::Result<()> {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE requests SET decision = ?3, reason = ?4, decided_at = ?5
+                 WHERE thread_id = ?1 AND id = ?2 AND decision IS NULL",
+            )?;
+            for id in ids {
+                stmt.execute(params![thread, id, decision, reason, now])?;
+            }
+            Ok(())
+        };
+        decide(&[&request.id]).map_err(StoreError::from)?;
+        let mut also = Vec::new();
+        if decision == Decision::AllowForThread {
+            tx.execute(
+                "INSERT OR IGNORE INTO grants (thread_id, fingerprint, tool, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![thread, request.fingerprint, request.tool, now],
+            )
+            .map_err(StoreError::from)?;
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM requests
+                     WHERE thread_id = ?1 AND fingerprint = ?2 AND decision IS NULL ORDER BY created_at, id"
+                ))
+                .map_err(StoreError::from)?;
+            also = stmt
+                .query_map(params![thread, request.fingerprint], read_request)
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .map_err(StoreError::from)?;
+            drop(stmt);
+            let ids: Vec<&str> = also.iter().map(|r| r.id.as_str()).collect();
+            decide(&ids).map_err(StoreError::from)?;
+        }
+        tx.commit().map_err(StoreError::from)?;
+        for r in std::iter::once(&mut request).chain(also.iter_mut()) {
+            r.decision = Some(decision);
+            r.reason = reason.map(str::to_string);
+            r.decided_at = Some(now);
+        }
+        Ok(Decided { request, also })
+    }
+}
