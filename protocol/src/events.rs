@@ -103,6 +103,26 @@ pub enum EventKind {
         reason: String,
         note: Option<String>,
     },
+    /// A tool call waits for the user's permission: `summary` says in one line what it will
+    /// do, `why` what made the policy ask; answer with one of `decisions`
+    /// (`cove permit THREAD REQUEST DECISION`). Other calls of the answer go on meanwhile.
+    PermissionRequest {
+        request_id: String,
+        call_id: String,
+        tool: String,
+        summary: String,
+        why: String,
+        arguments: serde_json::Value,
+        decisions: Vec<String>,
+    },
+    /// The user answered a permission request: `allow_once`, `allow_for_thread` or `deny`
+    /// (with their `reason`, which the model is told).
+    PermissionDecided {
+        request_id: String,
+        call_id: String,
+        decision: String,
+        reason: Option<String>,
+    },
     /// The agent declares the task done.
     Complete {
         text: Option<String>,
@@ -150,6 +170,8 @@ impl EventKind {
             EventKind::Ask { .. } => "ask",
             EventKind::Takeover { .. } => "takeover",
             EventKind::TakeoverEnded { .. } => "takeover_ended",
+            EventKind::PermissionRequest { .. } => "permission_request",
+            EventKind::PermissionDecided { .. } => "permission_decided",
             EventKind::Complete { .. } => "complete",
             EventKind::ContextCompressed { .. } => "context_compressed",
             EventKind::ContextSummarized { .. } => "context_summarized",

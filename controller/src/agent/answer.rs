@@ -12,6 +12,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 use super::events::Emitter;
+use super::permission::Gate;
 use super::prompt::ToolMode;
 use super::xml::{XmlEvent, XmlParser};
 use crate::llm::retry::RetryPolicy;
@@ -80,6 +81,8 @@ pub struct Executor {
     emitter: Arc<Emitter>,
     tasks: Arc<ToolTasks>,
     parallel: bool,
+    /// The permission gate calls pass before they run.
+    gate: Option<Arc<Gate>>,
     /// The latest execution, which a sequential one waits for.
     previous: Option<Execution>,
     /// Executions of earlier attempts at this answer, by call: a retried stream that repeats
@@ -95,12 +98,13 @@ fn call_key(name: &str, arguments: &Value) -> String {
 
 impl Executor {
     /// An executor for one answer.
-    pub fn new(
+    pub(crate) fn new(
         env: Arc<ToolEnv>,
         registry: Arc<ToolRegistry>,
         emitter: Arc<Emitter>,
         tasks: Arc<ToolTasks>,
         parallel: bool,
+        gate: Option<Arc<Gate>>,
     ) -> Self {
         Executor {
             env,
@@ -108,6 +112,7 @@ impl Executor {
             emitter,
             tasks,
             parallel,
+            gate,
             previous: None,
             earlier: HashMap::new(),
             current: HashMap::new(),
@@ -158,9 +163,20 @@ impl Executor {
         let call_id = id.clone();
         let tool = name.clone();
         let args_for_run = arguments.clone();
+        let gate = self.gate.clone();
         let task = tokio::spawn(async move {
             if let Some(previous) = previous {
                 previous.await;
+            }
+            if let (Some(gate), Some(_), Ok(args)) = (&gate, &def, &args_for_run)
+                && let Err(refused) = gate.pass(&call_id, &tool, args).await
+            {
+                emitter.emit(EventKind::ToolFailed {
+                    call_id,
+                    tool,
+                    error: refused.text.clone(),
+                });
+                return refused;
             }
             let summary = match (&def, &args_for_run) {
                 (Some(def), Ok(args)) => def.summarize(args),

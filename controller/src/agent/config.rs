@@ -3,6 +3,7 @@
 use crate::context::ContextSettings;
 use crate::llm::profile::ModelProfile;
 use crate::llm::retry::RetryPolicy;
+use crate::permissions::Policy;
 
 use super::prompt::ToolMode;
 
@@ -28,6 +29,8 @@ pub struct AgentConfig {
     pub(crate) workspace_label: String,
     /// How the history is kept within the window, and the knowledge budget.
     pub(crate) context: ContextSettings,
+    /// The permission policy calls pass; none lets every call run.
+    pub(crate) permissions: Option<Policy>,
 }
 
 impl AgentConfig {
@@ -54,6 +57,7 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             workspace_label: "/workspace".into(),
             context: ContextSettings::default(),
+            permissions: None,
         }
     }
 
@@ -102,6 +106,14 @@ impl AgentConfig {
     /// How the history is kept within the window, and the knowledge budget.
     pub fn context(mut self, context: ContextSettings) -> Self {
         self.context = context;
+        self
+    }
+
+    /// The permission policy every tool call passes: calls it asks about wait for a
+    /// decision ([`super::RunHandle::permit`], or any process on the store). Without one,
+    /// every call runs.
+    pub fn permissions(mut self, policy: Policy) -> Self {
+        self.permissions = Some(policy);
         self
     }
 }

@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use cove_protocol::events::RunEvent;
+use tokio::sync::futures::Notified;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::run::{RunError, RunOutcome};
 use crate::llm::ChatMessage;
-use crate::store::{Store, StoreError};
+use crate::store::{DecideError, Decided, Decision, Store, StoreError};
 
 /// What a live run hears from its caller.
 #[derive(Debug)]
@@ -18,6 +19,8 @@ pub(crate) struct RunControl {
     stop: watch::Sender<bool>,
     /// Rung when a reply was stored for the run's wait, so it need not poll for it.
     replied: Notify,
+    /// Rung when a permission request of the run was answered through the handle.
+    decided: Notify,
 }
 
 impl Default for RunControl {
@@ -25,6 +28,7 @@ impl Default for RunControl {
         RunControl {
             stop: watch::Sender::new(false),
             replied: Notify::new(),
+            decided: Notify::new(),
         }
     }
 }
@@ -40,6 +44,12 @@ impl RunControl {
     /// Resolves when a reply may have arrived (or at once if one arrived since the last call).
     pub(crate) async fn replied(&self) {
         self.replied.notified().await;
+    }
+
+    /// Resolves when a permission request may have been answered after this call (the
+    /// future listens from its creation, before it is first polled).
+    pub(crate) fn decided(&self) -> Notified<'_> {
+        self.decided.notified()
     }
 }
 
@@ -97,6 +107,21 @@ impl RunHandle {
             self.control.replied.notify_one();
         }
         Ok(delivered)
+    }
+
+    /// Answers permission request `request_id` of the thread (the decisions of its
+    /// `permission_request` event); the waiting call runs, or gets the denial and `reason`.
+    pub fn permit(
+        &self,
+        request_id: &str,
+        decision: Decision,
+        reason: Option<&str>,
+    ) -> Result<Decided, DecideError> {
+        let decided = self
+            .store
+            .decide_request(&self.thread_id, request_id, decision, reason)?;
+        self.control.decided.notify_waiters();
+        Ok(decided)
     }
 
     /// Stops the run: what it was doing is abandoned (tools in flight are aborted, their

@@ -5,6 +5,7 @@ pub mod answer;
 mod config;
 pub mod events;
 mod handle;
+mod permission;
 pub mod prompt;
 mod run;
 pub mod takeover;

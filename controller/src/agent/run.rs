@@ -15,6 +15,7 @@ use super::answer::{AnswerSettings, Executor, ToolTasks, answer};
 use super::config::AgentConfig;
 use super::events::Emitter;
 use super::handle::{RunControl, RunHandle};
+use super::permission::Gate;
 use super::prompt::{ToolMode, system_prompt};
 use super::takeover::{HandBack, wait_for_hand_back};
 use super::xml;
@@ -119,6 +120,8 @@ struct LiveRun {
     /// Answers cut by the output cap continued so far.
     continues: u32,
     tool_tasks: Arc<ToolTasks>,
+    /// The permission gate of the run's calls, when the agent has a policy.
+    gate: Option<Arc<Gate>>,
 }
 
 impl LiveRun {
@@ -334,11 +337,26 @@ impl Agent {
         if let Some(summary) = self.store.latest_summary(&thread.id)? {
             history = summarize::apply(history, &summary, &counter);
         }
+        let gate = self.config.permissions.as_ref().map(|policy| {
+            Arc::new(Gate {
+                policy: Arc::new(
+                    policy
+                        .clone()
+                        .with_workspace(self.config.workspace_label.as_str()),
+                ),
+                store: self.store.clone(),
+                thread_id: thread.id.clone(),
+                run_id: run_id.to_string(),
+                control: control.clone(),
+                emitter: emitter.clone(),
+            })
+        });
         Ok(LiveRun {
             thread,
             run_id: run_id.to_string(),
             emitter: emitter.clone(),
             control,
+            gate,
             counter,
             window,
             system,
@@ -461,6 +479,7 @@ impl Agent {
                 live.emitter.clone(),
                 live.tool_tasks.clone(),
                 self.config.parallel_tools,
+                live.gate.clone(),
             );
             match answer(
                 self.provider.as_ref(),

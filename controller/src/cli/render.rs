@@ -258,6 +258,39 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 self.line(&text);
                 self.spinner.set(Some("thinking"));
             }
+            EventKind::PermissionRequest {
+                request_id,
+                summary,
+                why,
+                ..
+            } => {
+                let head = self.paint("1;33", "? Permission needed");
+                self.line(&format!(
+                    "\n{head} (request {request_id}): {}\n  because {}",
+                    first_line(summary, 200),
+                    first_line(why, 200)
+                ));
+                self.spinner.set(Some("waiting for permission"));
+            }
+            EventKind::PermissionDecided {
+                request_id,
+                decision,
+                reason,
+                ..
+            } => {
+                let reason = reason
+                    .as_deref()
+                    .map(|r| format!(": {}", first_line(r, 120)))
+                    .unwrap_or_default();
+                let (colour, said) = match decision.as_str() {
+                    "deny" => ("31", "denied"),
+                    "allow_for_thread" => ("32", "allowed for this thread"),
+                    _ => ("32", "allowed once"),
+                };
+                let text = self.paint(colour, &format!("  request {request_id} {said}{reason}"));
+                self.line(&text);
+                self.spinner.set(Some("working"));
+            }
             EventKind::Complete { text, attachments } => {
                 let head = self.paint("1;32", "✔ Done.");
                 self.line(&format!("\n{head} {}", text.as_deref().unwrap_or("")));

@@ -9,7 +9,8 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider, Role};
-use cove::store::{NewThread, RunState, Store, Thread, ThreadStatus};
+use cove::permissions::{PermissionsConfig, Policy};
+use cove::store::{Decision, NewThread, RunState, Store, Thread, ThreadStatus};
 use cove_harness::llm::Wire;
 use cove_harness::{
     DaemonBuilder, DaemonProcess, FixtureSite, ScriptedLlm, Turn, workspace_binary,
@@ -25,6 +26,15 @@ struct Setup {
 }
 
 async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
+    setup_with(llm, wire, mode, None).await
+}
+
+async fn setup_with(
+    llm: &ScriptedLlm,
+    wire: Wire,
+    mode: ToolMode,
+    permissions: Option<Policy>,
+) -> Setup {
     let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
         .spawn()
         .await
@@ -65,6 +75,11 @@ async fn setup(llm: &ScriptedLlm, wire: Wire, mode: ToolMode) -> Setup {
             max_attempts: 4,
             base: Duration::from_millis(10),
             cap: Duration::from_secs(2),
+        })
+        .workspace_label(daemon.path("").display().to_string())
+        .apply(|config| match permissions {
+            Some(policy) => config.permissions(policy),
+            None => config,
         }),
         provider,
         store.clone(),
@@ -418,4 +433,137 @@ async fn a_reply_through_the_handle_ends_a_takeover_and_the_run_goes_on() {
         .map(|(_, m)| m.text())
         .collect();
     assert!(!stored.iter().any(|t| t == "too early"), "{stored:?}");
+}
+
+/// Calls `f` on a value, for a builder step that depends on a test's input.
+trait Apply: Sized {
+    fn apply(self, f: impl FnOnce(Self) -> Self) -> Self {
+        f(self)
+    }
+}
+
+impl Apply for AgentConfig {}
+
+/// Reads events until `want` says it has seen what it waits for; every event read is kept.
+async fn read_until(
+    handle: &mut cove::agent::RunHandle,
+    seen: &mut Vec<RunEvent>,
+    mut want: impl FnMut(&[RunEvent]) -> bool,
+) {
+    while !want(seen) {
+        let event = tokio::time::timeout(Duration::from_secs(30), handle.next_event())
+            .await
+            .expect("the run went quiet")
+            .expect("the run ended first");
+        seen.push(event);
+    }
+}
+
+fn requests(events: &[RunEvent]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PermissionRequest {
+                request_id,
+                summary,
+                ..
+            } => Some((request_id.clone(), summary.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_the_policy_asks_about_waits_for_the_user_while_the_others_go_on() {
+    for (wire, mode) in [
+        (Wire::OpenAi, ToolMode::Native),
+        (Wire::Anthropic, ToolMode::Xml),
+    ] {
+        let llm = ScriptedLlm::start().await.unwrap();
+        let policy = Policy::new(&PermissionsConfig::default(), None).unwrap();
+        let s = setup_with(&llm, wire, mode, Some(policy)).await;
+        // Outside the sandbox's workspace: deleting there asks.
+        let outside = tempfile::tempdir().unwrap();
+        let keep = outside.path().join("keep");
+        let gone = outside.path().join("gone");
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::create_dir_all(&gone).unwrap();
+        let rm = |dir: &std::path::Path| json!({ "command": format!("rm -rf {}", dir.display()) });
+        llm.push(
+            Turn::text("Cleaning up.")
+                .call("execute_command", rm(&keep))
+                .call(
+                    "create_file",
+                    json!({"file_path": "ok.txt", "file_contents": "fine"}),
+                ),
+        );
+        llm.push(
+            Turn::text("Then the other one, twice.")
+                .call("execute_command", rm(&gone))
+                .call("execute_command", rm(&gone)),
+        );
+        llm.push(Turn::text("All done."));
+
+        let mut handle = s
+            .agent
+            .start(&s.thread, Some(ChatMessage::user("clean up")))
+            .unwrap();
+        let mut seen = Vec::new();
+        // The file is written while the deletion waits for the user.
+        read_until(&mut handle, &mut seen, |events| {
+            !requests(events).is_empty()
+                && events.iter().any(|e| {
+                    matches!(&e.kind, EventKind::ToolCompleted { tool, .. } if tool == "create_file")
+                })
+        })
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(s.daemon.path("ok.txt")).unwrap(),
+            "fine"
+        );
+        let (first, summary) = requests(&seen).remove(0);
+        assert_eq!(summary, format!("run `rm -rf {}`", keep.display()));
+        assert_eq!(s.store.waiting_requests(&s.thread.id).unwrap().len(), 1);
+        handle
+            .permit(&first, Decision::Deny, Some("keep that folder"))
+            .unwrap();
+
+        // Two identical requests: one allow_for_thread answers both.
+        read_until(&mut handle, &mut seen, |events| requests(events).len() == 3).await;
+        let waiting = requests(&seen);
+        let decided = handle
+            .permit(&waiting[1].0, Decision::AllowForThread, None)
+            .unwrap();
+        assert_eq!(
+            decided
+                .also
+                .iter()
+                .map(|r| r.id.clone())
+                .collect::<Vec<_>>(),
+            [waiting[2].0.clone()],
+            "{wire:?} {mode:?}"
+        );
+        let (events, outcome) = handle.finish().await;
+        seen.extend(events);
+        assert!(
+            matches!(outcome.unwrap(), RunOutcome::Completed { .. }),
+            "{wire:?} {mode:?}"
+        );
+        assert!(keep.exists(), "the denied deletion did not run");
+        assert!(!gone.exists(), "the allowed one did");
+        let decided: Vec<String> = seen
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::PermissionDecided { decision, .. } => Some(decision.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(decided, ["deny", "allow_for_thread", "allow_for_thread"]);
+        let second = llm.received()[1].all_text();
+        assert!(
+            second.contains("Not run: the user denied this call. Their reason: keep that folder"),
+            "{wire:?} {mode:?}: {second}"
+        );
+        assert!(s.store.waiting_requests(&s.thread.id).unwrap().is_empty());
+    }
 }

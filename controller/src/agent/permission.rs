@@ -1,0 +1,115 @@
+//! The permission gate a tool call passes before it runs: the policy allows it, refuses it,
+//! or asks the user, and then the call waits, stored, for their decision from the run's
+//! handle or from any process on the database. Other calls of the same answer go on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cove_protocol::events::EventKind;
+use serde_json::Value;
+
+use super::events::Emitter;
+use super::handle::RunControl;
+use crate::permissions::{self, Policy, Verdict};
+use crate::store::{Decision, NewRequest, RequestKind, Store};
+use crate::tools::ToolResult;
+
+/// How often a waiting call looks in the store for a decision given by another process (one
+/// given through the run's handle wakes it at once).
+const DECISION_POLL: Duration = Duration::from_millis(250);
+
+/// The decisions a request offers.
+const DECISIONS: [Decision; 3] = [
+    Decision::AllowOnce,
+    Decision::AllowForThread,
+    Decision::Deny,
+];
+
+/// The gate of one run's calls.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    pub policy: Arc<Policy>,
+    pub store: Arc<Store>,
+    pub thread_id: String,
+    pub run_id: String,
+    pub control: Arc<RunControl>,
+    pub emitter: Arc<Emitter>,
+}
+
+impl Gate {
+    /// Waits until call `call_id` of `tool` may run; the result to give the model instead
+    /// when it may not.
+    pub async fn pass(&self, call_id: &str, tool: &str, args: &Value) -> Result<(), ToolResult> {
+        let why = match self.policy.check(tool, args) {
+            Verdict::Allow => return Ok(()),
+            Verdict::Deny { why } => {
+                return Err(ToolResult::error(format!(
+                    "Not run: {why}. Do not try to get around it; find another way or ask the user."
+                )));
+            }
+            Verdict::Ask { why } => why,
+        };
+        let fingerprint = permissions::fingerprint(tool, args);
+        match self.store.granted(&self.thread_id, &fingerprint) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => return Err(unavailable(&e)),
+        }
+        let request = self
+            .store
+            .open_request(NewRequest {
+                thread_id: self.thread_id.clone(),
+                run_id: self.run_id.clone(),
+                kind: RequestKind::Permission,
+                call_id: call_id.to_string(),
+                tool: tool.to_string(),
+                summary: permissions::summary(tool, args),
+                why: why.clone(),
+                arguments: args.clone(),
+                fingerprint,
+            })
+            .map_err(|e| unavailable(&e))?;
+        self.emitter.emit(EventKind::PermissionRequest {
+            request_id: request.id.clone(),
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            summary: request.summary.clone(),
+            why,
+            arguments: args.clone(),
+            decisions: DECISIONS.iter().map(|d| d.as_str().to_string()).collect(),
+        });
+        let decided = loop {
+            // Registered before looking, so a decision stored in between still wakes it.
+            let woken = self.control.decided();
+            match self.store.request(&self.thread_id, &request.id) {
+                Ok(Some(r)) if r.decision.is_some() => break r,
+                Ok(_) => {}
+                Err(e) => return Err(unavailable(&e)),
+            }
+            tokio::select! {
+                () = woken => {}
+                () = tokio::time::sleep(DECISION_POLL) => {}
+            }
+        };
+        let decision = decided.decision.unwrap_or(Decision::Deny);
+        self.emitter.emit(EventKind::PermissionDecided {
+            request_id: decided.id.clone(),
+            call_id: call_id.to_string(),
+            decision: decision.as_str().to_string(),
+            reason: decided.reason.clone(),
+        });
+        if decision.allows() {
+            return Ok(());
+        }
+        Err(ToolResult::error(match decided.reason {
+            Some(reason) => format!("Not run: the user denied this call. Their reason: {reason}"),
+            None => "Not run: the user denied this call.".to_string(),
+        }))
+    }
+}
+
+fn unavailable(error: &dyn std::fmt::Display) -> ToolResult {
+    ToolResult::error(format!(
+        "Not run: the permission for this call could not be recorded ({error})"
+    ))
+}
