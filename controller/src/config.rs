@@ -31,6 +31,8 @@ pub struct FileConfig {
     pub workspaces: Option<PathBuf>,
     /// The database file.
     pub db: Option<PathBuf>,
+    /// `[permissions]`: the policy tool calls pass (mode and deny / ask / allow rules).
+    pub permissions: Option<crate::permissions::PermissionsConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,

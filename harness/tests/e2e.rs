@@ -1334,3 +1334,186 @@ async fn parallel_runs_on_their_own_sandboxes_do_not_interfere() {
         "{threads:?}"
     );
 }
+
+#[tokio::test]
+async fn a_permission_request_is_answered_from_another_terminal() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // Outside the workspace: deleting there asks in the default (auto) mode.
+    let outside = tempfile::tempdir().unwrap();
+    let keep = outside.path().join("keep");
+    let gone = outside.path().join("gone");
+    std::fs::create_dir_all(&keep).unwrap();
+    std::fs::create_dir_all(&gone).unwrap();
+    let rm = |dir: &std::path::Path| json!({ "command": format!("rm -rf {}", dir.display()) });
+    cove.llm.push(
+        Turn::text("Cleaning up.")
+            .call("execute_command", rm(&keep))
+            .call(
+                "create_file",
+                json!({"file_path": "ok.txt", "file_contents": "fine"}),
+            ),
+    );
+    let (gone_rm, gone_rm2) = (rm(&gone), rm(&gone));
+    cove.llm.push_fn(move |request| {
+        let text = request.all_text();
+        if !text.contains("Not run: the user denied this call. Their reason: keep that folder") {
+            return Turn::text("").call("complete", json!({"text": "NO DENIAL"}));
+        }
+        Turn::text("The other one, twice.")
+            .call("execute_command", gone_rm.clone())
+            .call("execute_command", gone_rm2.clone())
+    });
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "cleaned"})));
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Clean up",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    let asked = reader.until("permission_request").await;
+    let thread = asked["thread_id"].as_str().unwrap().to_string();
+    let first = asked["request_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        asked["summary"],
+        format!("run `rm -rf {}`", keep.display()),
+        "{asked}"
+    );
+    assert!(
+        asked["why"]
+            .as_str()
+            .unwrap()
+            .contains("deletes outside the workspace")
+    );
+    assert_eq!(
+        asked["decisions"],
+        json!(["allow_once", "allow_for_thread", "deny"])
+    );
+
+    // Bad answers: one clear line, exit 1, nothing changed.
+    for (args, says) in [
+        (
+            vec!["permit", &thread, &first, "maybe"],
+            "is not a decision",
+        ),
+        (
+            vec!["permit", &thread, "nope", "deny"],
+            "has no request \"nope\"",
+        ),
+    ] {
+        let out = cove.run(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{}", explain(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{err}"
+        );
+    }
+    let denied = cove
+        .run(&[
+            "--json",
+            "permit",
+            &thread,
+            &first,
+            "deny",
+            "keep that folder",
+        ])
+        .await;
+    assert!(denied.status.success(), "{}", explain(&denied));
+    let again = cove.run(&["permit", &thread, &first, "allow_once"]).await;
+    assert_eq!(again.status.code(), Some(1), "{}", explain(&again));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already answered"));
+
+    let second = reader.until("permission_request").await;
+    let third = reader.until("permission_request").await;
+    let allowed = cove
+        .run(&[
+            "--json",
+            "permit",
+            &thread,
+            second["request_id"].as_str().unwrap(),
+            "allow_for_thread",
+        ])
+        .await;
+    assert!(allowed.status.success(), "{}", explain(&allowed));
+    assert_eq!(
+        events(&allowed)[0]["also"],
+        json!([third["request_id"]]),
+        "the identical request is answered with it"
+    );
+    let all = reader.rest().await;
+    assert!(child.wait().await.unwrap().success(), "{:?}", kinds(&all));
+    let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(complete["text"], "cleaned");
+    assert!(keep.exists(), "the denied deletion did not run");
+    assert!(!gone.exists(), "the allowed one did");
+    assert_eq!(
+        std::fs::read_to_string(cove.workspace.join("ok.txt")).unwrap(),
+        "fine",
+        "the call that needed no permission ran while the other waited"
+    );
+    let decided: Vec<&str> = all
+        .iter()
+        .filter(|e| e["type"] == "permission_decided")
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decided, ["deny", "allow_for_thread", "allow_for_thread"]);
+}
+
+#[tokio::test]
+async fn read_only_mode_refuses_changes_without_asking() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    cove.llm.push(
+        Turn::text("Writing.")
+            .call(
+                "create_file",
+                json!({"file_path": "no.txt", "file_contents": "x"}),
+            )
+            .call("list_files", json!({})),
+    );
+    cove.llm.push_fn(|request| {
+        let text = request.all_text();
+        let verdict = if text.contains("read-only") {
+            "refused"
+        } else {
+            "NOT REFUSED"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let out = cove
+        .run(&[
+            "--json",
+            "run",
+            "Write a file",
+            "--model",
+            "anthropic/scripted",
+            "--tool-calls",
+            "xml",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+            "--permissions",
+            "read-only",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", explain(&out));
+    let all = events(&out);
+    assert!(
+        !kinds(&all).contains(&"permission_request".to_string()),
+        "{:?}",
+        kinds(&all)
+    );
+    let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(complete["text"], "refused");
+    assert!(!cove.workspace.join("no.txt").exists());
+}

@@ -4,6 +4,7 @@
 mod error;
 mod knowledge;
 mod operator;
+mod permit;
 mod printer;
 mod render;
 mod run;
@@ -47,6 +48,8 @@ enum Command {
     Reply(run::ReplyArgs),
     /// Continue a thread whose run stopped (killed, failed, or at its iteration cap).
     Resume(run::ResumeArgs),
+    /// Answer a permission request of a thread: allow_once, allow_for_thread or deny.
+    Permit(permit::PermitArgs),
     /// List threads.
     Threads,
     /// Show a thread's messages.
@@ -104,6 +107,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Run(args) => run::run(&inv, args).await,
         Command::Reply(args) => run::reply(&inv, args).await,
         Command::Resume(args) => run::resume(&inv, args).await,
+        Command::Permit(args) => permit::permit(&inv, args),
         Command::Threads => threads::list(&inv),
         Command::Show { thread } => threads::show(&inv, &thread),
         Command::Sandbox(cmd) => sandbox::command(&inv, cmd).await,

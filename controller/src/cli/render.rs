@@ -266,9 +266,10 @@ impl<O: Write, E: Write> Renderer<O, E> {
             } => {
                 let head = self.paint("1;33", "? Permission needed");
                 self.line(&format!(
-                    "\n{head} (request {request_id}): {}\n  because {}",
+                    "\n{head} (request {request_id}): {}\n  because {}\n  answer here, or from any terminal: cove permit {} {request_id} allow_once|allow_for_thread|deny [\"reason\"]",
                     first_line(summary, 200),
-                    first_line(why, 200)
+                    first_line(why, 200),
+                    event.thread_id
                 ));
                 self.spinner.set(Some("waiting for permission"));
             }
@@ -370,6 +371,11 @@ impl<O: Write, E: Write> Renderer<O, E> {
         }
     }
 
+    /// A short remark for the person at the terminal, between events.
+    pub fn note(&mut self, text: &str) {
+        self.say(&format!("  {text}"));
+    }
+
     /// A problem, on the error stream.
     fn complain(&mut self, text: &str) {
         let _ = writeln!(self.err, "cove: {text}");
@@ -393,6 +399,16 @@ impl<O: Write, E: Write> Renderer<O, E> {
             "Your answer (empty to stop here): "
         };
         let _ = write!(self.out, "{prompt}");
+        let _ = self.out.flush();
+    }
+
+    /// Asks the person at the terminal about permission request `id` (shown above it).
+    pub fn prompt_permission(&mut self, id: &str) {
+        self.done();
+        let _ = write!(
+            self.out,
+            "  Allow request {id}? o = once, t = for this thread, d = deny (a reason may follow): "
+        );
         let _ = self.out.flush();
     }
 

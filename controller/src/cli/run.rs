@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use cove_protocol::events::RunStatus;
+use cove_protocol::events::{EventKind, RunStatus};
 use cove_protocol::takeover::InControl;
 use serde_json::json;
 
@@ -19,8 +19,9 @@ use crate::context::{ContextMode, ContextSettings};
 use crate::llm::ChatMessage;
 use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
+use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
-use crate::store::{NewThread, RunState, Thread};
+use crate::store::{Decision, NewThread, RunState, Thread};
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
 #[derive(Debug, Clone, Args)]
@@ -50,6 +51,10 @@ pub(super) struct RunFlags {
     /// Tokens the knowledge section of the system prompt may take (default 4000).
     #[arg(long)]
     knowledge_budget: Option<usize>,
+    /// What the agent may do without asking: auto (default: the `[permissions]` rules, and
+    /// risky commands and MCP tools ask), ask (every change asks), read-only, or yolo.
+    #[arg(long, value_parser = Mode::NAMES.to_vec())]
+    permissions: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -238,7 +243,15 @@ fn agent_config(
     if let Some(iterations) = flags.max_iterations.or(file.max_iterations) {
         config = config.max_iterations(iterations);
     }
-    Ok(config)
+    let mode = flags
+        .permissions
+        .as_deref()
+        .map(str::parse::<Mode>)
+        .transpose()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let policy = Policy::new(&file.permissions.clone().unwrap_or_default(), mode)
+        .map_err(|e| CliError::Usage(format!("[permissions] in cove.toml: {e}")))?;
+    Ok(config.permissions(policy))
 }
 
 /// The thread's sandbox, opened; a takeover a person still holds ends when they answer.
@@ -320,12 +333,24 @@ async fn drive(
         // Ctrl-C stops the run; its last events (the run's end) are still shown.
         let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
         let mut stopping = false;
+        let mut permissions = PermissionPrompts::default();
         loop {
+            if interactive && let Some(id) = permissions.next_to_ask() {
+                renderer.prompt_permission(&id);
+            }
             tokio::select! {
                 event = run.next_event() => match event {
-                    Some(event) => renderer.event(&event),
+                    Some(event) => {
+                        renderer.event(&event);
+                        if interactive {
+                            permissions.heard(&event.kind);
+                        }
+                    }
                     None => break,
                 },
+                line = permissions.line(), if permissions.reading() => {
+                    permissions.answer(&run, &mut renderer, &line);
+                }
                 _ = &mut ctrl_c, if !stopping => {
                     stopping = true;
                     run.stop();
@@ -379,4 +404,100 @@ async fn read_line() -> String {
     })
     .await
     .unwrap_or_default()
+}
+
+/// The permission requests of a live run put to the person at the terminal, one at a time.
+#[derive(Default)]
+struct PermissionPrompts {
+    /// Requests not answered yet, oldest first.
+    waiting: std::collections::VecDeque<String>,
+    /// The request asked about, and the line being typed for it.
+    asking: Option<(String, tokio::sync::oneshot::Receiver<String>)>,
+}
+
+impl PermissionPrompts {
+    /// Follows the run's events: new requests queue, answered ones (here or anywhere) leave.
+    fn heard(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::PermissionRequest { request_id, .. } => {
+                self.waiting.push_back(request_id.clone());
+            }
+            EventKind::PermissionDecided { request_id, .. } => {
+                self.waiting.retain(|id| id != request_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// The request to ask about now, when none is being asked; starts reading its answer.
+    fn next_to_ask(&mut self) -> Option<String> {
+        if self.asking.is_some() {
+            return None;
+        }
+        let id = self.waiting.front()?.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // A thread of its own, not the blocking pool: a line never typed must not hold up
+        // the process's exit.
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            let _ = tx.send(line.trim().to_string());
+        });
+        self.asking = Some((id.clone(), rx));
+        Some(id)
+    }
+
+    fn reading(&self) -> bool {
+        self.asking.is_some()
+    }
+
+    /// The line typed for the request asked about.
+    async fn line(&mut self) -> String {
+        match &mut self.asking {
+            Some((_, rx)) => rx.await.unwrap_or_default(),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Applies the typed `line` to the request asked about.
+    fn answer<O: std::io::Write, E: std::io::Write>(
+        &mut self,
+        run: &crate::agent::RunHandle,
+        renderer: &mut Renderer<O, E>,
+        line: &str,
+    ) {
+        let Some((id, _)) = self.asking.take() else {
+            return;
+        };
+        if !self.waiting.contains(&id) {
+            renderer.note(&format!("request {id} was answered meanwhile"));
+            return;
+        }
+        let Some((decision, reason)) = parse_decision(line) else {
+            renderer.note("answer o (allow once), t (allow for this thread) or d (deny), a reason may follow d");
+            return;
+        };
+        match run.permit(&id, decision, reason.as_deref()) {
+            Ok(decided) => {
+                self.waiting.retain(|w| {
+                    w != &decided.request.id && !decided.also.iter().any(|r| &r.id == w)
+                });
+            }
+            Err(e) => renderer.note(&e.to_string()),
+        }
+    }
+}
+
+/// A decision as typed at the prompt: `o`, `t`, `d [reason]` (or the decisions' names).
+fn parse_decision(line: &str) -> Option<(Decision, Option<String>)> {
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let decision = match word.to_ascii_lowercase().as_str() {
+        "o" | "once" | "y" | "yes" | "allow_once" => Decision::AllowOnce,
+        "t" | "thread" | "allow_for_thread" => Decision::AllowForThread,
+        "d" | "n" | "no" | "deny" => Decision::Deny,
+        _ => return None,
+    };
+    let reason = Some(rest.trim().to_string()).filter(|r| !r.is_empty());
+    Some((decision, reason))
 }
