@@ -1517,3 +1517,75 @@ async fn read_only_mode_refuses_changes_without_asking() {
     assert_eq!(complete["text"], "refused");
     assert!(!cove.workspace.join("no.txt").exists());
 }
+
+#[tokio::test]
+async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
+    for (wire, mode) in [(Wire::OpenAi, "native"), (Wire::Anthropic, "xml")] {
+        let cove = Cove::new(wire).await;
+        let outside = tempfile::tempdir().unwrap();
+        let gone = outside.path().join("gone");
+        std::fs::create_dir_all(&gone).unwrap();
+        cove.llm.push(Turn::text("Removing it.").call(
+            "execute_command",
+            json!({ "command": format!("rm -rf {}", gone.display()) }),
+        ));
+        cove.llm.push_fn(|request| {
+            // The call's result answers the last assistant message, before anything else.
+            let verdict = if request.last_message_text().contains("Not run") {
+                "DENIED"
+            } else {
+                "removed"
+            };
+            Turn::text("").call("complete", json!({ "text": verdict }))
+        });
+        let ws = cove.workspace.to_str().unwrap().to_string();
+        let mut child = cove
+            .command(&[
+                "--json",
+                "run",
+                "Remove the folder",
+                "--model",
+                cove.model(),
+                "--tool-calls",
+                mode,
+                "--workspace",
+                &ws,
+                "--no-prompt",
+            ])
+            .spawn()
+            .unwrap();
+        let mut reader = EventReader::new(&mut child);
+        let asked = reader.until("permission_request").await;
+        let thread = asked["thread_id"].as_str().unwrap().to_string();
+        let request = asked["request_id"].as_str().unwrap().to_string();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        let _ = child.wait().await;
+        assert!(gone.exists());
+
+        // Decided while nothing runs the thread, applied when it resumes.
+        let permit = cove.run(&["permit", &thread, &request, "allow_once"]).await;
+        assert!(permit.status.success(), "{}", explain(&permit));
+        assert!(gone.exists(), "nothing ran yet");
+        let out = cove.run(&["--json", "resume", &thread]).await;
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", explain(&out));
+        let all = events(&out);
+        assert!(!gone.exists(), "{mode}: the allowed call ran on resume");
+        let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+        assert_eq!(complete["text"], "removed", "{mode}: {:?}", kinds(&all));
+        let decided: Vec<&Value> = all
+            .iter()
+            .filter(|e| e["type"] == "permission_decided")
+            .collect();
+        assert_eq!(decided.len(), 1, "{mode}: {:?}", kinds(&all));
+        assert_eq!(decided[0]["decision"], "allow_once");
+        assert_eq!(
+            cove.llm.received().len(),
+            2,
+            "{mode}: one call before, one after"
+        );
+    }
+}

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::events::Emitter;
 use super::handle::RunControl;
 use crate::permissions::{self, Policy, Verdict};
-use crate::store::{Decision, NewRequest, RequestKind, Store};
+use crate::store::{Decision, NewRequest, Request, RequestKind, Store};
 use crate::tools::ToolResult;
 
 /// How often a waiting call looks in the store for a decision given by another process (one
@@ -64,20 +64,34 @@ impl Gate {
                 call_id: call_id.to_string(),
                 tool: tool.to_string(),
                 summary: permissions::summary(tool, args),
-                why: why.clone(),
+                why,
                 arguments: args.clone(),
                 fingerprint,
             })
             .map_err(|e| unavailable(&e))?;
-        self.emitter.emit(EventKind::PermissionRequest {
-            request_id: request.id.clone(),
-            call_id: call_id.to_string(),
-            tool: tool.to_string(),
-            summary: request.summary.clone(),
-            why,
-            arguments: args.clone(),
-            decisions: DECISIONS.iter().map(|d| d.as_str().to_string()).collect(),
-        });
+        self.wait(request).await
+    }
+
+    /// Takes up a request a killed run left: announces it again if it still waits, then
+    /// acts on its decision as [`Gate::pass`] does.
+    pub async fn resume(&self, request: Request) -> Result<(), ToolResult> {
+        self.wait(request).await
+    }
+
+    /// Waits for `request`'s decision (announcing the request while it has none), then
+    /// records that the run acts on it.
+    async fn wait(&self, request: Request) -> Result<(), ToolResult> {
+        if request.decision.is_none() {
+            self.emitter.emit(EventKind::PermissionRequest {
+                request_id: request.id.clone(),
+                call_id: request.call_id.clone(),
+                tool: request.tool.clone(),
+                summary: request.summary.clone(),
+                why: request.why.clone(),
+                arguments: request.arguments.clone(),
+                decisions: DECISIONS.iter().map(|d| d.as_str().to_string()).collect(),
+            });
+        }
         let decided = loop {
             // Registered before looking, so a decision stored in between still wakes it.
             let woken = self.control.decided();
@@ -94,10 +108,13 @@ impl Gate {
         let decision = decided.decision.unwrap_or(Decision::Deny);
         self.emitter.emit(EventKind::PermissionDecided {
             request_id: decided.id.clone(),
-            call_id: call_id.to_string(),
+            call_id: decided.call_id.clone(),
             decision: decision.as_str().to_string(),
             reason: decided.reason.clone(),
         });
+        if let Err(e) = self.store.mark_applied(&self.thread_id, &decided.id) {
+            tracing::warn!(error = %e, "cannot record that a permission decision was acted on");
+        }
         if decision.allows() {
             return Ok(());
         }

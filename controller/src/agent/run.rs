@@ -251,13 +251,24 @@ impl Agent {
         };
         let after = &history[last_assistant + 1..];
         let assistant = &history[last_assistant].1;
+        // Calls a killed run left waiting for permission are taken up again (`replay`) when
+        // the run has a gate; without one they are interrupted like the rest.
+        let unapplied = self.store.unapplied_requests(thread)?;
+        let replayed: Vec<&str> = if self.config.permissions.is_some() {
+            unapplied.iter().map(|r| r.call_id.as_str()).collect()
+        } else {
+            for r in &unapplied {
+                self.store.mark_applied(thread, &r.id)?;
+            }
+            Vec::new()
+        };
         match self.config.mode {
             ToolMode::Native => {
                 for call in &assistant.tool_calls {
                     let answered = after
                         .iter()
                         .any(|(_, m)| m.tool_call_id.as_deref() == Some(&call.id));
-                    if !answered {
+                    if !answered && !replayed.contains(&call.id.as_str()) {
                         let result =
                             ChatMessage::tool_result(&call.id, &call.name, INTERRUPTED, true);
                         self.store.append_llm(thread, Some(run), &result)?;
@@ -273,13 +284,13 @@ impl Agent {
                     .iter()
                     .filter(|(_, m)| m.role == Role::User && xml::is_result(&m.text()))
                     .count();
-                if results < calls {
+                let missing = calls.saturating_sub(results + replayed.len());
+                if missing > 0 {
                     let text = xml::result_text(
                         "(interrupted)",
                         false,
                         &format!(
-                            "{} of the {calls} tool calls of your last answer have no result. {INTERRUPTED}",
-                            calls - results
+                            "{missing} of the {calls} tool calls of your last answer have no result. {INTERRUPTED}"
                         ),
                     );
                     self.store
@@ -290,20 +301,16 @@ impl Agent {
         Ok(())
     }
 
-    /// Makes the run's state: repairs what a killed run left, stores the input, builds the
-    /// system prompt and loads the history.
+    /// Makes the run's state: repairs what a killed run left, builds the system prompt and
+    /// loads the history.
     fn begin(
         &self,
         thread: Thread,
         run_id: &str,
-        input: Option<ChatMessage>,
         emitter: &Arc<Emitter>,
         control: Arc<RunControl>,
     ) -> Result<LiveRun, RunError> {
         self.repair(&thread.id, run_id)?;
-        if let Some(message) = input {
-            self.store.append_llm(&thread.id, Some(run_id), &message)?;
-        }
         let counter = TokenCounter::for_model(&self.config.model);
         let window = self.config.profile.context_window as usize;
         let mut system = system_prompt(
@@ -387,7 +394,12 @@ impl Agent {
         emitter: &Arc<Emitter>,
         control: Arc<RunControl>,
     ) -> Result<RunOutcome, RunError> {
-        let mut live = self.begin(thread, run_id, input, emitter, control)?;
+        let mut live = self.begin(thread, run_id, emitter, control)?;
+        // The calls' results first: they answer the last assistant message.
+        self.replay(&mut live).await?;
+        if let Some(message) = input {
+            live.record(&self.store, message)?;
+        }
         for iteration in 1..=self.config.max_iterations {
             if let Some(outcome) = self.iterate(&mut live, iteration).await? {
                 return Ok(outcome);
@@ -401,6 +413,62 @@ impl Agent {
             fatal: false,
         });
         Ok(RunOutcome::Stopped)
+    }
+
+    /// Takes up the calls a killed run left waiting for permission: each waits for its
+    /// decision (given meanwhile, or still to come), then runs or is refused, and its result
+    /// is stored as that call's.
+    async fn replay(&self, live: &mut LiveRun) -> Result<(), RunError> {
+        let Some(gate) = live.gate.clone() else {
+            return Ok(());
+        };
+        let env = self.tool_env(live);
+        for request in self.store.unapplied_requests(&live.thread.id)? {
+            let (call_id, tool, args) = (
+                request.call_id.clone(),
+                request.tool.clone(),
+                request.arguments.clone(),
+            );
+            let result = match gate.resume(request).await {
+                Err(refused) => refused,
+                Ok(()) => match self.registry.get(&tool) {
+                    Some(def) => {
+                        live.emitter.emit(EventKind::ToolStarted {
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            summary: def.summarize(&args),
+                            arguments: args.clone(),
+                        });
+                        def.call(&env, args).await
+                    }
+                    None => ToolResult::error(format!("there is no tool named {tool:?}")),
+                },
+            };
+            live.emitter.emit(if result.ok {
+                EventKind::ToolCompleted {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    output: result.text.clone(),
+                }
+            } else {
+                EventKind::ToolFailed {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    error: result.text.clone(),
+                }
+            });
+            let message = match self.config.mode {
+                ToolMode::Native => {
+                    ChatMessage::tool_result(&call_id, &tool, result.text.clone(), !result.ok)
+                }
+                ToolMode::Xml => xml_result(&tool, &result),
+            };
+            live.record(&self.store, message)?;
+            if let Some(state) = result.browser_state {
+                live.browser = Some(state);
+            }
+        }
+        Ok(())
     }
 
     /// What the tools of this iteration reach.

@@ -178,6 +178,28 @@ impl Store {
         Ok(rows)
     }
 
+    /// A thread's requests whose call has not been acted on: still waiting, or decided while
+    /// no run was there to act (a run killed as it waited). Oldest first.
+    pub fn unapplied_requests(&self, thread: &str) -> Result<Vec<Request>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND applied_at IS NULL ORDER BY created_at, id"
+        ))?;
+        let rows = stmt
+            .query_map(params![thread], read_request)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Records that the run acted on request `id`'s decision (ran the call, or told the
+    /// model it was denied).
+    pub fn mark_applied(&self, thread: &str, id: &str) -> Result<(), StoreError> {
+        self.conn()
+            .prepare_cached("UPDATE requests SET applied_at = ?3 WHERE thread_id = ?1 AND id = ?2")?
+            .execute(params![thread, id, now_ms()])?;
+        Ok(())
+    }
+
     /// Whether the user allowed calls with `fingerprint` for the whole thread.
     pub fn granted(&self, thread: &str, fingerprint: &str) -> Result<bool, StoreError> {
         Ok(self

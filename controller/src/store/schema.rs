@@ -75,8 +75,8 @@ CREATE TABLE IF NOT EXISTS knowledge (
     "
 CREATE INDEX messages_summaries ON messages(thread_id, id) WHERE kind = 'summary';
 ",
-    // 3: what runs put to the user and wait on (permission requests), and the calls a user
-    // allowed for a whole thread.
+    // 3: what runs put to the user and wait on (permission requests; `applied_at` once the
+    // run has acted on the decision), and the calls a user allowed for a whole thread.
     "
 CREATE TABLE requests (
     id TEXT NOT NULL,
@@ -93,9 +93,10 @@ CREATE TABLE requests (
     decision TEXT,
     reason TEXT,
     decided_at INTEGER,
+    applied_at INTEGER,
     PRIMARY KEY (thread_id, id)
 );
-CREATE INDEX requests_waiting ON requests(thread_id, created_at) WHERE decision IS NULL;
+CREATE INDEX requests_open ON requests(thread_id, created_at) WHERE applied_at IS NULL;
 CREATE TABLE grants (
     thread_id TEXT NOT NULL REFERENCES threads(id),
     fingerprint TEXT NOT NULL,
