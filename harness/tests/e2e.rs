@@ -1399,6 +1399,9 @@ async fn a_permission_request_is_answered_from_another_terminal() {
         json!(["allow_once", "allow_for_thread", "deny"])
     );
 
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    assert_eq!(threads[0]["waiting_for"], format!("permission {first}"));
+
     // Bad answers: one clear line, exit 1, nothing changed.
     for (args, says) in [
         (
@@ -1588,4 +1591,101 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
             "{mode}: one call before, one after"
         );
     }
+}
+
+#[tokio::test]
+async fn a_person_at_the_terminal_answers_a_permission_request_as_it_comes() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::{Read, Write};
+
+    let cove = Cove::new(Wire::OpenAi).await;
+    let outside = tempfile::tempdir().unwrap();
+    let keep = outside.path().join("keep");
+    std::fs::create_dir_all(&keep).unwrap();
+    cove.llm.push(Turn::text("Removing it.").call(
+        "execute_command",
+        json!({ "command": format!("rm -rf {}", keep.display()) }),
+    ));
+    cove.llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("Their reason: keep it please") {
+            "kept"
+        } else {
+            "NO REASON"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 200,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let home = cove.home.path();
+    let mut cmd = CommandBuilder::new(&cove.bin);
+    cmd.args([
+        "run",
+        "Remove the folder",
+        "--model",
+        "openai/scripted",
+        "--workspace",
+        cove.workspace.to_str().unwrap(),
+    ]);
+    for (key, value) in [
+        ("HOME", home.to_path_buf()),
+        ("XDG_DATA_HOME", home.join("data")),
+        ("XDG_CONFIG_HOME", home.join("config")),
+        ("COVE_DB", home.join("cove.db")),
+    ] {
+        cmd.env(key, value);
+    }
+    cmd.env("OPENAI_BASE_URL", cove.llm.openai_base_url());
+    cmd.env("OPENAI_API_KEY", "test-key");
+    cmd.env("COVE_LOG", "warn");
+    cmd.env_remove("COVE_CONFIG");
+    let mut child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    let mut writer = pty.master.take_writer().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0
+                || tx
+                    .send(String::from_utf8_lossy(&buf[..n]).into_owned())
+                    .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut screen = String::new();
+    let mut read_until = async |needle: &str, screen: &mut String| {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !screen.contains(needle) {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(chunk)) => screen.push_str(&chunk),
+                _ => panic!("no {needle:?} on the terminal:\n{screen}"),
+            }
+        }
+    };
+    read_until("Allow request", &mut screen).await;
+    assert!(
+        screen.contains("Permission needed") && screen.contains("deletes outside the workspace"),
+        "{screen}"
+    );
+    writer.write_all(b"maybe\r").unwrap();
+    read_until("answer o (allow once)", &mut screen).await;
+    writer.write_all(b"d keep it please\r").unwrap();
+    read_until("Done.", &mut screen).await;
+    assert!(screen.contains("denied: keep it please"), "{screen}");
+    assert!(screen.contains("kept"), "{screen}");
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{screen}");
+    assert!(keep.exists(), "the denied deletion did not run");
 }

@@ -501,3 +501,24 @@ fn parse_decision(line: &str) -> Option<(Decision, Option<String>)> {
     let reason = Some(rest.trim().to_string()).filter(|r| !r.is_empty());
     Some((decision, reason))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_decisions() {
+        assert_eq!(parse_decision("o"), Some((Decision::AllowOnce, None)));
+        assert_eq!(
+            parse_decision(" T "),
+            Some((Decision::AllowForThread, None))
+        );
+        assert_eq!(
+            parse_decision("d  not that folder "),
+            Some((Decision::Deny, Some("not that folder".into())))
+        );
+        assert_eq!(parse_decision("deny"), Some((Decision::Deny, None)));
+        assert_eq!(parse_decision(""), None);
+        assert_eq!(parse_decision("maybe"), None);
+    }
+}

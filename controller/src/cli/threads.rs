@@ -4,20 +4,70 @@ use std::process::ExitCode;
 
 use super::{CliError, Invocation};
 use crate::llm::ChatMessage;
-use crate::store::{MessageKind, StoredMessage, Thread};
+use serde::Serialize;
 
-/// `cove threads`: every thread, most recently updated first.
+use crate::store::{MessageKind, PauseKind, StoredMessage, Thread, ThreadStatus};
+
+/// A thread as `cove threads` lists it: with what it waits for, if anything.
+#[derive(Debug, Serialize)]
+struct ThreadRow {
+    #[serde(flatten)]
+    thread: Thread,
+    /// `permission` (with the requests' ids), `answer` (to the agent's question) or
+    /// `browser` (a person to hand it back).
+    waiting_for: Option<String>,
+}
+
+/// What `thread` waits for from the user.
+fn waiting_for(inv: &Invocation, thread: &Thread) -> Result<Option<String>, CliError> {
+    let requests = inv.store.waiting_requests(&thread.id)?;
+    if !requests.is_empty() {
+        let ids: Vec<&str> = requests.iter().map(|r| r.id.as_str()).collect();
+        return Ok(Some(format!("permission {}", ids.join(","))));
+    }
+    if thread.status != ThreadStatus::Paused && thread.status != ThreadStatus::Waiting {
+        return Ok(None);
+    }
+    Ok(inv
+        .store
+        .last_run(&thread.id)?
+        .and_then(|run| run.pause_kind)
+        .map(|kind| match kind {
+            PauseKind::Ask => "answer".to_string(),
+            PauseKind::Takeover => "browser".to_string(),
+        })
+        .or_else(|| (thread.status == ThreadStatus::Waiting).then(|| "browser".to_string())))
+}
+
+/// `cove threads`: every thread, most recently updated first, with what it waits for.
 pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
-    let threads = inv.store.threads()?;
+    let rows = inv
+        .store
+        .threads()?
+        .into_iter()
+        .map(|thread| {
+            let waiting_for = waiting_for(inv, &thread)?;
+            Ok(ThreadRow {
+                thread,
+                waiting_for,
+            })
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
     inv.printer.list(
-        &threads,
+        &rows,
         "No threads yet. Start one with: cove run \"...\"",
-        |t: &Thread| {
+        |row: &ThreadRow| {
+            let t = &row.thread;
             let when = humantime::format_rfc3339_seconds(
                 std::time::UNIX_EPOCH
                     + std::time::Duration::from_millis(u64::try_from(t.updated_at).unwrap_or(0)),
             );
-            format!("{}  {:<9}  {when}  {}", t.id, t.status, t.title)
+            let waits = row
+                .waiting_for
+                .as_deref()
+                .map(|w| format!("  (waits for {w})"))
+                .unwrap_or_default();
+            format!("{}  {:<9}  {when}  {}{waits}", t.id, t.status, t.title)
         },
     );
     Ok(ExitCode::SUCCESS)

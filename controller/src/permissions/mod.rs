@@ -402,6 +402,33 @@ allow = [{ tool = "create_file" }]
     }
 
     #[test]
+    fn the_readme_example_parses_and_does_what_it_says() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("```toml\n[permissions]")
+            .expect("the README shows a policy")
+            + "```toml\n".len();
+        let block = &readme[start..];
+        let block = &block[..block.find("```").unwrap()];
+        let p = policy(block, None);
+        assert!(is_deny(
+            &p.check("execute_command", &run("mkfs.ext4 /dev/x"))
+        ));
+        assert!(is_ask(&p.check(
+            "browser_navigate_to",
+            &json!({"url": "https://bank.example"})
+        )));
+        assert!(is_ask(&p.check("delete_file", &json!({"file_path": "a"}))));
+        assert_eq!(
+            p.check("execute_command", &run("git push origin feature/x")),
+            Verdict::Allow
+        );
+        assert!(is_ask(
+            &p.check("execute_command", &run("git push origin main"))
+        ));
+    }
+
+    #[test]
     fn bad_configuration_is_named() {
         let err = Policy::new(
             &PermissionsConfig {
