@@ -5,6 +5,9 @@
 //!   stored in a WAL SQLite file, events emitted), per wire format and tool mode, over a
 //!   100-iteration run. `overhead_ms` is the iteration minus the tool's own round trip
 //!   (target <= 5 ms).
+//!   The runs pass a permission policy of 50 rules (as `cove` runs always have a policy).
+//! - `permission_check_us`: one call checked against that policy: a long shell command
+//!   (the rules' globs, then `auto`'s reading of the command's words).
 //! - `xml_parser_mb_per_s`: the incremental XML tool-call parser fed a long answer in small
 //!   streaming deltas and in 4 KiB pieces (target >= 100 MB/s).
 
@@ -20,6 +23,7 @@ use cove::llm::openai::OpenAi;
 use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
+use cove::permissions::{PermissionsConfig, Policy, RuleConfig};
 use cove::store::{NewThread, Store};
 use cove_harness::llm::Wire;
 use cove_harness::stats::{ms, percentile, round, summary};
@@ -29,6 +33,42 @@ use cove_protocol::events::EventKind;
 use serde_json::{Value, json};
 
 const ITERATIONS: u32 = 100;
+
+/// A policy of 50 rules, none of which matches the bench's tool: each is tried.
+fn fifty_rules() -> Policy {
+    let rules = |n: usize, tool: &str| -> Vec<RuleConfig> {
+        (0..n)
+            .map(|i| RuleConfig {
+                tool: tool.to_string(),
+                pattern: Some(format!("*never-{i}-*")),
+            })
+            .collect()
+    };
+    let config = PermissionsConfig {
+        mode: None,
+        deny: rules(10, "*"),
+        ask: rules(20, "*"),
+        allow: rules(20, "execute_*"),
+    };
+    Policy::new(&config, None)
+        .unwrap()
+        .with_workspace("/workspace")
+}
+
+/// Microseconds to check one long command against [`fifty_rules`].
+fn permission_check() -> Value {
+    let policy = fifty_rules();
+    let command = json!({
+        "command": "cd app && FOO=1 npm ci && npm run build -- --prod | tee build.log && rm -rf dist/tmp && git status && echo done ".repeat(4)
+    });
+    let mut samples = Vec::new();
+    for _ in 0..2_000 {
+        let started = Instant::now();
+        std::hint::black_box(policy.check("execute_command", std::hint::black_box(&command)));
+        samples.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    summary(samples)
+}
 
 /// The trivial tool's own round trip, called directly: what an iteration spends outside the
 /// controller.
@@ -93,7 +133,8 @@ async fn iteration(client: &CovedClient, wire: Wire, mode: ToolMode, tool_p50: f
             max_attempts: 2,
             base: Duration::from_millis(10),
             cap: Duration::from_secs(1),
-        }),
+        })
+        .permissions(fifty_rules()),
         provider,
         store.clone(),
         client.clone(),
@@ -210,6 +251,7 @@ fn xml_throughput() -> Value {
 #[tokio::main]
 async fn main() {
     let xml = xml_throughput();
+    let permission = permission_check();
 
     let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
         .spawn()
@@ -234,6 +276,7 @@ async fn main() {
         "tool_round_trip_ms": summary(tool),
         "iteration": runs,
         "xml_parser_mb_per_s": xml,
+        "permission_check_us": permission,
     });
     println!("{}", serde_json::to_string_pretty(&figures).unwrap());
 }
