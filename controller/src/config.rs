@@ -31,6 +31,8 @@ pub struct FileConfig {
     pub workspaces: Option<PathBuf>,
     /// The database file.
     pub db: Option<PathBuf>,
+    /// Have the agent propose a plan for approval before it acts (as `cove run --plan`).
+    pub plan: Option<bool>,
     /// `[permissions]`: the policy tool calls pass (mode and deny / ask / allow rules).
     pub permissions: Option<crate::permissions::PermissionsConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.

@@ -11,6 +11,7 @@ pub mod config;
 pub mod context;
 pub mod llm;
 pub mod permissions;
+pub mod plan_text;
 pub mod sandbox;
 pub mod store;
 pub mod tools;

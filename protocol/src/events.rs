@@ -103,6 +103,15 @@ pub enum EventKind {
         reason: String,
         note: Option<String>,
     },
+    /// The agent proposed a plan (a new version); the run pauses until the user approves,
+    /// edits or rejects it (`cove approve THREAD`, `cove reject THREAD "why"`).
+    PlanProposed { plan: crate::plan::Plan },
+    /// The plan changed: approved, rejected, or a step's status moved (`update_plan`).
+    PlanUpdated {
+        plan: crate::plan::Plan,
+        /// The agent's note with a step's new status.
+        note: Option<String>,
+    },
     /// A tool call waits for the user's permission: `summary` says in one line what it will
     /// do, `why` what made the policy ask; answer with one of `decisions`
     /// (`cove permit THREAD REQUEST DECISION`). Other calls of the answer go on meanwhile.
@@ -170,6 +179,8 @@ impl EventKind {
             EventKind::Ask { .. } => "ask",
             EventKind::Takeover { .. } => "takeover",
             EventKind::TakeoverEnded { .. } => "takeover_ended",
+            EventKind::PlanProposed { .. } => "plan_proposed",
+            EventKind::PlanUpdated { .. } => "plan_updated",
             EventKind::PermissionRequest { .. } => "permission_request",
             EventKind::PermissionDecided { .. } => "permission_decided",
             EventKind::Complete { .. } => "complete",

@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 pub mod files;
 pub mod info;
+pub mod plan;
 pub mod preview;
 pub mod shell;
 pub mod takeover;

@@ -31,6 +31,8 @@ pub struct AgentConfig {
     pub(crate) context: ContextSettings,
     /// The permission policy calls pass; none lets every call run.
     pub(crate) permissions: Option<Policy>,
+    /// The user approves a plan before the agent changes anything.
+    pub(crate) plan_first: bool,
 }
 
 impl AgentConfig {
@@ -58,6 +60,7 @@ impl AgentConfig {
             workspace_label: "/workspace".into(),
             context: ContextSettings::default(),
             permissions: None,
+            plan_first: false,
         }
     }
 
@@ -114,6 +117,13 @@ impl AgentConfig {
     /// every call runs.
     pub fn permissions(mut self, policy: Policy) -> Self {
         self.permissions = Some(policy);
+        self
+    }
+
+    /// Whether the agent must have a plan approved (`create_plan`) before it changes
+    /// anything: until then calls that change something are refused.
+    pub fn plan_first(mut self, plan_first: bool) -> Self {
+        self.plan_first = plan_first;
         self
     }
 }

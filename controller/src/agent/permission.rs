@@ -10,9 +10,10 @@ use serde_json::Value;
 
 use super::events::Emitter;
 use super::handle::RunControl;
-use crate::permissions::{self, Policy, Verdict};
+use crate::permissions::{self, Effect, Policy, Verdict};
 use crate::store::{Decision, NewRequest, Request, RequestKind, Store};
 use crate::tools::ToolResult;
+use cove_protocol::plan::PlanStatus;
 
 /// How often a waiting call looks in the store for a decision given by another process (one
 /// given through the run's handle wakes it at once).
@@ -28,7 +29,10 @@ const DECISIONS: [Decision; 3] = [
 /// The gate of one run's calls.
 #[derive(Debug)]
 pub(crate) struct Gate {
-    pub policy: Arc<Policy>,
+    /// None lets every call run (a plan-first run without a policy).
+    pub policy: Option<Arc<Policy>>,
+    /// Calls that change anything wait for an approved plan.
+    pub plan_first: bool,
     pub store: Arc<Store>,
     pub thread_id: String,
     pub run_id: String,
@@ -40,7 +44,22 @@ impl Gate {
     /// Waits until call `call_id` of `tool` may run; the result to give the model instead
     /// when it may not.
     pub async fn pass(&self, call_id: &str, tool: &str, args: &Value) -> Result<(), ToolResult> {
-        let why = match self.policy.check(tool, args) {
+        if self.plan_first && permissions::effect(tool) == Effect::Change {
+            let approved = self
+                .store
+                .current_plan(&self.thread_id)
+                .map_err(|e| unavailable(&e))?
+                .is_some_and(|p| p.status == PlanStatus::Approved);
+            if !approved {
+                return Err(ToolResult::error(
+                    "Not run: the user wants to approve a plan before anything is changed. Propose it with create_plan (you may read and look around first).",
+                ));
+            }
+        }
+        let Some(policy) = &self.policy else {
+            return Ok(());
+        };
+        let why = match policy.check(tool, args) {
             Verdict::Allow => return Ok(()),
             Verdict::Deny { why } => {
                 return Err(ToolResult::error(format!(

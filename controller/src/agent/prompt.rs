@@ -39,7 +39,7 @@ const METHOD: &str = r#"You are an autonomous agent working inside a Linux sandb
 - Today is {date}.
 
 ## How to work
-1. Plan first. For anything beyond a single step, create `todo.md` in the workspace with a short checklist of the steps, then work through it and tick items off (with str_replace) as you finish them. Update the plan when you learn something that changes it.
+1. Plan first. For anything beyond a single step, create `todo.md` in the workspace with a short checklist of the steps, then work through it and tick items off (with str_replace) as you finish them. Update it when you learn something that changes it. For a large or risky task (several stages, hours of work, changes that are hard to undo), first propose a plan to the user with `create_plan` and wait for their approval: that plan is your contract with them, todo.md stays your scratchpad.
 2. Act, then check. After writing code, run it. After changing a page, look at it. After downloading data, inspect it. Do not assume a step worked because the tool returned.
 3. Prefer tools to guesses: read files before editing them, list folders before assuming what is in them, search the web with the browser when you need facts you are unsure of.
 4. Keep the user's work safe: do not delete or overwrite things you did not create unless the task requires it.
@@ -81,6 +81,20 @@ pub fn system_prompt(registry: &ToolRegistry, mode: ToolMode, workspace: &str) -
         prompt.push_str(&registry.xml_documentation());
     }
     prompt
+}
+
+/// The section of the system prompt about the thread's plan: the approved one to work to,
+/// or, when the user asked to plan first and none is approved yet, that instruction.
+pub fn plan_section(approved: Option<&cove_protocol::plan::Plan>, plan_first: bool) -> String {
+    match approved {
+        Some(plan) => format!(
+            "\n\n## The approved plan (version {})\nThe user approved this plan. Work to it step by step and report progress with `update_plan` (in_progress when you start a step, completed when it is done and checked, skipped with a note when it is not needed). If it turns out wrong, ask the user before departing from it, or propose a new version with `create_plan`.\n\n{}",
+            plan.version,
+            plan.to_markdown()
+        ),
+        None if plan_first => "\n\n## Plan first\nThe user wants to approve a plan before you change anything. You may read and look around first; then call `create_plan` with the goal and the steps, and wait for their approval. Commands, file changes and browser actions are refused until a plan is approved.".to_string(),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cove_protocol::browser::{BrowserState, StateQuery};
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::{EventKind, FinishReason, RunEvent, RunStatus};
+use cove_protocol::plan::PlanStatus;
 use cove_protocol::takeover::TakeoverGrant;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -16,7 +17,7 @@ use super::config::AgentConfig;
 use super::events::Emitter;
 use super::handle::{RunControl, RunHandle};
 use super::permission::Gate;
-use super::prompt::{ToolMode, system_prompt};
+use super::prompt::{self, ToolMode, system_prompt};
 use super::takeover::{HandBack, wait_for_hand_back};
 use super::xml;
 use crate::context::summarize::{self, summarize};
@@ -27,7 +28,7 @@ use crate::context::{
 use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall, ToolSpec};
 use crate::store::{self, PauseKind, Store, StoreError, Thread};
 use crate::tools::{
-    Control, Image, MessageArchive, ReadOffsets, ToolEnv, ToolRegistry, ToolResult,
+    Control, Image, MessageArchive, PlanBook, ReadOffsets, ToolEnv, ToolRegistry, ToolResult,
 };
 
 /// How a run ended (when it did not fail).
@@ -37,9 +38,10 @@ pub enum RunOutcome {
         text: Option<String>,
         attachments: Vec<String>,
     },
-    /// Waiting for the user (`ask`) or for a person to hand the browser back.
+    /// Waiting for the user: their answer (`ask`), the browser handed back, or their
+    /// approval of a plan.
     Paused {
-        takeover: bool,
+        waits_for: PauseKind,
         text: String,
         attachments: Vec<String>,
     },
@@ -61,6 +63,9 @@ pub enum RunError {
     /// The conversation cannot be made to fit the model's window.
     #[error(transparent)]
     Context(#[from] ContextError),
+    /// The plan could not be stored.
+    #[error(transparent)]
+    Plan(#[from] crate::store::PlanError),
     /// The run's task panicked (a bug: report it); `cove resume` continues the thread.
     #[error("the run crashed: {0}")]
     Crashed(String),
@@ -122,6 +127,8 @@ struct LiveRun {
     tool_tasks: Arc<ToolTasks>,
     /// The permission gate of the run's calls, when the agent has a policy.
     gate: Option<Arc<Gate>>,
+    /// A plan-first run that answered without proposing one was told to, once.
+    plan_asked: bool,
 }
 
 impl LiveRun {
@@ -218,14 +225,9 @@ impl Agent {
         };
         let (status, error, pause) = match &outcome {
             Ok(RunOutcome::Completed { .. }) => (RunStatus::Completed, None, None),
-            Ok(RunOutcome::Paused { takeover, text, .. }) => {
-                let kind = if *takeover {
-                    PauseKind::Takeover
-                } else {
-                    PauseKind::Ask
-                };
-                (RunStatus::Paused, None, Some((kind, text.as_str())))
-            }
+            Ok(RunOutcome::Paused {
+                waits_for, text, ..
+            }) => (RunStatus::Paused, None, Some((*waits_for, text.as_str()))),
             Ok(RunOutcome::Stopped) => (RunStatus::Stopped, None, None),
             Ok(RunOutcome::Interrupted) => (RunStatus::Stopped, Some("interrupted".into()), None),
             Err(e) => {
@@ -344,13 +346,17 @@ impl Agent {
         if let Some(summary) = self.store.latest_summary(&thread.id)? {
             history = summarize::apply(history, &summary, &counter);
         }
-        let gate = self.config.permissions.as_ref().map(|policy| {
+        let policy = self.config.permissions.as_ref().map(|policy| {
+            Arc::new(
+                policy
+                    .clone()
+                    .with_workspace(self.config.workspace_label.as_str()),
+            )
+        });
+        let gate = (policy.is_some() || self.config.plan_first).then(|| {
             Arc::new(Gate {
-                policy: Arc::new(
-                    policy
-                        .clone()
-                        .with_workspace(self.config.workspace_label.as_str()),
-                ),
+                policy,
+                plan_first: self.config.plan_first,
                 store: self.store.clone(),
                 thread_id: thread.id.clone(),
                 run_id: run_id.to_string(),
@@ -382,6 +388,7 @@ impl Agent {
             archive,
             continues: 0,
             tool_tasks: Arc::new(ToolTasks::default()),
+            plan_asked: false,
         })
     }
 
@@ -479,6 +486,10 @@ impl Agent {
             read_offsets: self.read_offsets.clone(),
             snapshot_id: live.snapshot_id,
             archive: Some(live.archive.clone()),
+            plans: Some(PlanBook {
+                store: self.store.clone(),
+                thread: live.thread.id.clone(),
+            }),
         }
     }
 
@@ -509,6 +520,11 @@ impl Agent {
             self.maybe_summarize(live, budget).await?;
         }
         let env = Arc::new(self.tool_env(live));
+        let current_plan = self.store.current_plan(&live.thread.id)?;
+        let approved = current_plan
+            .as_ref()
+            .filter(|p| p.status == PlanStatus::Approved);
+        let plan = prompt::plan_section(approved, self.config.plan_first);
         // A provider that still finds the prompt too long (Cove's count was off) gets a
         // tighter count and a harder-compressed prompt, twice at most: never a loop.
         let mut refusals = 0;
@@ -536,7 +552,7 @@ impl Agent {
             messages.extend(temp.clone());
             let request = ChatRequest {
                 model: self.config.model.clone(),
-                system: live.system.clone(),
+                system: live.system.clone() + &plan,
                 messages,
                 tools: live.tools.clone(),
                 max_tokens,
@@ -610,6 +626,12 @@ impl Agent {
                 ToolMode::Xml => xml_result(&call.name, &result),
             };
             live.record(&self.store, message)?;
+            if let Some((plan, note)) = &result.plan_updated {
+                live.emitter.emit(EventKind::PlanUpdated {
+                    plan: plan.clone(),
+                    note: note.clone(),
+                });
+            }
             results[i] = Some(result);
         }
 
@@ -638,7 +660,7 @@ impl Agent {
                     Ok(None)
                 }
                 AfterTakeover::Pause => Ok(Some(RunOutcome::Paused {
-                    takeover: true,
+                    waits_for: PauseKind::Takeover,
                     text: text.clone(),
                     attachments: Vec::new(),
                 })),
@@ -655,14 +677,24 @@ impl Agent {
                         attachments: attachments.clone(),
                     });
                     RunOutcome::Paused {
-                        takeover: false,
+                        waits_for: PauseKind::Ask,
                         text,
                         attachments,
                     }
                 }
+                Control::Plan { draft } => {
+                    let plan = self.store.propose_plan(&live.thread.id, draft)?;
+                    let text = plan.to_markdown();
+                    live.emitter.emit(EventKind::PlanProposed { plan });
+                    RunOutcome::Paused {
+                        waits_for: PauseKind::Plan,
+                        text,
+                        attachments: Vec::new(),
+                    }
+                }
                 // Handled above; kept for exhaustiveness.
                 Control::Takeover { text, .. } => RunOutcome::Paused {
-                    takeover: true,
+                    waits_for: PauseKind::Takeover,
                     text,
                     attachments: Vec::new(),
                 },
@@ -679,6 +711,17 @@ impl Agent {
             finish_reason: answer.finish,
         });
         if answer.calls.is_empty() {
+            // Told to plan first, it must propose one before it may end.
+            if self.config.plan_first && current_plan.is_none() && !live.plan_asked {
+                live.plan_asked = true;
+                live.record(
+                    &self.store,
+                    ChatMessage::user(
+                        "Before anything else, propose your plan with create_plan and wait for my approval.",
+                    ),
+                )?;
+                return Ok(None);
+            }
             if answer.finish == FinishReason::Length
                 && live.continues < self.config.max_auto_continues
             {

@@ -11,7 +11,7 @@ use crate::llm::LlmError;
 use crate::llm::choice::ChoiceError;
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::DockerError;
-use crate::store::StoreError;
+use crate::store::{PlanError, StoreError};
 
 /// Exit codes of `cove`, one per outcome a script may act on.
 pub mod exit {
@@ -30,6 +30,8 @@ pub mod exit {
     pub const SETUP: u8 = 6;
     /// A sandbox, Docker or the model's server could not be reached: try again when it is up.
     pub const UNREACHABLE: u8 = 7;
+    /// The thread waits for the user to approve its plan: `cove approve` or `cove reject`.
+    pub const AWAITING_APPROVAL: u8 = 8;
     /// Ctrl-C stopped the run: `cove resume`.
     pub const INTERRUPTED: u8 = 130;
 }
@@ -46,6 +48,9 @@ pub enum CliError {
     /// The thread waits for an answer: give it with `cove reply`.
     #[error("{0}")]
     Waiting(String),
+    /// The thread's plan waits for approval: `cove approve` or `cove reject`.
+    #[error("{0}")]
+    AwaitingApproval(String),
     /// Set something up first (the message says what).
     #[error("{0}")]
     Setup(String),
@@ -64,6 +69,7 @@ impl CliError {
             CliError::Usage(_) => exit::USAGE,
             CliError::NotFound(_) => exit::NOT_FOUND,
             CliError::Waiting(_) => exit::PAUSED,
+            CliError::AwaitingApproval(_) => exit::AWAITING_APPROVAL,
             CliError::Setup(_) => exit::SETUP,
             CliError::Unreachable(_) => exit::UNREACHABLE,
             CliError::Failed(_) => exit::FAILED,
@@ -84,6 +90,16 @@ impl From<StoreError> for CliError {
             StoreError::Migration { .. } | StoreError::Sql(_) | StoreError::Corrupt(_) => {
                 CliError::Failed(e.to_string())
             }
+        }
+    }
+}
+
+impl From<PlanError> for CliError {
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::Store(e) => e.into(),
+            // The user's edit or answer does not fit the plan's state: it changed nothing.
+            other => CliError::Failed(format!("{other}; nothing was changed")),
         }
     }
 }
@@ -159,7 +175,9 @@ impl From<RunError> for CliError {
         match e {
             RunError::Llm(e) => e.into(),
             RunError::Store(e) => e.into(),
-            RunError::Context(_) | RunError::Crashed(_) => CliError::Failed(e.to_string()),
+            RunError::Context(_) | RunError::Crashed(_) | RunError::Plan(_) => {
+                CliError::Failed(e.to_string())
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ mod error;
 mod knowledge;
 mod operator;
 mod permit;
+mod plan;
 mod printer;
 mod render;
 mod run;
@@ -48,6 +49,10 @@ enum Command {
     Reply(run::ReplyArgs),
     /// Continue a thread whose run stopped (killed, failed, or at its iteration cap).
     Resume(run::ResumeArgs),
+    /// Approve the plan a thread proposed (or your edit of it), and run on.
+    Approve(plan::ApproveArgs),
+    /// Reject the plan a thread proposed: with a reason the agent proposes a new version.
+    Reject(plan::RejectArgs),
     /// Answer a permission request of a thread: allow_once, allow_for_thread or deny.
     Permit(permit::PermitArgs),
     /// List threads.
@@ -107,6 +112,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Run(args) => run::run(&inv, args).await,
         Command::Reply(args) => run::reply(&inv, args).await,
         Command::Resume(args) => run::resume(&inv, args).await,
+        Command::Approve(args) => plan::approve(&inv, args).await,
+        Command::Reject(args) => plan::reject(&inv, args).await,
         Command::Permit(args) => permit::permit(&inv, args),
         Command::Threads => threads::list(&inv),
         Command::Show { thread } => threads::show(&inv, &thread),

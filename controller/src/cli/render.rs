@@ -258,6 +258,24 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 self.line(&text);
                 self.spinner.set(Some("thinking"));
             }
+            EventKind::PlanProposed { plan } => {
+                let head = self.paint("1;36", &format!("▤ Plan, version {}:", plan.version));
+                self.line(&format!("\n{head}"));
+                for line in plan_lines(plan) {
+                    self.line(&format!("  {line}"));
+                }
+            }
+            EventKind::PlanUpdated { plan, note } => {
+                let note = note
+                    .as_deref()
+                    .map(|n| format!(" ({})", first_line(n, 120)))
+                    .unwrap_or_default();
+                let head = self.paint("36", &format!("▤ Plan{note}:"));
+                self.line(&head);
+                for line in plan_lines(plan) {
+                    self.line(&format!("  {line}"));
+                }
+            }
             EventKind::PermissionRequest {
                 request_id,
                 summary,
@@ -412,6 +430,28 @@ impl<O: Write, E: Write> Renderer<O, E> {
         let _ = self.out.flush();
     }
 
+    /// Asks the person at the terminal about the plan shown above.
+    pub fn prompt_for_plan(&mut self) {
+        self.done();
+        let _ = write!(
+            self.out,
+            "Approve the plan? a = approve, e = edit it first, r = reject (a reason may follow; without one the thread ends): "
+        );
+        let _ = self.out.flush();
+    }
+
+    /// The plan waits for an approval nobody gave at the terminal.
+    pub fn approve_with(&mut self, thread: &str) {
+        self.say(&format!(
+            "The plan waits for your approval: cove approve {thread} [--edit FILE], or cove reject {thread} \"why\""
+        ));
+    }
+
+    /// A remark about the plan between runs.
+    pub fn plan_note(&mut self, text: &str) {
+        self.say(text);
+    }
+
     /// The run waits for an answer nobody gave at the terminal.
     pub fn answer_with(&mut self, thread: &str) {
         self.say(&format!("Answer with: cove reply {thread} \"...\""));
@@ -428,6 +468,11 @@ impl<O: Write, E: Write> Renderer<O, E> {
     pub fn workspace(&mut self, path: &std::path::Path) {
         self.say(&format!("workspace: {}", path.display()));
     }
+}
+
+/// A plan's goal and steps as terminal lines, each step with its status.
+fn plan_lines(plan: &cove_protocol::plan::Plan) -> Vec<String> {
+    plan.to_markdown().lines().map(str::to_string).collect()
 }
 
 #[cfg(test)]

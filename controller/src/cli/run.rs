@@ -21,7 +21,8 @@ use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
 use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
-use crate::store::{Decision, NewThread, RunState, Thread};
+use crate::store::{Decision, NewThread, PauseKind, RunState, Thread};
+use cove_protocol::plan::PlanStatus;
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
 #[derive(Debug, Clone, Args)]
@@ -67,6 +68,10 @@ pub(super) struct RunArgs {
     /// How the model calls tools.
     #[arg(long, value_parser = ["native", "xml"])]
     tool_calls: Option<String>,
+    /// Have the agent propose a plan (create_plan) and wait for your approval before it
+    /// changes anything (also `plan = true` in cove.toml).
+    #[arg(long)]
+    plan: bool,
     #[command(flatten)]
     sandbox: SandboxArgs,
     #[command(flatten)]
@@ -135,7 +140,16 @@ pub(super) async fn run(inv: &Invocation, args: RunArgs) -> Result<ExitCode, Cli
         sandbox: spec.label(),
     })?;
     let input = ChatMessage::user(args.task);
-    drive(inv, thread, Some(input), &args.sandbox, &args.run).await
+    let plan_first = args.plan || inv.file.plan.unwrap_or(false);
+    drive(
+        inv,
+        thread,
+        Some(input),
+        &args.sandbox,
+        &args.run,
+        plan_first,
+    )
+    .await
 }
 
 /// `cove reply THREAD TEXT`: the answer to a paused thread's question (its next run), or the
@@ -156,7 +170,7 @@ pub(super) async fn reply(inv: &Invocation, args: ReplyArgs) -> Result<ExitCode,
         );
         return Ok(ExitCode::SUCCESS);
     }
-    drive(inv, thread, Some(message), &args.sandbox, &args.run).await
+    drive(inv, thread, Some(message), &args.sandbox, &args.run, false).await
 }
 
 /// `cove resume THREAD`: continues a thread whose run stopped.
@@ -171,13 +185,19 @@ pub(super) async fn resume(inv: &Invocation, args: ResumeArgs) -> Result<ExitCod
     if let Some(last) = inv.store.last_run(&thread.id)?
         && last.status == RunState::Paused
     {
+        if last.pause_kind == Some(PauseKind::Plan) {
+            return Err(CliError::AwaitingApproval(format!(
+                "thread {id}'s plan waits for your approval: cove approve {id} [--edit FILE], or cove reject {id} \"why\"",
+                id = thread.id
+            )));
+        }
         return Err(CliError::Waiting(format!(
             "thread {id} is waiting for your answer to: {}\nanswer with: cove reply {id} \"...\"",
             last.pause_text.unwrap_or_default(),
             id = thread.id
         )));
     }
-    drive(inv, thread, None, &args.sandbox, &args.run).await
+    drive(inv, thread, None, &args.sandbox, &args.run, false).await
 }
 
 /// The process whose run waits on the thread, if it is still alive; a wait left behind by
@@ -278,14 +298,21 @@ async fn open_sandbox(
 }
 
 /// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
-/// interactive terminal, then running on).
-async fn drive(
+/// interactive terminal, then running on). With `plan_first`, or while the thread's plan is
+/// not approved yet, the agent must have a plan approved before it changes anything.
+pub(super) async fn drive(
     inv: &Invocation,
     thread: Thread,
     mut input: Option<ChatMessage>,
     sandbox_args: &SandboxArgs,
     flags: &RunFlags,
+    plan_first: bool,
 ) -> Result<ExitCode, CliError> {
+    let plan_first = plan_first
+        || inv
+            .store
+            .current_plan(&thread.id)?
+            .is_some_and(|p| p.status != PlanStatus::Approved);
     let model = ModelChoice::parse(&thread.model)?;
     let provider = choice::connect(&model)?;
     // A run still marked running belongs to a controller that was killed.
@@ -308,7 +335,7 @@ async fn drive(
         .map(|i| i.workspace)
         .unwrap_or_else(|_| "/workspace".into());
     let config = match agent_config(inv, &model, mode, flags, workspace_label) {
-        Ok(config) => config,
+        Ok(config) => config.plan_first(plan_first),
         Err(e) => {
             sandbox.close().await;
             return Err(e);
@@ -365,7 +392,24 @@ async fn drive(
             }
             Ok(RunOutcome::Completed { .. }) => break ExitCode::SUCCESS,
             Ok(RunOutcome::Stopped) => break ExitCode::from(exit::STOPPED),
-            Ok(RunOutcome::Paused { takeover, .. }) => {
+            Ok(RunOutcome::Paused {
+                waits_for: PauseKind::Plan,
+                ..
+            }) => {
+                if interactive {
+                    match super::plan::ask_at_terminal(inv, &thread.id, &mut renderer).await? {
+                        Some(message) => {
+                            input = Some(message);
+                            continue;
+                        }
+                        None => break ExitCode::SUCCESS,
+                    }
+                }
+                renderer.approve_with(&thread.id);
+                break ExitCode::from(exit::AWAITING_APPROVAL);
+            }
+            Ok(RunOutcome::Paused { waits_for, .. }) => {
+                let takeover = waits_for == PauseKind::Takeover;
                 if interactive {
                     renderer.prompt_for_answer(takeover);
                     let answer = read_line().await;
@@ -396,7 +440,7 @@ async fn drive(
 }
 
 /// A line the person typed (the renderer shows the prompt).
-async fn read_line() -> String {
+pub(super) async fn read_line() -> String {
     tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);

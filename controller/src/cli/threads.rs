@@ -6,6 +6,8 @@ use super::{CliError, Invocation};
 use crate::llm::ChatMessage;
 use serde::Serialize;
 
+use cove_protocol::plan::PlanStatus;
+
 use crate::store::{MessageKind, PauseKind, StoredMessage, Thread, ThreadStatus};
 
 /// A thread as `cove threads` lists it: with what it waits for, if anything.
@@ -13,8 +15,8 @@ use crate::store::{MessageKind, PauseKind, StoredMessage, Thread, ThreadStatus};
 struct ThreadRow {
     #[serde(flatten)]
     thread: Thread,
-    /// `permission` (with the requests' ids), `answer` (to the agent's question) or
-    /// `browser` (a person to hand it back).
+    /// `permission` (with the requests' ids), `answer` (to the agent's question),
+    /// `browser` (a person to hand it back) or `approval` (of its plan).
     waiting_for: Option<String>,
 }
 
@@ -28,13 +30,18 @@ fn waiting_for(inv: &Invocation, thread: &Thread) -> Result<Option<String>, CliE
     if thread.status != ThreadStatus::Paused && thread.status != ThreadStatus::Waiting {
         return Ok(None);
     }
+    let plan_waits = inv
+        .store
+        .current_plan(&thread.id)?
+        .is_some_and(|p| p.status == PlanStatus::Proposed);
     Ok(inv
         .store
         .last_run(&thread.id)?
         .and_then(|run| run.pause_kind)
-        .map(|kind| match kind {
-            PauseKind::Ask => "answer".to_string(),
-            PauseKind::Takeover => "browser".to_string(),
+        .and_then(|kind| match kind {
+            PauseKind::Ask => Some("answer".to_string()),
+            PauseKind::Takeover => Some("browser".to_string()),
+            PauseKind::Plan => plan_waits.then(|| "approval".to_string()),
         })
         .or_else(|| (thread.status == ThreadStatus::Waiting).then(|| "browser".to_string())))
 }
@@ -73,12 +80,19 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `cove show THREAD`: its messages (every stored message with `--json`).
+/// `cove show THREAD`: its messages (every stored message with `--json`), then the
+/// versions of its plan (with `--json`, one `{"plan_version": …}` line each).
 pub(super) fn show(inv: &Invocation, id: &str) -> Result<ExitCode, CliError> {
     let thread = inv.store.thread(id)?;
     let messages = inv.store.messages(&thread.id)?;
+    let plans = inv.store.plan_versions(&thread.id)?;
     if inv.printer.json() {
         inv.printer.list(&messages, "", |_| String::new());
+        let versions: Vec<serde_json::Value> = plans
+            .iter()
+            .map(|p| serde_json::json!({ "plan_version": p }))
+            .collect();
+        inv.printer.list(&versions, "", |_| String::new());
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = format!(
@@ -87,6 +101,19 @@ pub(super) fn show(inv: &Invocation, id: &str) -> Result<ExitCode, CliError> {
     );
     for m in &messages {
         text.push_str(&readable(m));
+    }
+    for plan in &plans {
+        let reason = plan
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "\n\n[plan, version {} · {}{reason}]\n{}",
+            plan.version,
+            plan.status.as_str(),
+            plan.to_markdown().trim_end()
+        ));
     }
     inv.printer.result(&(), |()| text);
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@
 
 mod knowledge;
 mod messages;
+mod plans;
 mod requests;
 mod runs;
 mod sandboxes;
@@ -23,6 +24,7 @@ use rusqlite::Connection;
 
 pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};
+pub use plans::{PlanDraft, PlanError};
 pub use requests::{DecideError, Decided, Decision, NewRequest, Request, RequestKind};
 pub use runs::{PauseKind, Run, RunState, Wait, WaitKind};
 pub use sandboxes::ManagedSandbox;

@@ -37,6 +37,8 @@ stored_names! {
         Ask = "ask",
         /// A person to hand the browser back.
         Takeover = "takeover",
+        /// The user's approval of the plan the agent proposed.
+        Plan = "plan",
     }
 }
 

@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS knowledge (
 CREATE INDEX messages_summaries ON messages(thread_id, id) WHERE kind = 'summary';
 ",
     // 3: what runs put to the user and wait on (permission requests; `applied_at` once the
-    // run has acted on the decision), and the calls a user allowed for a whole thread.
+    // run has acted on the decision), the calls a user allowed for a whole thread, and the
+    // versions of each thread's plan (as JSON, with their status beside it for queries).
     "
 CREATE TABLE requests (
     id TEXT NOT NULL,
@@ -97,6 +98,14 @@ CREATE TABLE requests (
     PRIMARY KEY (thread_id, id)
 );
 CREATE INDEX requests_open ON requests(thread_id, created_at) WHERE applied_at IS NULL;
+CREATE TABLE plans (
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    version INTEGER NOT NULL,
+    plan TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, version)
+);
 CREATE TABLE grants (
     thread_id TEXT NOT NULL REFERENCES threads(id),
     fingerprint TEXT NOT NULL,

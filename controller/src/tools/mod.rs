@@ -8,6 +8,7 @@ mod browser;
 mod expand;
 mod files;
 mod message;
+mod plan;
 mod preview;
 mod shell;
 mod vision;
@@ -23,6 +24,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
 pub use expand::{EXPAND_MESSAGE, MessageArchive};
+pub use plan::PlanBook;
 
 use crate::llm::ToolSpec;
 
@@ -47,6 +49,8 @@ pub enum Control {
         text: String,
         grant: cove_protocol::takeover::TakeoverGrant,
     },
+    /// Propose this plan and wait for the user's approval.
+    Plan { draft: crate::store::PlanDraft },
 }
 
 /// An image for the model's next call.
@@ -69,6 +73,8 @@ pub struct ToolResult {
     /// An image to show the model in its next call only.
     pub image: Option<Image>,
     pub control: Option<Control>,
+    /// The plan as the call left it, with the agent's note (`update_plan`).
+    pub plan_updated: Option<(cove_protocol::plan::Plan, Option<String>)>,
 }
 
 impl ToolResult {
@@ -80,6 +86,7 @@ impl ToolResult {
             browser_state: None,
             image: None,
             control: None,
+            plan_updated: None,
         }
     }
 
@@ -122,6 +129,8 @@ pub struct ToolEnv {
     pub snapshot_id: Option<u64>,
     /// The thread's stored messages, for `expand_message`.
     pub archive: Option<MessageArchive>,
+    /// The thread's plan, for `update_plan`.
+    pub plans: Option<PlanBook>,
 }
 
 impl ToolEnv {
@@ -133,6 +142,7 @@ impl ToolEnv {
             read_offsets: ReadOffsets::default(),
             snapshot_id: None,
             archive: None,
+            plans: None,
         }
     }
 }
@@ -394,6 +404,7 @@ impl ToolRegistry {
         tools.extend(vision::tools());
         tools.extend(preview::tools());
         tools.extend(message::tools());
+        tools.extend(plan::tools());
         tools.extend(expand::tools());
         ToolRegistry { tools }
     }

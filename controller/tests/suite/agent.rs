@@ -10,7 +10,7 @@ use cove::llm::profile::ModelProfile;
 use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider, Role};
 use cove::permissions::{PermissionsConfig, Policy};
-use cove::store::{Decision, NewThread, RunState, Store, Thread, ThreadStatus};
+use cove::store::{Decision, NewThread, PauseKind, RunState, Store, Thread, ThreadStatus};
 use cove_harness::llm::Wire;
 use cove_harness::{
     DaemonBuilder, DaemonProcess, FixtureSite, ScriptedLlm, Turn, workspace_binary,
@@ -129,7 +129,7 @@ async fn a_task_plans_acts_asks_and_completes_in_every_wire_and_mode() {
             assert_eq!(
                 outcome,
                 RunOutcome::Paused {
-                    takeover: false,
+                    waits_for: PauseKind::Ask,
                     text: "Shall I delete todo.md?".into(),
                     attachments: vec![],
                 },

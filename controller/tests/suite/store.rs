@@ -445,3 +445,87 @@ fn permission_requests_wait_until_decided_from_any_store_on_the_file() {
     assert!(store.waiting_requests(&thread.id).unwrap().is_empty());
     assert!("maybe".parse::<Decision>().is_err());
 }
+
+#[test]
+fn a_plan_goes_through_versions_and_refuses_what_does_not_fit_its_state() {
+    use cove::store::{PlanDraft, PlanError};
+    use cove_protocol::plan::{PlanStatus, PlanStep, StepStatus};
+
+    let store = Store::in_memory().unwrap();
+    let thread = store
+        .create_thread(NewThread::new("t", "m", "native", "local:/tmp/ws"))
+        .unwrap();
+    let t = thread.id.as_str();
+    let draft = |goal: &str, steps: &[&str]| PlanDraft {
+        goal: goal.into(),
+        steps: steps
+            .iter()
+            .map(|d| PlanStep {
+                id: String::new(),
+                description: (*d).into(),
+                status: StepStatus::Pending,
+            })
+            .collect(),
+    };
+    assert!(matches!(
+        store.approve_plan(t, None),
+        Err(PlanError::NotWaiting(_))
+    ));
+    let one = store
+        .propose_plan(t, draft("Site", &["Write", "Serve"]))
+        .unwrap();
+    assert_eq!((one.version, one.status), (1, PlanStatus::Proposed));
+    assert_eq!(one.steps[1].id, "2", "steps are numbered");
+    assert!(matches!(
+        store.update_plan_step(t, "1", StepStatus::Completed),
+        Err(PlanError::NotApproved(_))
+    ));
+    let rejected = store.reject_plan(t, Some(" too vague ")).unwrap();
+    assert_eq!(rejected.reason.as_deref(), Some("too vague"));
+    let two = store
+        .propose_plan(t, draft("Site", &["Write it", "Serve it"]))
+        .unwrap();
+    let three = store
+        .propose_plan(t, draft("Site", &["Write", "Serve", "Check"]))
+        .unwrap();
+    assert_eq!((two.version, three.version), (2, 3));
+    let edited = store
+        .approve_plan(t, Some(draft("Site, edited", &["Write", "Check"])))
+        .unwrap();
+    assert_eq!(
+        (edited.version, edited.status, edited.goal.as_str()),
+        (4, PlanStatus::Approved, "Site, edited")
+    );
+    let moved = store
+        .update_plan_step(t, "2", StepStatus::InProgress)
+        .unwrap();
+    assert_eq!(moved.steps[1].status, StepStatus::InProgress);
+    let err = store
+        .update_plan_step(t, "9", StepStatus::Completed)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "the plan has no step \"9\"; its steps are 1, 2");
+    assert!(matches!(
+        store.reject_plan(t, None),
+        Err(PlanError::NotWaiting(_))
+    ));
+    let statuses: Vec<PlanStatus> = store
+        .plan_versions(t)
+        .unwrap()
+        .iter()
+        .map(|p| p.status)
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            PlanStatus::Rejected,
+            PlanStatus::Superseded,
+            PlanStatus::Superseded,
+            PlanStatus::Approved
+        ]
+    );
+    assert!(matches!(
+        store.propose_plan(t, draft(" ", &["x"])),
+        Err(PlanError::Malformed(_))
+    ));
+}

@@ -1,0 +1,210 @@
+//! `cove approve` and `cove reject`: the user's answer to the plan a thread proposed, from
+//! any terminal; and the same answer typed at the terminal of the run that proposed it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use cove_protocol::plan::Plan;
+
+use super::render::Renderer;
+use super::run::{RunFlags, drive, read_line};
+use super::sandbox_choice::SandboxArgs;
+use super::{CliError, Invocation};
+use crate::llm::ChatMessage;
+use crate::plan_text;
+
+/// Versions of a plan the user may reject with a reason before the thread ends.
+const MAX_VERSIONS: u32 = 5;
+
+#[derive(Debug, Args)]
+pub(super) struct ApproveArgs {
+    /// The thread (an id or its start).
+    thread: String,
+    /// Approve this edit of the plan instead (Markdown: a `# goal` line and numbered
+    /// steps; or JSON: {"goal", "steps": [{"id"?, "description"}]}).
+    #[arg(long)]
+    edit: Option<PathBuf>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RejectArgs {
+    /// The thread (an id or its start).
+    thread: String,
+    /// Why: the agent proposes a new version with it in mind. Without one the thread ends.
+    reason: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+/// What the agent is told of an approval.
+fn approved(plan: &Plan, edited: bool) -> ChatMessage {
+    ChatMessage::user(if edited {
+        format!(
+            "I edited your plan and approved my version (version {}):\n\n{}\nCarry out this version, reporting progress with update_plan.",
+            plan.version,
+            plan.to_markdown()
+        )
+    } else {
+        format!(
+            "I approve the plan (version {}). Carry it out, reporting progress with update_plan.",
+            plan.version
+        )
+    })
+}
+
+/// What the agent is told of a rejection with a reason; none when the thread ends there.
+fn rejected(plan: &Plan) -> Option<ChatMessage> {
+    let reason = plan.reason.as_deref()?;
+    (plan.version < MAX_VERSIONS).then(|| {
+        ChatMessage::user(format!(
+            "I reject this plan: {reason}\nPropose a new version with create_plan."
+        ))
+    })
+}
+
+fn ending(plan: &Plan, thread: &str) -> String {
+    if plan.reason.is_some() {
+        format!(
+            "Plan rejected ({} versions so far); the thread ends here. Go on with: cove reply {thread} \"...\"",
+            plan.version
+        )
+    } else {
+        format!("Plan rejected; the thread ends here. Go on with: cove reply {thread} \"...\"")
+    }
+}
+
+/// Reads an edited plan from `path`.
+fn read_edit(path: &std::path::Path) -> Result<crate::store::PlanDraft, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::Failed(format!(
+            "cannot read {}: {e}; nothing was changed",
+            path.display()
+        ))
+    })?;
+    Ok(plan_text::parse(&text)?)
+}
+
+/// `cove approve THREAD [--edit FILE]`: approves the waiting plan (or the edit) and runs on.
+pub(super) async fn approve(inv: &Invocation, args: ApproveArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    let edit = args.edit.as_deref().map(read_edit).transpose()?;
+    let edited = edit.is_some();
+    let plan = inv.store.approve_plan(&thread.id, edit)?;
+    drive(
+        inv,
+        thread,
+        Some(approved(&plan, edited)),
+        &args.sandbox,
+        &args.run,
+        false,
+    )
+    .await
+}
+
+/// `cove reject THREAD ["why"]`: rejects the waiting plan; with a reason the agent proposes
+/// a new version, without one the thread ends.
+pub(super) async fn reject(inv: &Invocation, args: RejectArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    let plan = inv.store.reject_plan(&thread.id, args.reason.as_deref())?;
+    match rejected(&plan) {
+        Some(message) => drive(inv, thread, Some(message), &args.sandbox, &args.run, false).await,
+        None => {
+            inv.printer.result(
+                &serde_json::json!({"thread_id": thread.id, "plan": plan, "ended": true}),
+                |_| ending(&plan, &thread.id),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Asks the person at the terminal about the plan the run proposed; the message to run on
+/// with, or none when they rejected it without a reason (the thread ends).
+pub(super) async fn ask_at_terminal<O: std::io::Write, E: std::io::Write>(
+    inv: &Invocation,
+    thread: &str,
+    renderer: &mut Renderer<O, E>,
+) -> Result<Option<ChatMessage>, CliError> {
+    loop {
+        renderer.prompt_for_plan();
+        let line = read_line().await;
+        let line = line.trim();
+        let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        match word.to_ascii_lowercase().as_str() {
+            "a" | "approve" | "y" | "yes" => {
+                let plan = inv.store.approve_plan(thread, None)?;
+                return Ok(Some(approved(&plan, false)));
+            }
+            "e" | "edit" => match edit_in_editor(inv, thread).await {
+                Ok(plan) => return Ok(Some(approved(&plan, true))),
+                Err(e) => renderer.plan_note(&e.to_string()),
+            },
+            "r" | "reject" | "n" | "no" => {
+                let reason = Some(rest.trim()).filter(|r| !r.is_empty());
+                let plan = inv.store.reject_plan(thread, reason)?;
+                return Ok(match rejected(&plan) {
+                    Some(message) => Some(message),
+                    None => {
+                        renderer.plan_note(&ending(&plan, thread));
+                        None
+                    }
+                });
+            }
+            _ => renderer
+                .plan_note("answer a (approve), e (edit) or r (reject, a reason may follow)"),
+        }
+    }
+}
+
+/// Opens `$VISUAL` / `$EDITOR` (else `vi`) on the waiting plan as Markdown and approves what
+/// the person saves; a malformed edit changes nothing.
+async fn edit_in_editor(inv: &Invocation, thread: &str) -> Result<Plan, CliError> {
+    let plan = inv
+        .store
+        .current_plan(thread)?
+        .ok_or_else(|| CliError::Failed("the thread has no plan".into()))?;
+    let dir = tempfile::tempdir()
+        .map_err(|e| CliError::Failed(format!("cannot make a file to edit: {e}")))?;
+    let path = dir.path().join("plan.md");
+    std::fs::write(&path, plan.to_markdown())
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .unwrap_or_else(|_| "vi".into());
+    let status = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            // The editor may carry its own arguments (`code --wait`).
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{editor} \"$1\""))
+                .arg("sh")
+                .arg(&path)
+                .status()
+        })
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?
+    };
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            return Err(CliError::Failed(format!(
+                "the editor exited with {s}; nothing was changed"
+            )));
+        }
+        Err(e) => {
+            return Err(CliError::Setup(format!(
+                "cannot start the editor ($VISUAL / $EDITOR): {e}"
+            )));
+        }
+    }
+    let draft = read_edit(&path)?;
+    Ok(inv.store.approve_plan(thread, Some(draft))?)
+}
