@@ -1593,11 +1593,98 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
     }
 }
 
+/// `cove` on a real terminal (a PTY), as a person runs it.
+struct Terminal {
+    screen: String,
+    output: tokio::sync::mpsc::UnboundedReceiver<String>,
+    keys: Box<dyn std::io::Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Terminal {
+    fn spawn(cove: &Cove, args: &[&str], env: &[(&str, String)]) -> Terminal {
+        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+        use std::io::Read;
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 40,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let home = cove.home.path();
+        let mut cmd = CommandBuilder::new(&cove.bin);
+        cmd.args(args);
+        for (key, value) in [
+            ("HOME", home.to_path_buf()),
+            ("XDG_DATA_HOME", home.join("data")),
+            ("XDG_CONFIG_HOME", home.join("config")),
+            ("COVE_DB", home.join("cove.db")),
+        ] {
+            cmd.env(key, value);
+        }
+        cmd.env("OPENAI_BASE_URL", cove.llm.openai_base_url());
+        cmd.env("OPENAI_API_KEY", "test-key");
+        cmd.env("ANTHROPIC_BASE_URL", cove.llm.anthropic_base_url());
+        cmd.env("ANTHROPIC_API_KEY", "test-key");
+        cmd.env("COVE_LOG", "warn");
+        cmd.env_remove("COVE_CONFIG");
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let keys = pty.master.take_writer().unwrap();
+        let (tx, output) = tokio::sync::mpsc::unbounded_channel::<String>();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0
+                    || tx
+                        .send(String::from_utf8_lossy(&buf[..n]).into_owned())
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            screen: String::new(),
+            output,
+            keys,
+            child,
+        }
+    }
+
+    /// Reads the terminal until `needle` shows (after what was read before).
+    async fn until(&mut self, needle: &str) {
+        let from = self.screen.len();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !self.screen[from..].contains(needle) {
+            match tokio::time::timeout_at(deadline, self.output.recv()).await {
+                Ok(Some(chunk)) => self.screen.push_str(&chunk),
+                _ => panic!("no {needle:?} on the terminal:\n{}", self.screen),
+            }
+        }
+    }
+
+    /// Types a line and presses Enter.
+    fn type_line(&mut self, line: &str) {
+        self.keys.write_all(format!("{line}\r").as_bytes()).unwrap();
+    }
+
+    async fn wait(self) -> portable_pty::ExitStatus {
+        let mut child = self.child;
+        tokio::task::spawn_blocking(move || child.wait().unwrap())
+            .await
+            .unwrap()
+    }
+}
+
 #[tokio::test]
 async fn a_person_at_the_terminal_answers_a_permission_request_as_it_comes() {
-    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-    use std::io::{Read, Write};
-
     let cove = Cove::new(Wire::OpenAi).await;
     let outside = tempfile::tempdir().unwrap();
     let keep = outside.path().join("keep");
@@ -1614,80 +1701,81 @@ async fn a_person_at_the_terminal_answers_a_permission_request_as_it_comes() {
         };
         Turn::text("").call("complete", json!({ "text": verdict }))
     });
-
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 40,
-            cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let home = cove.home.path();
-    let mut cmd = CommandBuilder::new(&cove.bin);
-    cmd.args([
-        "run",
-        "Remove the folder",
-        "--model",
-        "openai/scripted",
-        "--workspace",
-        cove.workspace.to_str().unwrap(),
-    ]);
-    for (key, value) in [
-        ("HOME", home.to_path_buf()),
-        ("XDG_DATA_HOME", home.join("data")),
-        ("XDG_CONFIG_HOME", home.join("config")),
-        ("COVE_DB", home.join("cove.db")),
-    ] {
-        cmd.env(key, value);
-    }
-    cmd.env("OPENAI_BASE_URL", cove.llm.openai_base_url());
-    cmd.env("OPENAI_API_KEY", "test-key");
-    cmd.env("COVE_LOG", "warn");
-    cmd.env_remove("COVE_CONFIG");
-    let mut child = pty.slave.spawn_command(cmd).unwrap();
-    drop(pty.slave);
-    let mut reader = pty.master.try_clone_reader().unwrap();
-    let mut writer = pty.master.take_writer().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0
-                || tx
-                    .send(String::from_utf8_lossy(&buf[..n]).into_owned())
-                    .is_err()
-            {
-                break;
-            }
-        }
-    });
-    let mut screen = String::new();
-    let mut read_until = async |needle: &str, screen: &mut String| {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while !screen.contains(needle) {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(chunk)) => screen.push_str(&chunk),
-                _ => panic!("no {needle:?} on the terminal:\n{screen}"),
-            }
-        }
-    };
-    read_until("Allow request", &mut screen).await;
-    assert!(
-        screen.contains("Permission needed") && screen.contains("deletes outside the workspace"),
-        "{screen}"
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut term = Terminal::spawn(
+        &cove,
+        &[
+            "run",
+            "Remove the folder",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+        ],
+        &[],
     );
-    writer.write_all(b"maybe\r").unwrap();
-    read_until("answer o (allow once)", &mut screen).await;
-    writer.write_all(b"d keep it please\r").unwrap();
-    read_until("Done.", &mut screen).await;
+    term.until("Allow request").await;
+    assert!(
+        term.screen.contains("Permission needed")
+            && term.screen.contains("deletes outside the workspace"),
+        "{}",
+        term.screen
+    );
+    term.type_line("maybe");
+    term.until("answer o (allow once)").await;
+    term.type_line("d keep it please");
+    term.until("Done.").await;
+    let screen = term.screen.clone();
     assert!(screen.contains("denied: keep it please"), "{screen}");
     assert!(screen.contains("kept"), "{screen}");
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert!(status.success(), "{screen}");
+    assert!(term.wait().await.success(), "{screen}");
     assert!(keep.exists(), "the denied deletion did not run");
+}
+
+#[tokio::test]
+async fn a_person_at_the_terminal_edits_the_plan_in_their_editor_and_approves_it() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    cove.llm.push(Turn::text("My plan.").call(
+        "create_plan",
+        json!({"goal": "Greet", "steps": [{"description": "Say hello"}]}),
+    ));
+    cove.llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("Say hello in French") {
+            "bonjour"
+        } else {
+            "EDIT NOT SEEN"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    // The "editor" changes the step the way a person would, and saves.
+    let editor = "sed -i 's/Say hello/Say hello in French/'".to_string();
+    let mut term = Terminal::spawn(
+        &cove,
+        &[
+            "run",
+            "Greet me",
+            "--plan",
+            "--model",
+            "anthropic/scripted",
+            "--workspace",
+            &ws,
+        ],
+        &[("EDITOR", editor), ("VISUAL", String::new())],
+    );
+    term.until("Approve the plan?").await;
+    assert!(
+        term.screen.contains("1. [ ] Say hello (step 1)"),
+        "{}",
+        term.screen
+    );
+    term.type_line("later");
+    term.until("answer a (approve)").await;
+    term.type_line("e");
+    term.until("Done.").await;
+    let screen = term.screen.clone();
+    assert!(screen.contains("bonjour"), "{screen}");
+    assert!(term.wait().await.success(), "{screen}");
 }
 
 #[tokio::test]

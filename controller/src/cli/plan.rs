@@ -175,9 +175,11 @@ async fn edit_in_editor(inv: &Invocation, thread: &str) -> Result<Plan, CliError
     let path = dir.path().join("plan.md");
     std::fs::write(&path, plan.to_markdown())
         .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .unwrap_or_else(|_| "vi".into());
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .filter_map(|key| std::env::var(key).ok())
+        .find(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".into());
     let status = {
         let path = path.clone();
         tokio::task::spawn_blocking(move || {
