@@ -1890,6 +1890,12 @@ async fn a_plan_is_proposed_rejected_edited_approved_and_carried_out() {
         let out = cove.run(&["--json", "reject", &thread, "too vague"]).await;
         assert_eq!(out.status.code(), Some(8), "{mode}: {}", explain(&out));
         let second = events(&out);
+        let told = second.iter().find(|e| e["type"] == "plan_updated").unwrap();
+        assert_eq!(
+            (told["plan"]["status"].as_str(), told["note"].as_str()),
+            (Some("rejected"), Some("rejected by the user: too vague")),
+            "{mode}"
+        );
         let proposed = second
             .iter()
             .find(|e| e["type"] == "plan_proposed")
@@ -1928,8 +1934,16 @@ async fn a_plan_is_proposed_rejected_edited_approved_and_carried_out() {
             .iter()
             .filter(|e| e["type"] == "plan_updated")
             .collect();
-        assert_eq!(updates.len(), 3, "{mode}");
-        assert_eq!(updates[1]["note"], "written");
+        assert_eq!(updates.len(), 4, "{mode}");
+        assert_eq!(
+            (
+                updates[0]["plan"]["version"].as_u64(),
+                updates[0]["note"].as_str()
+            ),
+            (Some(3), Some("approved by the user")),
+            "the approval is told first"
+        );
+        assert_eq!(updates[2]["note"], "written");
         assert_eq!(
             std::fs::read_to_string(cove.workspace.join("hello.txt")).unwrap(),
             "hi"

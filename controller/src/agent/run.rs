@@ -216,6 +216,22 @@ impl Agent {
             model: self.config.model_label.clone(),
             sandbox: thread.sandbox.clone(),
         });
+        // The user's decision on the plan, given between runs, is told here.
+        match self.store.take_untold_decision(&thread.id) {
+            Ok(Some(plan)) => {
+                let note = match plan.status {
+                    PlanStatus::Approved => Some("approved by the user".to_string()),
+                    PlanStatus::Rejected => Some(match &plan.reason {
+                        Some(reason) => format!("rejected by the user: {reason}"),
+                        None => "rejected by the user".to_string(),
+                    }),
+                    PlanStatus::Proposed | PlanStatus::Superseded => None,
+                };
+                emitter.emit(EventKind::PlanUpdated { plan, note });
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read the plan's state"),
+        }
         let stopped = control.clone();
         // Stopping drops the work where it stands; dropping its LiveRun aborts its tools.
         let outcome = tokio::select! {

@@ -84,19 +84,34 @@ fn parse(text: &str) -> Result<Plan, PlanError> {
         .map_err(|e| PlanError::Store(StoreError::Corrupt(format!("a stored plan: {e}"))))
 }
 
-fn save(tx: &Transaction<'_>, thread: &str, plan: &Plan, new: bool) -> Result<(), PlanError> {
+/// Who changed the plan: the agent's changes are told in its run's events as they happen,
+/// the user's (approve, edit, reject) by the thread's next run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Agent,
+    User,
+}
+
+fn save(
+    tx: &Transaction<'_>,
+    thread: &str,
+    plan: &Plan,
+    new: bool,
+    by: By,
+) -> Result<(), PlanError> {
     let text = serde_json::to_string(plan)
         .map_err(|e| PlanError::Store(StoreError::Corrupt(e.to_string())))?;
+    let announced = by == By::Agent;
     if new {
         tx.execute(
-            "INSERT INTO plans (thread_id, version, plan, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![thread, plan.version, text, plan.status.as_str(), now_ms()],
+            "INSERT INTO plans (thread_id, version, plan, status, created_at, announced) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![thread, plan.version, text, plan.status.as_str(), now_ms(), announced],
         )
         .map_err(sql)?;
     } else {
         tx.execute(
-            "UPDATE plans SET plan = ?3, status = ?4 WHERE thread_id = ?1 AND version = ?2",
-            params![thread, plan.version, text, plan.status.as_str()],
+            "UPDATE plans SET plan = ?3, status = ?4, announced = ?5 WHERE thread_id = ?1 AND version = ?2",
+            params![thread, plan.version, text, plan.status.as_str(), announced],
         )
         .map_err(sql)?;
     }
@@ -125,7 +140,7 @@ impl Store {
             let before = latest(tx, thread)?;
             if let Some(mut old) = before.clone().filter(|p| p.status == PlanStatus::Proposed) {
                 old.status = PlanStatus::Superseded;
-                save(tx, thread, &old, false)?;
+                save(tx, thread, &old, false, By::Agent)?;
             }
             let plan = Plan {
                 id: thread.to_string(),
@@ -135,7 +150,7 @@ impl Store {
                 status: PlanStatus::Proposed,
                 reason: None,
             };
-            save(tx, thread, &plan, true)?;
+            save(tx, thread, &plan, true, By::Agent)?;
             Ok(plan)
         })
     }
@@ -169,12 +184,12 @@ impl Store {
             match edited {
                 None => {
                     waiting.status = PlanStatus::Approved;
-                    save(tx, thread, &waiting, false)?;
+                    save(tx, thread, &waiting, false, By::User)?;
                     Ok(waiting)
                 }
                 Some(draft) => {
                     waiting.status = PlanStatus::Superseded;
-                    save(tx, thread, &waiting, false)?;
+                    save(tx, thread, &waiting, false, By::Agent)?;
                     let plan = Plan {
                         id: waiting.id,
                         version: waiting.version + 1,
@@ -183,7 +198,7 @@ impl Store {
                         status: PlanStatus::Approved,
                         reason: None,
                     };
-                    save(tx, thread, &plan, true)?;
+                    save(tx, thread, &plan, true, By::User)?;
                     Ok(plan)
                 }
             }
@@ -199,8 +214,33 @@ impl Store {
                 .ok_or_else(|| PlanError::NotWaiting(thread.to_string()))?;
             waiting.status = PlanStatus::Rejected;
             waiting.reason = reason.map(str::to_string);
-            save(tx, thread, &waiting, false)?;
+            save(tx, thread, &waiting, false, By::User)?;
             Ok(waiting)
+        })
+    }
+
+    /// The plan's latest version if the user decided on it since a run last told of it (its
+    /// approval, edit or rejection), marked told.
+    pub fn take_untold_decision(&self, thread: &str) -> Result<Option<Plan>, PlanError> {
+        self.plan_tx(|tx| {
+            let untold: Option<String> = tx
+                .query_row(
+                    "SELECT plan FROM plans WHERE thread_id = ?1 AND announced = 0
+                     ORDER BY version DESC LIMIT 1",
+                    params![thread],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            let Some(text) = untold else {
+                return Ok(None);
+            };
+            tx.execute(
+                "UPDATE plans SET announced = 1 WHERE thread_id = ?1 AND announced = 0",
+                params![thread],
+            )
+            .map_err(sql)?;
+            parse(&text).map(Some)
         })
     }
 
@@ -228,7 +268,7 @@ impl Store {
                 });
             };
             found.status = status;
-            save(tx, thread, &plan, false)?;
+            save(tx, thread, &plan, false, By::Agent)?;
             Ok(plan)
         })
     }

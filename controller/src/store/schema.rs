@@ -104,6 +104,8 @@ CREATE TABLE plans (
     plan TEXT NOT NULL,
     status TEXT NOT NULL,
     created_at INTEGER NOT NULL,
+    -- 0 while the user's decision on it has not been told in a run's events yet.
+    announced INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (thread_id, version)
 );
 CREATE TABLE grants (
