@@ -257,6 +257,12 @@ async fn a_task_plans_acts_browses_looks_asks_and_completes() {
             assert!(requests[2].all_text().contains("exit code 0\nhello"));
             assert_eq!(requests[0].native_tools(), mode == "native");
 
+            // The thread says it waits for an answer, and resuming without one is refused.
+            let threads = events(&cove.run(&["--json", "threads"]).await);
+            assert_eq!(threads[0]["waiting_for"], "answer");
+            let resume = cove.run(&["resume", &thread]).await;
+            assert_eq!(resume.status.code(), Some(3), "{}", explain(&resume));
+
             // Answering resumes the run, which completes.
             llm.push(Turn::text("Thanks.").call(
                 "complete",
@@ -280,6 +286,12 @@ async fn a_task_plans_acts_browses_looks_asks_and_completes() {
                 ]
             );
             assert!(llm.received()[6].all_text().contains("Blue, please."));
+            let threads = events(&cove.run(&["--json", "threads"]).await);
+            assert_eq!(
+                threads[0]["waiting_for"],
+                Value::Null,
+                "the answer closed the wait"
+            );
 
             // The store holds every message, LLM and status, in order.
             let shown = stored(&cove.run(&["--json", "show", &thread]).await);

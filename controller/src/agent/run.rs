@@ -26,7 +26,7 @@ use crate::context::{
     temporary_message,
 };
 use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall, ToolSpec};
-use crate::store::{self, PauseKind, Store, StoreError, Thread};
+use crate::store::{self, Decision, PauseKind, RequestKind, Store, StoreError, Thread};
 use crate::tools::{
     Control, Image, MessageArchive, PlanBook, ReadOffsets, ToolEnv, ToolRegistry, ToolResult,
 };
@@ -421,6 +421,12 @@ impl Agent {
         // The calls' results first: they answer the last assistant message.
         self.replay(&mut live).await?;
         if let Some(message) = input {
+            // The user's message answers the question, or the browser wait, the last run
+            // ended on.
+            for kind in [RequestKind::Ask, RequestKind::Takeover] {
+                self.store
+                    .close_requests(&live.thread.id, kind, Decision::Answered, None)?;
+            }
             live.record(&self.store, message)?;
         }
         for iteration in 1..=self.config.max_iterations {
@@ -675,11 +681,22 @@ impl Agent {
                     live.browser = state.map(|s| *s);
                     Ok(None)
                 }
-                AfterTakeover::Pause => Ok(Some(RunOutcome::Paused {
-                    waits_for: PauseKind::Takeover,
-                    text: text.clone(),
-                    attachments: Vec::new(),
-                })),
+                AfterTakeover::Pause => {
+                    // The sandbox stopped answering: the run ends, still waiting for the browser.
+                    self.store.open_pause(
+                        &live.thread.id,
+                        &live.run_id,
+                        RequestKind::Takeover,
+                        "web_browser_takeover",
+                        "hand the browser back",
+                        serde_json::json!({ "text": text }),
+                    )?;
+                    Ok(Some(RunOutcome::Paused {
+                        waits_for: PauseKind::Takeover,
+                        text: text.clone(),
+                        attachments: Vec::new(),
+                    }))
+                }
             };
         }
         if let Some(control) = control {
@@ -688,6 +705,14 @@ impl Agent {
             });
             return Ok(Some(match control {
                 Control::Ask { text, attachments } => {
+                    self.store.open_pause(
+                        &live.thread.id,
+                        &live.run_id,
+                        RequestKind::Ask,
+                        "ask",
+                        &text,
+                        serde_json::json!({ "text": text, "attachments": attachments }),
+                    )?;
                     live.emitter.emit(EventKind::Ask {
                         text: text.clone(),
                         attachments: attachments.clone(),
@@ -701,6 +726,14 @@ impl Agent {
                 Control::Plan { draft } => {
                     let plan = self.store.propose_plan(&live.thread.id, draft)?;
                     let text = plan.to_markdown();
+                    self.store.open_pause(
+                        &live.thread.id,
+                        &live.run_id,
+                        RequestKind::Plan,
+                        "create_plan",
+                        &format!("approve plan version {}: {}", plan.version, plan.goal),
+                        serde_json::to_value(&plan).unwrap_or_default(),
+                    )?;
                     live.emitter.emit(EventKind::PlanProposed { plan });
                     RunOutcome::Paused {
                         waits_for: PauseKind::Plan,

@@ -12,7 +12,7 @@ use cove_protocol::takeover::{TakeoverEnd, TakeoverGrant};
 
 use super::handle::RunControl;
 use crate::llm::ChatMessage;
-use crate::store::{Store, StoreError, WaitKind};
+use crate::store::{Store, StoreError};
 
 /// How long each status call waits for the takeover to end.
 const POLL_SECS: u64 = 1;
@@ -77,7 +77,7 @@ pub(crate) async fn wait_for_hand_back(
     grant: &TakeoverGrant,
     control: &RunControl,
 ) -> Result<HandBack, StoreError> {
-    let after = store.begin_wait(thread, run, WaitKind::Takeover)?;
+    let after = store.begin_wait(thread, run)?;
     // Ends the wait however this future ends, a stopped run included.
     let _wait = WaitRecord { store, thread };
     wait(sandbox, store, thread, after, grant, control).await

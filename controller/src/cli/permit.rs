@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{CliError, Invocation};
-use crate::store::{DecideError, Decision};
+use crate::store::{DecideError, Decision, RequestKind};
 
 #[derive(Debug, Args)]
 pub(super) struct PermitArgs {
@@ -24,12 +24,17 @@ pub(super) struct PermitArgs {
 /// `cove permit THREAD REQUEST DECISION [REASON]`.
 pub(super) fn permit(inv: &Invocation, args: PermitArgs) -> Result<ExitCode, CliError> {
     let thread = inv.store.thread(&args.thread)?;
-    let decision: Decision = args.decision.parse().map_err(|_| {
-        CliError::Failed(format!(
-            "{:?} is not a decision: use allow_once, allow_for_thread or deny; nothing was changed",
-            args.decision
-        ))
-    })?;
+    let decision = args
+        .decision
+        .parse::<Decision>()
+        .ok()
+        .filter(|d| RequestKind::Permission.offered().contains(d))
+        .ok_or_else(|| {
+            CliError::Failed(format!(
+                "{:?} is not a decision: use allow_once, allow_for_thread or deny; nothing was changed",
+                args.decision
+            ))
+        })?;
     let decided = inv
         .store
         .decide_request(&thread.id, &args.request, decision, args.reason.as_deref())
@@ -50,7 +55,7 @@ pub(super) fn permit(inv: &Invocation, args: PermitArgs) -> Result<ExitCode, Cli
             let said = match decision {
                 Decision::AllowOnce => "allowed once",
                 Decision::AllowForThread => "allowed for this thread",
-                Decision::Deny => "denied",
+                _ => "denied",
             };
             let mut text = format!(
                 "Request {} ({}): {said}.",

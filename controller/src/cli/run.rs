@@ -21,7 +21,7 @@ use crate::llm::choice::{self, ModelChoice};
 use crate::llm::profile::profile;
 use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
-use crate::store::{Decision, NewThread, PauseKind, RunState, Thread};
+use crate::store::{Decision, NewThread, PauseKind, RequestKind, RunState, Thread};
 use cove_protocol::plan::PlanStatus;
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
@@ -182,20 +182,25 @@ pub(super) async fn resume(inv: &Invocation, args: ResumeArgs) -> Result<ExitCod
             id = thread.id
         )));
     }
-    if let Some(last) = inv.store.last_run(&thread.id)?
-        && last.status == RunState::Paused
-    {
-        if last.pause_kind == Some(PauseKind::Plan) {
-            return Err(CliError::AwaitingApproval(format!(
-                "thread {id}'s plan waits for your approval: cove approve {id} [--edit FILE], or cove reject {id} \"why\"",
-                id = thread.id
-            )));
+    for request in inv.store.waiting_requests(&thread.id)? {
+        match request.kind {
+            RequestKind::Plan => {
+                return Err(CliError::AwaitingApproval(format!(
+                    "thread {id}'s plan waits for your approval: cove approve {id} [--edit FILE], or cove reject {id} \"why\"",
+                    id = thread.id
+                )));
+            }
+            RequestKind::Ask => {
+                return Err(CliError::Waiting(format!(
+                    "thread {id} is waiting for your answer to: {}\nanswer with: cove reply {id} \"...\"",
+                    request.summary,
+                    id = thread.id
+                )));
+            }
+            // Resuming takes these up: a permission waits again (or applies the decision
+            // given meanwhile); a browser wait whose process died is over.
+            RequestKind::Permission | RequestKind::Takeover => {}
         }
-        return Err(CliError::Waiting(format!(
-            "thread {id} is waiting for your answer to: {}\nanswer with: cove reply {id} \"...\"",
-            last.pause_text.unwrap_or_default(),
-            id = thread.id
-        )));
     }
     drive(inv, thread, None, &args.sandbox, &args.run, false).await
 }

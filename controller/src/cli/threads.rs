@@ -6,9 +6,7 @@ use super::{CliError, Invocation};
 use crate::llm::ChatMessage;
 use serde::Serialize;
 
-use cove_protocol::plan::PlanStatus;
-
-use crate::store::{MessageKind, PauseKind, StoredMessage, Thread, ThreadStatus};
+use crate::store::{MessageKind, RequestKind, StoredMessage, Thread};
 
 /// A thread as `cove threads` lists it: with what it waits for, if anything.
 #[derive(Debug, Serialize)]
@@ -20,30 +18,28 @@ struct ThreadRow {
     waiting_for: Option<String>,
 }
 
-/// What `thread` waits for from the user.
+/// What `thread` waits for from the user: its waiting requests, by kind.
 fn waiting_for(inv: &Invocation, thread: &Thread) -> Result<Option<String>, CliError> {
     let requests = inv.store.waiting_requests(&thread.id)?;
-    if !requests.is_empty() {
-        let ids: Vec<&str> = requests.iter().map(|r| r.id.as_str()).collect();
-        return Ok(Some(format!("permission {}", ids.join(","))));
+    let mut said: Vec<String> = Vec::new();
+    let permissions: Vec<&str> = requests
+        .iter()
+        .filter(|r| r.kind == RequestKind::Permission)
+        .map(|r| r.id.as_str())
+        .collect();
+    if !permissions.is_empty() {
+        said.push(format!("permission {}", permissions.join(",")));
     }
-    if thread.status != ThreadStatus::Paused && thread.status != ThreadStatus::Waiting {
-        return Ok(None);
+    for (kind, name) in [
+        (RequestKind::Plan, "approval"),
+        (RequestKind::Ask, "answer"),
+        (RequestKind::Takeover, "browser"),
+    ] {
+        if requests.iter().any(|r| r.kind == kind) {
+            said.push(name.to_string());
+        }
     }
-    let plan_waits = inv
-        .store
-        .current_plan(&thread.id)?
-        .is_some_and(|p| p.status == PlanStatus::Proposed);
-    Ok(inv
-        .store
-        .last_run(&thread.id)?
-        .and_then(|run| run.pause_kind)
-        .and_then(|kind| match kind {
-            PauseKind::Ask => Some("answer".to_string()),
-            PauseKind::Takeover => Some("browser".to_string()),
-            PauseKind::Plan => plan_waits.then(|| "approval".to_string()),
-        })
-        .or_else(|| (thread.status == ThreadStatus::Waiting).then(|| "browser".to_string())))
+    Ok((!said.is_empty()).then(|| said.join("; ")))
 }
 
 /// `cove threads`: every thread, most recently updated first, with what it waits for.

@@ -26,7 +26,7 @@ pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};
 pub use plans::{PlanDraft, PlanError};
 pub use requests::{DecideError, Decided, Decision, NewRequest, Request, RequestKind};
-pub use runs::{PauseKind, Run, RunState, Wait, WaitKind};
+pub use runs::{PauseKind, Run, RunState, Wait};
 pub use sandboxes::ManagedSandbox;
 pub use threads::{NewThread, Thread, ThreadStatus};
 

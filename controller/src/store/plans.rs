@@ -4,7 +4,7 @@
 use cove_protocol::plan::{Plan, PlanStatus, PlanStep, StepStatus};
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{Store, StoreError, now_ms};
+use super::{Decision, RequestKind, Store, StoreError, now_ms};
 
 /// Why a change to the plan cannot be made; nothing was changed.
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +138,15 @@ impl Store {
         let draft = draft.checked()?;
         self.plan_tx(|tx| {
             let before = latest(tx, thread)?;
+            // A plan still waiting for the user is replaced: its request closes.
+            super::requests::close_waiting(
+                tx,
+                thread,
+                RequestKind::Plan,
+                Decision::Withdrawn,
+                None,
+            )
+            .map_err(sql)?;
             if let Some(mut old) = before.clone().filter(|p| p.status == PlanStatus::Proposed) {
                 old.status = PlanStatus::Superseded;
                 save(tx, thread, &old, false, By::Agent)?;
@@ -181,6 +190,8 @@ impl Store {
             let mut waiting = latest(tx, thread)?
                 .filter(|p| p.status == PlanStatus::Proposed)
                 .ok_or_else(|| PlanError::NotWaiting(thread.to_string()))?;
+            super::requests::close_waiting(tx, thread, RequestKind::Plan, Decision::Approve, None)
+                .map_err(sql)?;
             match edited {
                 None => {
                     waiting.status = PlanStatus::Approved;
@@ -212,6 +223,8 @@ impl Store {
             let mut waiting = latest(tx, thread)?
                 .filter(|p| p.status == PlanStatus::Proposed)
                 .ok_or_else(|| PlanError::NotWaiting(thread.to_string()))?;
+            super::requests::close_waiting(tx, thread, RequestKind::Plan, Decision::Reject, reason)
+                .map_err(sql)?;
             waiting.status = PlanStatus::Rejected;
             waiting.reason = reason.map(str::to_string);
             save(tx, thread, &waiting, false, By::User)?;

@@ -1,7 +1,8 @@
-//! Requests a run puts to the user and waits on: a tool call that needs their permission
-//! (and, to come, a plan to approve). Stored, so a decision given from another terminal, or
-//! while no process runs the thread, reaches the run, and a run killed while one waits
-//! waits again when resumed.
+//! Everything a thread waits for from the user, in one table: a tool call that needs their
+//! permission, the plan to approve, the answer to the agent's question, the browser handed
+//! back. Stored, so a decision given from another terminal, or while no process runs the
+//! thread, reaches the run, a run killed while one waits waits again when resumed, and
+//! `cove threads` can say what each thread waits for.
 
 use rusqlite::{OptionalExtension, Row, params};
 use serde_json::Value;
@@ -13,6 +14,12 @@ stored_names! {
     pub enum RequestKind {
         /// Whether a tool call may run.
         Permission = "permission",
+        /// The approval of the plan the agent proposed.
+        Plan = "plan",
+        /// The answer to the agent's question (`ask`).
+        Ask = "ask",
+        /// A person to hand the browser back (`web_browser_takeover`).
+        Takeover = "takeover",
     }
 }
 
@@ -25,6 +32,14 @@ stored_names! {
         AllowForThread = "allow_for_thread",
         /// Do not run it; the model is told, with the user's reason.
         Deny = "deny",
+        /// The plan is approved (as proposed, or as the user edited it).
+        Approve = "approve",
+        /// The plan is turned down, with the user's reason if they gave one.
+        Reject = "reject",
+        /// The user answered the question, or handed the browser back.
+        Answered = "answered",
+        /// The run itself closed it: a newer plan replaced the waiting one.
+        Withdrawn = "withdrawn",
     }
 }
 
@@ -32,6 +47,21 @@ impl Decision {
     /// Whether the call runs.
     pub fn allows(self) -> bool {
         self != Decision::Deny
+    }
+}
+
+impl RequestKind {
+    /// The decisions a request of this kind takes.
+    pub fn offered(self) -> &'static [Decision] {
+        match self {
+            RequestKind::Permission => &[
+                Decision::AllowOnce,
+                Decision::AllowForThread,
+                Decision::Deny,
+            ],
+            RequestKind::Plan => &[Decision::Approve, Decision::Reject],
+            RequestKind::Ask | RequestKind::Takeover => &[Decision::Answered],
+        }
     }
 }
 
@@ -89,6 +119,12 @@ pub enum DecideError {
     NoRequest { thread: String, id: String },
     #[error("request {id} was already answered ({decision}); nothing was changed")]
     AlreadyDecided { id: String, decision: Decision },
+    #[error("request {id} asks for {kind}: answer it with {offered}; nothing was changed")]
+    NotOffered {
+        id: String,
+        kind: RequestKind,
+        offered: String,
+    },
     #[error("{0}")]
     Store(#[from] StoreError),
 }
@@ -178,12 +214,12 @@ impl Store {
         Ok(rows)
     }
 
-    /// A thread's requests whose call has not been acted on: still waiting, or decided while
-    /// no run was there to act (a run killed as it waited). Oldest first.
+    /// A thread's permission requests whose call has not been acted on: still waiting, or
+    /// decided while no run was there to act (a run killed as it waited). Oldest first.
     pub fn unapplied_requests(&self, thread: &str) -> Result<Vec<Request>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND applied_at IS NULL ORDER BY created_at, id"
+            "SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND kind = 'permission' AND applied_at IS NULL ORDER BY created_at, id"
         ))?;
         let rows = stmt
             .query_map(params![thread], read_request)?
@@ -197,6 +233,43 @@ impl Store {
         self.conn()
             .prepare_cached("UPDATE requests SET applied_at = ?3 WHERE thread_id = ?1 AND id = ?2")?
             .execute(params![thread, id, now_ms()])?;
+        Ok(())
+    }
+
+    /// Records a request for the user's answer (`Ask`) or approval of a plan (`Plan`) that the
+    /// run ended on; `what` is shown as its summary, `arguments` holds the question or plan.
+    pub fn open_pause(
+        &self,
+        thread: &str,
+        run: &str,
+        kind: RequestKind,
+        tool: &str,
+        what: &str,
+        arguments: Value,
+    ) -> Result<Request, StoreError> {
+        self.open_request(NewRequest {
+            thread_id: thread.to_string(),
+            run_id: run.to_string(),
+            kind,
+            call_id: String::new(),
+            tool: tool.to_string(),
+            summary: what.to_string(),
+            why: String::new(),
+            arguments,
+            fingerprint: String::new(),
+        })
+    }
+
+    /// Closes a thread's waiting requests of `kind` with `decision` (an answer that came
+    /// another way: the reply that starts the next run, a plan approved through the plans).
+    pub fn close_requests(
+        &self,
+        thread: &str,
+        kind: RequestKind,
+        decision: Decision,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        close_waiting(&self.conn(), thread, kind, decision, reason)?;
         Ok(())
     }
 
@@ -237,6 +310,14 @@ impl Store {
             return Err(DecideError::AlreadyDecided {
                 id: request.id,
                 decision: decided,
+            });
+        }
+        if !request.kind.offered().contains(&decision) {
+            let offered: Vec<&str> = request.kind.offered().iter().map(|d| d.as_str()).collect();
+            return Err(DecideError::NotOffered {
+                id: request.id,
+                kind: request.kind,
+                offered: offered.join(", "),
             });
         }
         let now = now_ms();
@@ -281,4 +362,20 @@ impl Store {
         }
         Ok(Decided { request, also })
     }
+}
+
+/// Closes a thread's waiting requests of `kind` (the run acted on them at once).
+pub(super) fn close_waiting(
+    conn: &rusqlite::Connection,
+    thread: &str,
+    kind: RequestKind,
+    decision: Decision,
+    reason: Option<&str>,
+) -> rusqlite::Result<usize> {
+    let now = now_ms();
+    conn.prepare_cached(
+        "UPDATE requests SET decision = ?3, reason = ?4, decided_at = ?5, applied_at = ?5
+         WHERE thread_id = ?1 AND kind = ?2 AND decision IS NULL",
+    )?
+    .execute(params![thread, kind, decision, reason, now])
 }

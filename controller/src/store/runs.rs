@@ -5,7 +5,7 @@ use cove_protocol::events::RunStatus;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, ThreadStatus, new_id, now_ms, stored_names};
+use super::{Decision, RequestKind, Store, StoreError, ThreadStatus, new_id, now_ms, stored_names};
 use crate::llm::ChatMessage;
 
 stored_names! {
@@ -42,14 +42,6 @@ stored_names! {
     }
 }
 
-stored_names! {
-    /// What a live run waits for on its thread.
-    pub enum WaitKind {
-        /// A person to hand the browser back (`cove reply` delivers their note).
-        Takeover = "takeover",
-    }
-}
-
 /// A run of a thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
@@ -66,12 +58,14 @@ pub struct Run {
     pub pause_text: Option<String>,
 }
 
-/// A run waiting on its thread for something outside it.
+/// A live run waiting on its thread for a person to hand the browser back: a takeover
+/// request, seen from the run and from `cove reply`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wait {
     pub thread_id: String,
     pub run_id: String,
-    pub kind: WaitKind,
+    /// The request it is.
+    pub request_id: String,
     /// The process running the run.
     pub pid: i64,
     pub since: i64,
@@ -160,37 +154,58 @@ impl Store {
         Ok(run)
     }
 
-    /// Records that `run` (in this process) waits on the thread for something outside it;
-    /// returns the id of the thread's newest message, after which a reply would arrive.
-    pub fn begin_wait(&self, thread: &str, run: &str, kind: WaitKind) -> Result<i64, StoreError> {
+    /// Records that `run` (in this process) waits on the thread for a person to hand the
+    /// browser back (a takeover request); returns the id of the thread's newest message,
+    /// after which a reply would arrive.
+    pub fn begin_wait(&self, thread: &str, run: &str) -> Result<i64, StoreError> {
         let conn = self.conn();
         let after: i64 = conn.query_row(
             "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
             params![thread],
             |r| r.get(0),
         )?;
+        // A wait left by a process that died is over: this one replaces it.
+        super::requests::close_waiting(
+            &conn,
+            thread,
+            RequestKind::Takeover,
+            Decision::Withdrawn,
+            None,
+        )?;
         conn.execute(
-            "INSERT OR REPLACE INTO waits (thread_id, run_id, kind, pid, since, after_message)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![thread, run, kind, std::process::id(), now_ms(), after],
+            "INSERT INTO requests (id, thread_id, run_id, kind, call_id, tool, summary, why,
+                                   arguments, fingerprint, created_at, pid, after_message)
+             VALUES (?1, ?2, ?3, ?4, '', 'web_browser_takeover', 'hand the browser back',
+                     'a person has the browser', '{}', '', ?5, ?6, ?7)",
+            params![
+                new_id(4),
+                thread,
+                run,
+                RequestKind::Takeover,
+                now_ms(),
+                std::process::id(),
+                after
+            ],
         )?;
         drop(conn);
         self.set_thread_status(thread, ThreadStatus::Waiting)?;
         Ok(after)
     }
 
-    /// The wait under way on a thread, if any (its process may have died since).
+    /// The takeover wait under way on a thread, if any (its process may have died since).
     pub fn wait_of(&self, thread: &str) -> Result<Option<Wait>, StoreError> {
         Ok(self
             .conn()
             .query_row(
-                "SELECT thread_id, run_id, kind, pid, since, after_message FROM waits WHERE thread_id = ?1",
-                params![thread],
+                "SELECT thread_id, run_id, id, COALESCE(pid, 0), created_at, COALESCE(after_message, 0)
+                 FROM requests WHERE thread_id = ?1 AND kind = ?2 AND decision IS NULL
+                 ORDER BY created_at DESC LIMIT 1",
+                params![thread, RequestKind::Takeover],
                 |r| {
                     Ok(Wait {
                         thread_id: r.get(0)?,
                         run_id: r.get(1)?,
-                        kind: r.get(2)?,
+                        request_id: r.get(2)?,
                         pid: r.get(3)?,
                         since: r.get(4)?,
                         after_message: r.get(5)?,
@@ -200,10 +215,17 @@ impl Store {
             .optional()?)
     }
 
-    /// Ends the wait on a thread; the run is running again.
+    /// Ends the takeover wait on a thread (the browser is back, or its process is gone); the
+    /// run is running again.
     pub fn end_wait(&self, thread: &str) -> Result<(), StoreError> {
         let conn = self.conn();
-        conn.execute("DELETE FROM waits WHERE thread_id = ?1", params![thread])?;
+        super::requests::close_waiting(
+            &conn,
+            thread,
+            RequestKind::Takeover,
+            Decision::Answered,
+            None,
+        )?;
         conn.execute(
             "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
             params![
@@ -223,8 +245,9 @@ impl Store {
         let tx = conn.transaction()?;
         let waiting: Option<String> = tx
             .query_row(
-                "SELECT run_id FROM waits WHERE thread_id = ?1",
-                params![thread],
+                "SELECT run_id FROM requests WHERE thread_id = ?1 AND kind = ?2 AND decision IS NULL
+                 ORDER BY created_at DESC LIMIT 1",
+                params![thread, RequestKind::Takeover],
                 |r| r.get(0),
             )
             .optional()?;

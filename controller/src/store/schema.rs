@@ -75,9 +75,11 @@ CREATE TABLE IF NOT EXISTS knowledge (
     "
 CREATE INDEX messages_summaries ON messages(thread_id, id) WHERE kind = 'summary';
 ",
-    // 3: what runs put to the user and wait on (permission requests; `applied_at` once the
-    // run has acted on the decision), the calls a user allowed for a whole thread, and the
-    // versions of each thread's plan (as JSON, with their status beside it for queries).
+    // 3: one table of what a thread waits for from the user (requests: a permission, the
+    // plan's approval, an answer, the browser handed back, with the process that waits live
+    // and, for a takeover, the message replies follow; `applied_at` once the run acted on the
+    // decision): the waits table's rows move there. Also the calls a user allowed for a whole
+    // thread, and the versions of each thread's plan (as JSON, its status beside it).
     "
 CREATE TABLE requests (
     id TEXT NOT NULL,
@@ -95,9 +97,18 @@ CREATE TABLE requests (
     reason TEXT,
     decided_at INTEGER,
     applied_at INTEGER,
+    pid INTEGER,
+    after_message INTEGER,
     PRIMARY KEY (thread_id, id)
 );
 CREATE INDEX requests_open ON requests(thread_id, created_at) WHERE applied_at IS NULL;
+INSERT INTO requests (id, thread_id, run_id, kind, call_id, tool, summary, why, arguments,
+                      fingerprint, created_at, pid, after_message)
+    SELECT lower(hex(randomblob(4))), thread_id, run_id, kind, '', 'web_browser_takeover',
+           'hand the browser back', 'a person has the browser', '{}', '', since, pid,
+           after_message
+    FROM waits;
+DROP TABLE waits;
 CREATE TABLE plans (
     thread_id TEXT NOT NULL REFERENCES threads(id),
     version INTEGER NOT NULL,
