@@ -1349,7 +1349,13 @@ async fn parallel_runs_on_their_own_sandboxes_do_not_interfere() {
 
 #[tokio::test]
 async fn a_permission_request_is_answered_from_another_terminal() {
-    let cove = Cove::new(Wire::OpenAi).await;
+    for (wire, mode) in [(Wire::OpenAi, "native"), (Wire::Anthropic, "xml")] {
+        permission_answered_from_another_terminal(wire, mode).await;
+    }
+}
+
+async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
+    let cove = Cove::new(wire).await;
     // Outside the workspace: deleting there asks in the default (auto) mode.
     let outside = tempfile::tempdir().unwrap();
     let keep = outside.path().join("keep");
@@ -1384,7 +1390,9 @@ async fn a_permission_request_is_answered_from_another_terminal() {
             "run",
             "Clean up",
             "--model",
-            "openai/scripted",
+            cove.model(),
+            "--tool-calls",
+            mode,
             "--workspace",
             &ws,
             "--no-prompt",
@@ -1573,6 +1581,22 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
         let asked = reader.until("permission_request").await;
         let thread = asked["thread_id"].as_str().unwrap().to_string();
         let request = asked["request_id"].as_str().unwrap().to_string();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        let _ = child.wait().await;
+        assert!(gone.exists());
+
+        // Resumed with no decision yet, the run waits on the same request again.
+        let mut child = cove
+            .command(&["--json", "resume", &thread, "--no-prompt"])
+            .spawn()
+            .unwrap();
+        let mut reader = EventReader::new(&mut child);
+        let again = reader.until("permission_request").await;
+        assert_eq!(again["request_id"], request.as_str(), "{mode}");
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
             rustix::process::Signal::KILL,
