@@ -13,7 +13,7 @@ use crate::store::{DecideError, Decision, RequestKind};
 pub(super) struct PermitArgs {
     /// The thread (an id or its start).
     thread: String,
-    /// The request's id (its `permission_request` event, or `cove show THREAD`).
+    /// The request's id (its `permission_request` event; `cove threads` lists those waiting).
     request: String,
     /// allow_once, allow_for_thread (also answers identical waiting requests) or deny.
     decision: String,

@@ -115,7 +115,7 @@ pub struct Decided {
 /// Why a decision cannot be taken; nothing was changed.
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
-    #[error("thread {thread} has no request {id:?}; `cove show {thread}` lists its requests")]
+    #[error("thread {thread} has no request {id:?}; `cove threads` lists the requests waiting")]
     NoRequest { thread: String, id: String },
     #[error("request {id} was already answered ({decision}); nothing was changed")]
     AlreadyDecided { id: String, decision: Decision },
