@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod llm;
+pub mod mcp;
 pub mod permissions;
 pub mod plan_text;
 pub mod sandbox;

@@ -1,0 +1,4 @@
+//! MCP (Model Context Protocol) servers as tools for the agent. So far: their configuration,
+//! as other MCP hosts write it. Starting servers and calling their tools is not built yet.
+
+pub mod config;
