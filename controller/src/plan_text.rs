@@ -7,24 +7,11 @@ use serde::Deserialize;
 
 use crate::store::{PlanDraft, PlanError};
 
+/// A plan as JSON: what a stored plan also carries (id, version, status) is not read.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct JsonPlan {
     goal: String,
     steps: Vec<JsonStep>,
-    // What a whole stored plan also carries; an edit of one is taken as it is.
-    #[serde(default)]
-    #[allow(dead_code)]
-    id: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    version: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    status: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    reason: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]

@@ -17,7 +17,7 @@ use super::prompt::ToolMode;
 use super::xml::{XmlEvent, XmlParser};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatProvider, ChatRequest, LlmError, StopReason, StreamEvent, Usage};
-use crate::tools::{ToolEnv, ToolRegistry, ToolResult};
+use crate::tools::{ToolDef, ToolEnv, ToolRegistry, ToolResult};
 
 /// A tool execution that may be awaited from several places.
 pub type Execution = Shared<BoxFuture<'static, ToolResult>>;
@@ -171,42 +171,10 @@ impl Executor {
             if let (Some(gate), Some(_), Ok(args)) = (&gate, &def, &args_for_run)
                 && let Err(refused) = gate.pass(&call_id, &tool, args).await
             {
-                emitter.emit(EventKind::ToolFailed {
-                    call_id,
-                    tool,
-                    error: refused.text.clone(),
-                });
+                announce_end(&emitter, call_id, tool, &refused);
                 return refused;
             }
-            let summary = match (&def, &args_for_run) {
-                (Some(def), Ok(args)) => def.summarize(args),
-                _ => None,
-            };
-            emitter.emit(EventKind::ToolStarted {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                summary,
-                arguments: args_for_run.clone().unwrap_or(Value::Null),
-            });
-            let result = match (def, args_for_run) {
-                (_, Err(why)) => ToolResult::error(why),
-                (None, Ok(_)) => ToolResult::error(format!("there is no tool named {tool:?}")),
-                (Some(def), Ok(args)) => def.call(&env, args).await,
-            };
-            emitter.emit(if result.ok {
-                EventKind::ToolCompleted {
-                    call_id,
-                    tool,
-                    output: result.text.clone(),
-                }
-            } else {
-                EventKind::ToolFailed {
-                    call_id,
-                    tool,
-                    error: result.text.clone(),
-                }
-            });
-            result
+            run_announced(&emitter, def.as_ref(), &env, call_id, tool, args_for_run).await
         });
         self.tasks.add(task.abort_handle());
         let execution: Execution = async move {
@@ -224,6 +192,51 @@ impl Executor {
             execution,
         }
     }
+}
+
+/// Runs one call of `def` (none: no such tool), announcing its start and its end.
+pub(crate) async fn run_announced(
+    emitter: &Emitter,
+    def: Option<&ToolDef>,
+    env: &ToolEnv,
+    call_id: String,
+    tool: String,
+    arguments: Result<Value, String>,
+) -> ToolResult {
+    let summary = match (def, &arguments) {
+        (Some(def), Ok(args)) => def.summarize(args),
+        _ => None,
+    };
+    emitter.emit(EventKind::ToolStarted {
+        call_id: call_id.clone(),
+        tool: tool.clone(),
+        summary,
+        arguments: arguments.clone().unwrap_or(Value::Null),
+    });
+    let result = match (def, arguments) {
+        (_, Err(why)) => ToolResult::error(why),
+        (None, Ok(_)) => ToolResult::error(format!("there is no tool named {tool:?}")),
+        (Some(def), Ok(args)) => def.call(env, args).await,
+    };
+    announce_end(emitter, call_id, tool, &result);
+    result
+}
+
+/// Announces how a call ended.
+pub(crate) fn announce_end(emitter: &Emitter, call_id: String, tool: String, result: &ToolResult) {
+    emitter.emit(if result.ok {
+        EventKind::ToolCompleted {
+            call_id,
+            tool,
+            output: result.text.clone(),
+        }
+    } else {
+        EventKind::ToolFailed {
+            call_id,
+            tool,
+            error: result.text.clone(),
+        }
+    });
 }
 
 /// The answer's settings.

@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::answer::{AnswerSettings, Executor, ToolTasks, answer};
+use super::answer::{AnswerSettings, Executor, ToolTasks, announce_end, answer, run_announced};
 use super::config::AgentConfig;
 use super::events::Emitter;
 use super::handle::{RunControl, RunHandle};
@@ -92,8 +92,14 @@ pub struct Agent {
 
 const INTERRUPTED: &str = "This call was interrupted when Cove stopped, before its result was recorded; its effect is unknown. Check before running it again.";
 
-fn xml_result(name: &str, result: &ToolResult) -> ChatMessage {
-    ChatMessage::user(xml::result_text(name, result.ok, &result.text))
+/// A call's result as the model reads it: a tool message, or an XML result in a user message.
+fn tool_message(mode: ToolMode, call_id: &str, tool: &str, result: &ToolResult) -> ChatMessage {
+    match mode {
+        ToolMode::Native => {
+            ChatMessage::tool_result(call_id, tool, result.text.clone(), !result.ok)
+        }
+        ToolMode::Xml => ChatMessage::user(xml::result_text(tool, result.ok, &result.text)),
+    }
 }
 
 /// A run in progress: who it is, the history as the model will see it, what it shows the
@@ -459,39 +465,24 @@ impl Agent {
                 request.arguments.clone(),
             );
             let result = match gate.resume(request).await {
-                Err(refused) => refused,
-                Ok(()) => match self.registry.get(&tool) {
-                    Some(def) => {
-                        live.emitter.emit(EventKind::ToolStarted {
-                            call_id: call_id.clone(),
-                            tool: tool.clone(),
-                            summary: def.summarize(&args),
-                            arguments: args.clone(),
-                        });
-                        def.call(&env, args).await
-                    }
-                    None => ToolResult::error(format!("there is no tool named {tool:?}")),
-                },
+                Err(refused) => {
+                    announce_end(&live.emitter, call_id.clone(), tool.clone(), &refused);
+                    refused
+                }
+                Ok(()) => {
+                    let def = self.registry.get(&tool);
+                    run_announced(
+                        &live.emitter,
+                        def,
+                        &env,
+                        call_id.clone(),
+                        tool.clone(),
+                        Ok(args),
+                    )
+                    .await
+                }
             };
-            live.emitter.emit(if result.ok {
-                EventKind::ToolCompleted {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    output: result.text.clone(),
-                }
-            } else {
-                EventKind::ToolFailed {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    error: result.text.clone(),
-                }
-            });
-            let message = match self.config.mode {
-                ToolMode::Native => {
-                    ChatMessage::tool_result(&call_id, &tool, result.text.clone(), !result.ok)
-                }
-                ToolMode::Xml => xml_result(&tool, &result),
-            };
+            let message = tool_message(self.config.mode, &call_id, &tool, &result);
             live.record(&self.store, message)?;
             if let Some(state) = result.browser_state {
                 live.browser = Some(state);
@@ -641,12 +632,7 @@ impl Agent {
         let mut results: Vec<Option<ToolResult>> = vec![None; answer.calls.len()];
         while let Some((i, result)) = pending.next().await {
             let call = &answer.calls[i];
-            let message = match self.config.mode {
-                ToolMode::Native => {
-                    ChatMessage::tool_result(&call.id, &call.name, result.text.clone(), !result.ok)
-                }
-                ToolMode::Xml => xml_result(&call.name, &result),
-            };
+            let message = tool_message(self.config.mode, &call.id, &call.name, &result);
             live.record(&self.store, message)?;
             if let Some((plan, note)) = &result.plan_updated {
                 live.emitter.emit(EventKind::PlanUpdated {
