@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the tests need besides Debian's base packages: pages written by others, for the
 # browser tests (Python's documentation and jQuery UI's demos from Debian, Swagger UI from
-# npm).
+# npm), and MCP implementations written by others (the reference servers from npm and PyPI,
+# the official Python SDK), pinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +19,14 @@ if ! command -v npm >/dev/null 2>&1; then
     $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 mkdir -p target/test-deps
-npm install --prefix target/test-deps --no-audit --no-fund --silent swagger-ui-dist@5.35.0
+npm install --prefix target/test-deps --no-audit --no-fund --silent \
+    swagger-ui-dist@5.35.0 @modelcontextprotocol/server-everything@2026.8.31
+if ! [ -x target/test-deps/py/bin/python ]; then
+    if ! python3 -m venv target/test-deps/py >/dev/null 2>&1; then
+        $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+        rm -rf target/test-deps/py
+        python3 -m venv target/test-deps/py
+    fi
+fi
+target/test-deps/py/bin/pip install --quiet --disable-pip-version-check \
+    mcp==2.3.0 mcp-server-time==2026.10.19

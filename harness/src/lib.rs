@@ -10,6 +10,7 @@ pub mod firefox;
 pub mod images;
 pub mod live;
 pub mod llm;
+pub mod mcp_servers;
 pub mod person;
 pub mod preview;
 pub mod procs;

@@ -388,7 +388,7 @@ impl Drop for ScriptedLlm {
         let violations = self.violations();
         if !violations.is_empty() && !std::thread::panicking() {
             panic!(
-                "the controller sent requests with unpaired tool calls and results:\n{}",
+                "the controller sent requests a real provider would refuse:\n{}",
                 violations.join("\n")
             );
         }
@@ -549,9 +549,79 @@ fn record(shared: &Shared, wire: Wire, headers: HeaderMap, body: &Bytes) -> Arc<
     received
 }
 
-/// A provider's refusal of a request whose tool calls and results do not pair up.
+/// Where the request's tool definitions break rules both providers enforce: names of 1-64
+/// characters of `[A-Za-z0-9_-]`, unique; an input schema of type object without `anyOf`,
+/// `oneOf`, `allOf`, `not` or `enum` at its top (Anthropic refuses those); every array
+/// schema with `items` (OpenAI refuses arrays without).
+pub fn tool_definition_problems(request: &Received) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    for tool in request.body["tools"].as_array().into_iter().flatten() {
+        let (name, schema) = match request.wire {
+            Wire::OpenAi => (&tool["function"]["name"], &tool["function"]["parameters"]),
+            Wire::Anthropic => (&tool["name"], &tool["input_schema"]),
+        };
+        let name = name.as_str().unwrap_or_default();
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            problems.push(format!("tool name {name:?} is not 1-64 of [A-Za-z0-9_-]"));
+        }
+        if !names.insert(name.to_string()) {
+            problems.push(format!("tool {name:?} is defined twice"));
+        }
+        if schema["type"] != "object" {
+            problems.push(format!(
+                "tool {name:?}: the input schema is not of type object"
+            ));
+        }
+        for key in ["anyOf", "oneOf", "allOf", "not", "enum"] {
+            if schema.get(key).is_some() {
+                problems.push(format!(
+                    "tool {name:?}: {key} at the top of the input schema"
+                ));
+            }
+        }
+        arrays_without_items(name, schema, &mut problems);
+    }
+    problems
+}
+
+fn arrays_without_items(tool: &str, schema: &Value, problems: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            let is_array = match map.get("type") {
+                Some(Value::String(t)) => t == "array",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+                _ => false,
+            };
+            if is_array && !map.contains_key("items") {
+                problems.push(format!("tool {tool:?}: an array schema without items"));
+            }
+            for (key, value) in map {
+                // Enum and default values are data, not schemas.
+                if key != "enum" && key != "default" && key != "const" && key != "examples" {
+                    arrays_without_items(tool, value, problems);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                arrays_without_items(tool, item, problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A provider's refusal of a request whose tool calls and results do not pair up, or
+/// whose tool definitions it would not accept.
 fn refuse_unpaired(shared: &Shared, request: &Received) -> Option<Response> {
-    let problems = pairing_problems(request);
+    let mut problems = pairing_problems(request);
+    problems.extend(tool_definition_problems(request));
     if problems.is_empty() {
         return None;
     }

@@ -132,6 +132,21 @@ pub enum EventKind {
         decision: String,
         reason: Option<String>,
     },
+    /// How an MCP server stands at the run's start: `ready` with its `tools`, `failed` with
+    /// the `error` (the run goes on without it), or `disabled` in its configuration.
+    McpStatus {
+        server: String,
+        status: String,
+        tools: u32,
+        error: Option<String>,
+    },
+    /// The agent loaded a skill: its instructions are in the conversation and its files were
+    /// copied to `path` in the sandbox.
+    SkillLoaded {
+        name: String,
+        path: String,
+        files: u32,
+    },
     /// The agent declares the task done.
     Complete {
         text: Option<String>,
@@ -183,6 +198,8 @@ impl EventKind {
             EventKind::PlanUpdated { .. } => "plan_updated",
             EventKind::PermissionRequest { .. } => "permission_request",
             EventKind::PermissionDecided { .. } => "permission_decided",
+            EventKind::McpStatus { .. } => "mcp_status",
+            EventKind::SkillLoaded { .. } => "skill_loaded",
             EventKind::Complete { .. } => "complete",
             EventKind::ContextCompressed { .. } => "context_compressed",
             EventKind::ContextSummarized { .. } => "context_summarized",

@@ -17,7 +17,7 @@ use super::prompt::ToolMode;
 use super::xml::{XmlEvent, XmlParser};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatProvider, ChatRequest, LlmError, StopReason, StreamEvent, Usage};
-use crate::tools::{ToolDef, ToolEnv, ToolRegistry, ToolResult};
+use crate::tools::{Tool, ToolEnv, ToolRegistry, ToolResult};
 
 /// A tool execution that may be awaited from several places.
 pub type Execution = Shared<BoxFuture<'static, ToolResult>>;
@@ -152,7 +152,7 @@ impl Executor {
                 execution: reused,
             };
         }
-        let def = self.registry.get(&name).copied();
+        let def = self.registry.get(&name);
         let env = self.env.clone();
         let emitter = self.emitter.clone();
         let previous = if self.parallel {
@@ -168,8 +168,8 @@ impl Executor {
             if let Some(previous) = previous {
                 previous.await;
             }
-            if let (Some(gate), Some(_), Ok(args)) = (&gate, &def, &args_for_run)
-                && let Err(refused) = gate.pass(&call_id, &tool, args).await
+            if let (Some(gate), Some(def), Ok(args)) = (&gate, &def, &args_for_run)
+                && let Err(refused) = gate.pass(&call_id, &tool, &def.policy_name(), args).await
             {
                 announce_end(&emitter, call_id, tool, &refused);
                 return refused;
@@ -197,7 +197,7 @@ impl Executor {
 /// Runs one call of `def` (none: no such tool), announcing its start and its end.
 pub(crate) async fn run_announced(
     emitter: &Emitter,
-    def: Option<&ToolDef>,
+    def: Option<&Tool>,
     env: &ToolEnv,
     call_id: String,
     tool: String,

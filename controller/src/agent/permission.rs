@@ -41,10 +41,16 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    /// Waits until call `call_id` of `tool` may run; the result to give the model instead
-    /// when it may not.
-    pub async fn pass(&self, call_id: &str, tool: &str, args: &Value) -> Result<(), ToolResult> {
-        if self.plan_first && permissions::effect(tool) == Effect::Change {
+    /// Waits until call `call_id` of `tool` (which rules know as `policy_name`) may run;
+    /// the result to give the model instead when it may not.
+    pub async fn pass(
+        &self,
+        call_id: &str,
+        tool: &str,
+        policy_name: &str,
+        args: &Value,
+    ) -> Result<(), ToolResult> {
+        if self.plan_first && permissions::effect(policy_name) == Effect::Change {
             let approved = self
                 .store
                 .current_plan(&self.thread_id)
@@ -59,7 +65,7 @@ impl Gate {
         let Some(policy) = &self.policy else {
             return Ok(());
         };
-        let why = match policy.check(tool, args) {
+        let why = match policy.check(policy_name, args) {
             Verdict::Allow => return Ok(()),
             Verdict::Deny { why } => {
                 return Err(ToolResult::error(format!(
@@ -68,7 +74,7 @@ impl Gate {
             }
             Verdict::Ask { why } => why,
         };
-        let fingerprint = permissions::fingerprint(tool, args);
+        let fingerprint = permissions::fingerprint(policy_name, args);
         match self.store.granted(&self.thread_id, &fingerprint) {
             Ok(true) => return Ok(()),
             Ok(false) => {}
@@ -82,7 +88,7 @@ impl Gate {
                 kind: RequestKind::Permission,
                 call_id: call_id.to_string(),
                 tool: tool.to_string(),
-                summary: permissions::summary(tool, args),
+                summary: permissions::summary(policy_name, args),
                 why,
                 arguments: args.clone(),
                 fingerprint,

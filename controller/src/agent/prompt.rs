@@ -83,6 +83,18 @@ pub fn system_prompt(registry: &ToolRegistry, mode: ToolMode, workspace: &str) -
     prompt
 }
 
+/// The section of the system prompt that says MCP tools exist but are not listed.
+pub fn deferred_mcp_section(servers: &[(String, usize)]) -> String {
+    let list: Vec<String> = servers
+        .iter()
+        .map(|(name, tools)| format!("{name} ({tools} tools)"))
+        .collect();
+    format!(
+        "\n\n## More tools (MCP)\nThe user's MCP servers offer more tools than are listed here: {}. When a task could use an outside service or integration, find the right tools with `mcp_search_tools` (a few words on what they should do); the ones it finds are then yours to call.",
+        list.join(", ")
+    )
+}
+
 /// The section of the system prompt about the thread's plan: the approved one to work to,
 /// or, when the user asked to plan first and none is approved yet, that instruction.
 pub fn plan_section(approved: Option<&cove_protocol::plan::Plan>, plan_first: bool) -> String {

@@ -26,6 +26,7 @@ use crate::context::{
     temporary_message,
 };
 use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall, ToolSpec};
+use crate::mcp::{McpTool, ServerState};
 use crate::store::{self, Decision, PauseKind, RequestKind, Store, StoreError, Thread};
 use crate::tools::{
     Control, Image, MessageArchive, PlanBook, ReadOffsets, ToolEnv, ToolRegistry, ToolResult,
@@ -90,6 +91,9 @@ pub struct Agent {
     read_offsets: ReadOffsets,
 }
 
+/// MCP tools are deferred when their specs would take more than 1/this of the window.
+const MCP_TOOLS_SHARE: usize = 10;
+
 const INTERRUPTED: &str = "This call was interrupted when Cove stopped, before its result was recorded; its effect is unknown. Check before running it again.";
 
 /// A call's result as the model reads it: a tool message, or an XML result in a user message.
@@ -116,6 +120,8 @@ struct LiveRun {
     tools: Vec<ToolSpec>,
     /// Tokens of the system prompt and tool specs.
     fixed: usize,
+    /// The MCP tools' generation `tools` and `system` were made for.
+    tools_generation: u64,
     settings: AnswerSettings,
     calibration: Calibration,
     /// Kept in step with the store rather than reloaded each iteration: every message is
@@ -325,6 +331,35 @@ impl Agent {
         Ok(())
     }
 
+    /// The system prompt and the tool specs the model is given, and their tokens.
+    fn fixed_parts(
+        &self,
+        thread_id: &str,
+        counter: &TokenCounter,
+    ) -> Result<(String, Vec<ToolSpec>, usize), RunError> {
+        let mut system = system_prompt(
+            &self.registry,
+            self.config.mode,
+            &self.config.workspace_label,
+        );
+        if let Some(hub) = self.registry.mcp()
+            && hub.is_deferred()
+        {
+            system.push_str(&prompt::deferred_mcp_section(&hub.summary()));
+        }
+        system.push_str(&knowledge::section(
+            &self.store.knowledge(Some(thread_id))?,
+            self.config.context.knowledge_budget,
+            counter,
+        ));
+        let tools = match self.config.mode {
+            ToolMode::Native => self.registry.specs(),
+            ToolMode::Xml => Vec::new(),
+        };
+        let fixed = counter.text(&system) + counter.tools(&tools) + 4;
+        Ok((system, tools, fixed))
+    }
+
     /// Makes the run's state: repairs what a killed run left, builds the system prompt and
     /// loads the history.
     fn begin(
@@ -337,20 +372,13 @@ impl Agent {
         self.repair(&thread.id, run_id)?;
         let counter = TokenCounter::for_model(&self.config.model);
         let window = self.config.profile.context_window as usize;
-        let mut system = system_prompt(
-            &self.registry,
-            self.config.mode,
-            &self.config.workspace_label,
-        );
-        system.push_str(&knowledge::section(
-            &self.store.knowledge(Some(&thread.id))?,
-            self.config.context.knowledge_budget,
-            &counter,
-        ));
-        let tools = match self.config.mode {
-            ToolMode::Native => self.registry.specs(),
-            ToolMode::Xml => Vec::new(),
-        };
+        if let Some(hub) = self.registry.mcp() {
+            let all: Vec<ToolSpec> = hub.listed().iter().map(McpTool::spec).collect();
+            // Like Claude Code: MCP tools that would take more than a tenth of the window
+            // are found by search instead of listed.
+            hub.set_deferred(counter.tools(&all) > window / MCP_TOOLS_SHARE);
+        }
+        let (system, tools, fixed) = self.fixed_parts(&thread.id, &counter)?;
         // A page of expand_message takes at most a quarter of what the answer leaves free.
         let page_tokens = window.saturating_sub(self.config.max_tokens as usize) / 4;
         let archive = MessageArchive {
@@ -358,7 +386,6 @@ impl Agent {
             thread: thread.id.clone(),
             page_chars: (page_tokens * 3).clamp(2_000, 200_000),
         };
-        let fixed = counter.text(&system) + counter.tools(&tools) + 4;
         let mut history: Vec<Entry> = self
             .store
             .llm_messages(&thread.id)?
@@ -397,6 +424,7 @@ impl Agent {
             system,
             tools,
             fixed,
+            tools_generation: self.registry.mcp().map_or(0, |m| m.generation()),
             settings: AnswerSettings {
                 mode: self.config.mode,
                 max_calls: self.config.max_calls_per_answer,
@@ -423,6 +451,22 @@ impl Agent {
         emitter: &Arc<Emitter>,
         control: Arc<RunControl>,
     ) -> Result<RunOutcome, RunError> {
+        if let Some(hub) = self.registry.mcp() {
+            // The first call waits for the servers, each at most its startup timeout.
+            for status in hub.statuses().await {
+                let (state, tools, error) = match status.state {
+                    ServerState::Ready { tools } => ("ready", tools as u32, None),
+                    ServerState::Failed(why) => ("failed", 0, Some(why)),
+                    ServerState::Disabled => ("disabled", 0, None),
+                };
+                emitter.emit(EventKind::McpStatus {
+                    server: status.name,
+                    status: state.to_string(),
+                    tools,
+                    error,
+                });
+            }
+        }
         let mut live = self.begin(thread, run_id, emitter, control)?;
         // The calls' results first: they answer the last assistant message.
         self.replay(&mut live).await?;
@@ -473,7 +517,7 @@ impl Agent {
                     let def = self.registry.get(&tool);
                     run_announced(
                         &live.emitter,
-                        def,
+                        def.as_ref(),
                         &env,
                         call_id.clone(),
                         tool.clone(),
@@ -503,6 +547,7 @@ impl Agent {
                 store: self.store.clone(),
                 thread: live.thread.id.clone(),
             }),
+            mcp: self.registry.mcp().cloned(),
         }
     }
 
@@ -513,6 +558,14 @@ impl Agent {
         iteration: u32,
     ) -> Result<Option<RunOutcome>, RunError> {
         self.store.count_iteration(&live.run_id, iteration)?;
+        if let Some(hub) = self.registry.mcp()
+            && hub.generation() != live.tools_generation
+        {
+            // mcp_search_tools loaded tools: they are offered from this call on.
+            live.tools_generation = hub.generation();
+            (live.system, live.tools, live.fixed) =
+                self.fixed_parts(&live.thread.id, &live.counter)?;
+        }
         live.emitter
             .emit(EventKind::AssistantResponseStart { iteration });
         let browser = live.browser.take();

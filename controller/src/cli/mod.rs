@@ -3,6 +3,7 @@
 
 mod error;
 mod knowledge;
+mod mcp;
 mod operator;
 mod permit;
 mod plan;
@@ -65,6 +66,9 @@ enum Command {
     /// Manage the knowledge the agent keeps in mind (in its system prompt).
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
+    /// See and check the MCP servers the agent can use (`mcpServers` files).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Run a shell command in the sandbox (no model involved).
     Exec(operator::ExecArgs),
     /// List files of the sandbox's workspace.
@@ -119,6 +123,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Show { thread } => threads::show(&inv, &thread),
         Command::Sandbox(cmd) => sandbox::command(&inv, cmd).await,
         Command::Knowledge(cmd) => knowledge::command(&inv, cmd),
+        Command::Mcp(cmd) => mcp::command(&inv, cmd).await,
         Command::Exec(args) => operator::exec(&inv, args).await,
         Command::Ls(args) => operator::ls(&inv, args).await,
         Command::Cat(args) => operator::cat(&inv, args).await,

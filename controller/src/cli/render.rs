@@ -310,6 +310,31 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 self.line(&text);
                 self.spinner.set(Some("working"));
             }
+            EventKind::McpStatus {
+                server,
+                status,
+                tools,
+                error,
+            } => {
+                // A server that works is worth a dim line; one that failed, a clear one.
+                let text = match (status.as_str(), error) {
+                    ("failed", Some(error)) => self.paint(
+                        "33",
+                        &format!("  ! MCP server {server} failed: {}", first_line(error, 400)),
+                    ),
+                    ("disabled", _) => self.paint("2", &format!("  MCP server {server}: disabled")),
+                    _ => self.paint("2", &format!("  MCP server {server}: {tools} tools")),
+                };
+                self.line(&text);
+                self.spinner.set(Some("thinking"));
+            }
+            EventKind::SkillLoaded { name, path, files } => {
+                let text = self.paint(
+                    "36",
+                    &format!("  ◆ skill {name} loaded ({files} files in {path})"),
+                );
+                self.line(&text);
+            }
             EventKind::Complete { text, attachments } => {
                 let head = self.paint("1;32", "✔ Done.");
                 self.line(&format!("\n{head} {}", text.as_deref().unwrap_or("")));

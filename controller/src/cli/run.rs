@@ -2,6 +2,7 @@
 //! [`RunHandle`](crate::agent::RunHandle) and shown by the [`Renderer`].
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use crate::llm::profile::profile;
 use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
 use crate::store::{Decision, NewThread, PauseKind, RequestKind, RunState, Thread};
+use crate::tools::ToolRegistry;
 use cove_protocol::plan::PlanStatus;
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
@@ -56,6 +58,10 @@ pub(super) struct RunFlags {
     /// risky commands and MCP tools ask), ask (every change asks), read-only, or yolo.
     #[arg(long, value_parser = Mode::NAMES.to_vec())]
     permissions: Option<String>,
+    /// Also read MCP servers from this `mcpServers` JSON file (repeatable; besides
+    /// ~/.config/cove/mcp.json, .mcp.json and .cove/mcp.json).
+    #[arg(long = "mcp-config")]
+    mcp_config: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -332,6 +338,8 @@ pub(super) async fn drive(
         )?;
     }
     let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
+    // The servers start while the sandbox does.
+    let mcp = super::mcp::start(inv, &flags.mcp_config);
     let sandbox = open_sandbox(inv, &thread, input.is_some(), sandbox_args).await?;
     let workspace_label = sandbox
         .client
@@ -346,12 +354,14 @@ pub(super) async fn drive(
             return Err(e);
         }
     };
-    let agent = Arc::new(Agent::new(
-        config,
-        provider,
-        inv.store.clone(),
-        sandbox.client.clone(),
-    ));
+    let mut registry = ToolRegistry::standard();
+    if let Some(hub) = &mcp {
+        registry = registry.with_mcp(hub.clone());
+    }
+    let agent = Arc::new(
+        Agent::new(config, provider, inv.store.clone(), sandbox.client.clone())
+            .with_registry(Arc::new(registry)),
+    );
     let interactive = !inv.printer.json() && !flags.no_prompt && std::io::stdin().is_terminal();
     let mut renderer = Renderer::terminal(inv.printer.json());
     let code = loop {
@@ -439,6 +449,10 @@ pub(super) async fn drive(
     };
     if let SandboxSpec::Local { workspace } = &sandbox.spec {
         renderer.workspace(workspace);
+    }
+    drop(agent);
+    if let Some(hub) = &mcp {
+        hub.shutdown().await;
     }
     sandbox.close().await;
     Ok(code)

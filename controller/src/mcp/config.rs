@@ -89,7 +89,7 @@ struct RawServer {
 }
 
 /// Where `needle` (a JSON object key) first appears in `text`, as 1-based line and column.
-fn position_of_key(text: &str, key: &str) -> (usize, usize) {
+pub fn position_of_key(text: &str, key: &str) -> (usize, usize) {
     let quoted = format!("\"{key}\"");
     let at = text.find(&quoted).unwrap_or(0);
     let before = &text[..at];

@@ -7,6 +7,7 @@
 mod browser;
 mod expand;
 mod files;
+mod mcp;
 mod message;
 mod plan;
 mod preview;
@@ -27,6 +28,7 @@ pub use expand::{EXPAND_MESSAGE, MessageArchive};
 pub use plan::PlanBook;
 
 use crate::llm::ToolSpec;
+use crate::mcp::{McpHub, McpTool};
 
 /// Longest tool result the model reads; longer ones keep head and tail.
 pub const MAX_RESULT_CHARS: usize = 20_000;
@@ -131,6 +133,8 @@ pub struct ToolEnv {
     pub archive: Option<MessageArchive>,
     /// The thread's plan, for `update_plan`.
     pub plans: Option<PlanBook>,
+    /// The MCP servers, for `mcp_search_tools`.
+    pub mcp: Option<Arc<McpHub>>,
 }
 
 impl ToolEnv {
@@ -143,6 +147,7 @@ impl ToolEnv {
             snapshot_id: None,
             archive: None,
             plans: None,
+            mcp: None,
         }
     }
 }
@@ -214,28 +219,7 @@ impl ToolDef {
 
     /// Arguments from an XML call's raw strings, typed by the schema.
     pub fn arguments_from_xml(&self, parameters: &[(String, String)]) -> Result<Value, String> {
-        let schema = self.schema();
-        let properties = schema.get("properties").and_then(Value::as_object);
-        let mut args = Map::new();
-        for (name, raw) in parameters {
-            let Some(prop) = properties.and_then(|p| p.get(name)) else {
-                return Err(format!(
-                    "{} has no parameter {name:?}; its parameters are: {}",
-                    self.name,
-                    properties
-                        .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
-                        .unwrap_or_default()
-                ));
-            };
-            let value = if self.raw.contains(&name.as_str()) {
-                Value::String(raw.clone())
-            } else {
-                typed(prop, raw.trim())
-                    .map_err(|e| format!("parameter {name:?} of {}: {e}", self.name))?
-            };
-            args.insert(name.clone(), value);
-        }
-        Ok(Value::Object(args))
+        xml_arguments(self.name, &self.schema(), self.raw, parameters)
     }
 
     /// The value of the summary argument of a call, shortened.
@@ -249,6 +233,35 @@ impl ToolDef {
         let line = text.lines().next().unwrap_or_default();
         Some(cap_text(line, 120))
     }
+}
+
+/// Arguments from an XML call's raw strings, typed by the tool's `schema`; the `raw`
+/// parameters are kept exactly, the others trimmed.
+fn xml_arguments(
+    tool: &str,
+    schema: &Value,
+    raw: &[&str],
+    parameters: &[(String, String)],
+) -> Result<Value, String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut args = Map::new();
+    for (name, value) in parameters {
+        let Some(prop) = properties.and_then(|p| p.get(name)) else {
+            return Err(format!(
+                "{tool} has no parameter {name:?}; its parameters are: {}",
+                properties
+                    .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            ));
+        };
+        let value = if raw.contains(&name.as_str()) {
+            Value::String(value.clone())
+        } else {
+            typed(prop, value.trim()).map_err(|e| format!("parameter {name:?} of {tool}: {e}"))?
+        };
+        args.insert(name.clone(), value);
+    }
+    Ok(Value::Object(args))
 }
 
 fn types_of(schema: &Value) -> Vec<&str> {
@@ -388,10 +401,145 @@ macro_rules! tool {
 }
 pub(crate) use tool;
 
-/// The tools of a run.
+/// A tool as a run offers it: one of Cove's own, or one an MCP server offers.
+#[derive(Debug, Clone)]
+pub enum Tool {
+    Own(ToolDef),
+    Mcp(McpTool),
+}
+
+impl Tool {
+    /// The name the model calls it by.
+    pub fn name(&self) -> &str {
+        match self {
+            Tool::Own(def) => def.name,
+            Tool::Mcp(tool) => &tool.name,
+        }
+    }
+
+    /// The name permission rules match: its own, or `mcp:SERVER:TOOL`.
+    pub fn policy_name(&self) -> String {
+        match self {
+            Tool::Own(def) => def.name.to_string(),
+            Tool::Mcp(tool) => tool.policy_name(),
+        }
+    }
+
+    /// The native tool description.
+    pub fn spec(&self) -> ToolSpec {
+        match self {
+            Tool::Own(def) => def.spec(),
+            Tool::Mcp(tool) => tool.spec(),
+        }
+    }
+
+    fn schema(&self) -> Value {
+        match self {
+            Tool::Own(def) => def.schema(),
+            Tool::Mcp(tool) => tool.schema.clone(),
+        }
+    }
+
+    /// Arguments from an XML call's raw strings, typed by the schema.
+    pub fn arguments_from_xml(&self, parameters: &[(String, String)]) -> Result<Value, String> {
+        match self {
+            Tool::Own(def) => def.arguments_from_xml(parameters),
+            Tool::Mcp(tool) => xml_arguments(&tool.name, &tool.schema, &[], parameters),
+        }
+    }
+
+    /// The argument that says most about a call, shortened: for an MCP tool, its first
+    /// required text argument.
+    pub fn summarize(&self, arguments: &Value) -> Option<String> {
+        match self {
+            Tool::Own(def) => def.summarize(arguments),
+            Tool::Mcp(tool) => {
+                let required = tool.schema.get("required").and_then(Value::as_array)?;
+                let text = required
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .find_map(|key| arguments.get(key).and_then(Value::as_str))?;
+                Some(cap_text(text.lines().next().unwrap_or_default(), 120))
+            }
+        }
+    }
+
+    /// Runs the tool. Arguments that do not fit come back as an error.
+    pub async fn call(&self, env: &ToolEnv, arguments: Value) -> ToolResult {
+        match self {
+            Tool::Own(def) => def.call(env, arguments).await,
+            Tool::Mcp(tool) => {
+                let Value::Object(arguments) = arguments else {
+                    return ToolResult::error("the arguments are not a JSON object");
+                };
+                let mut result = match tool.server.call(&tool.raw, arguments).await {
+                    Ok(result) => crate::mcp::result::tool_result(&tool.name, result, env.vision),
+                    Err(e) => ToolResult::error(e.to_string()),
+                };
+                result.text = cap_text(&result.text, MAX_RESULT_CHARS);
+                result
+            }
+        }
+    }
+
+    /// How to call it in Suna's XML format: what it does, its parameters, an example.
+    fn xml_documentation(&self) -> String {
+        let schema = self.schema();
+        let (description, example) = match self {
+            Tool::Own(def) => (def.description.to_string(), def.xml_example()),
+            Tool::Mcp(tool) => (tool.spec().description, xml_example_of(&tool.name, &schema)),
+        };
+        let mut out = format!("### {}\n{description}\n", self.name());
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for (name, prop) in props {
+                let kind = types_of(prop)
+                    .into_iter()
+                    .filter(|t| *t != "null")
+                    .collect::<Vec<_>>()
+                    .join("|");
+                let need = if required.contains(&name.as_str()) {
+                    "required"
+                } else {
+                    "optional"
+                };
+                let about = prop
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                out.push_str(&format!("- {name} ({kind}, {need}): {about}\n"));
+            }
+        }
+        out.push_str(&format!("Example:\n{example}\n\n"));
+        out
+    }
+}
+
+/// An XML call of a tool with no written example: each required parameter with a stand-in.
+fn xml_example_of(name: &str, schema: &Value) -> String {
+    let mut out = format!("<invoke name=\"{name}\">\n");
+    for key in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        out.push_str(&format!("<parameter name=\"{key}\">...</parameter>\n"));
+    }
+    out.push_str("</invoke>");
+    out
+}
+
+/// The tools of a run: Cove's own and, when servers are configured, the MCP servers'.
 #[derive(Debug, Clone)]
 pub struct ToolRegistry {
     tools: Vec<ToolDef>,
+    mcp: Option<Arc<McpHub>>,
 }
 
 impl ToolRegistry {
@@ -406,66 +554,66 @@ impl ToolRegistry {
         tools.extend(message::tools());
         tools.extend(plan::tools());
         tools.extend(expand::tools());
-        ToolRegistry { tools }
+        tools.extend(mcp::tools());
+        ToolRegistry { tools, mcp: None }
     }
 
     /// A registry of exactly these tools.
     pub fn of(tools: Vec<ToolDef>) -> Self {
-        ToolRegistry { tools }
+        ToolRegistry { tools, mcp: None }
     }
 
-    /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&ToolDef> {
-        self.tools.iter().find(|t| t.name == name)
+    /// The same tools and the tools of `hub`'s servers.
+    pub fn with_mcp(mut self, hub: Arc<McpHub>) -> Self {
+        self.mcp = Some(hub);
+        self
     }
 
-    /// All tools, in order.
+    /// The MCP servers, if any are configured.
+    pub fn mcp(&self) -> Option<&Arc<McpHub>> {
+        self.mcp.as_ref()
+    }
+
+    /// Whether `def` is offered now: `mcp_search_tools` only while MCP tools are deferred.
+    fn offers(&self, def: &ToolDef) -> bool {
+        def.name != mcp::SEARCH_TOOLS || self.mcp.as_ref().is_some_and(|m| m.is_deferred())
+    }
+
+    /// The tool called `name`: an MCP tool is found even while deferred.
+    pub fn get(&self, name: &str) -> Option<Tool> {
+        if let Some(def) = self.tools.iter().find(|t| t.name == name) {
+            return self.offers(def).then_some(Tool::Own(*def));
+        }
+        self.mcp.as_ref()?.tool(name).map(Tool::Mcp)
+    }
+
+    /// Cove's own tools, in order.
     pub fn all(&self) -> &[ToolDef] {
         &self.tools
     }
 
-    /// Native tool descriptions.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(ToolDef::spec).collect()
+    /// The tools offered to the model now.
+    pub fn offered(&self) -> Vec<Tool> {
+        let mut tools: Vec<Tool> = self
+            .tools
+            .iter()
+            .filter(|def| self.offers(def))
+            .map(|def| Tool::Own(*def))
+            .collect();
+        if let Some(hub) = &self.mcp {
+            tools.extend(hub.offered().into_iter().map(Tool::Mcp));
+        }
+        tools
     }
 
-    /// The tools described for XML mode: what each does, its parameters, an example call.
+    /// Native tool descriptions of the tools offered now.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.offered().iter().map(Tool::spec).collect()
+    }
+
+    /// The tools offered now, described for XML mode.
     pub fn xml_documentation(&self) -> String {
-        let mut out = String::new();
-        for tool in &self.tools {
-            out.push_str(&format!("### {}\n{}\n", tool.name, tool.description));
-            if let Some(props) = tool.schema().get("properties").and_then(Value::as_object) {
-                let required: Vec<String> = tool
-                    .schema()
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| {
-                        r.iter()
-                            .filter_map(|v| v.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                for (name, prop) in props {
-                    let kind = types_of(prop)
-                        .into_iter()
-                        .filter(|t| *t != "null")
-                        .collect::<Vec<_>>()
-                        .join("|");
-                    let need = if required.contains(name) {
-                        "required"
-                    } else {
-                        "optional"
-                    };
-                    let about = prop
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    out.push_str(&format!("- {name} ({kind}, {need}): {about}\n"));
-                }
-            }
-            out.push_str(&format!("Example:\n{}\n\n", tool.xml_example()));
-        }
-        out
+        self.offered().iter().map(Tool::xml_documentation).collect()
     }
 }
 

@@ -12,6 +12,8 @@ use cove_harness::llm::Wire;
 use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::{Value, json};
 
+mod mcp;
+
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
