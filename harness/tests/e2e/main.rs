@@ -1981,7 +1981,11 @@ async fn a_plan_is_proposed_rejected_edited_approved_and_carried_out() {
             (Some(3), Some("approved by the user")),
             "the approval is told first"
         );
-        assert_eq!(updates[2]["note"], "written");
+        // The two updates of one answer run in parallel: either may be told first.
+        assert!(
+            updates[2..].iter().any(|u| u["note"] == "written"),
+            "{updates:?}"
+        );
         assert_eq!(
             std::fs::read_to_string(cove.workspace.join("hello.txt")).unwrap(),
             "hi"
