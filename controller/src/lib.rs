@@ -14,5 +14,6 @@ pub mod mcp;
 pub mod permissions;
 pub mod plan_text;
 pub mod sandbox;
+pub mod skills;
 pub mod store;
 pub mod tools;

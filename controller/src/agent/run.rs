@@ -94,6 +94,9 @@ pub struct Agent {
 /// MCP tools are deferred when their specs would take more than 1/this of the window.
 const MCP_TOOLS_SHARE: usize = 10;
 
+/// Characters the skills' list may take in the system prompt (about 1,500 tokens).
+const SKILLS_PROMPT_CHARS: usize = 6_000;
+
 const INTERRUPTED: &str = "This call was interrupted when Cove stopped, before its result was recorded; its effect is unknown. Check before running it again.";
 
 /// A call's result as the model reads it: a tool message, or an XML result in a user message.
@@ -347,6 +350,10 @@ impl Agent {
         {
             system.push_str(&prompt::deferred_mcp_section(&hub.summary()));
         }
+        system.push_str(&crate::skills::prompt_section(
+            self.registry.skills(),
+            SKILLS_PROMPT_CHARS,
+        ));
         system.push_str(&knowledge::section(
             &self.store.knowledge(Some(thread_id))?,
             self.config.context.knowledge_budget,
@@ -548,6 +555,7 @@ impl Agent {
                 thread: live.thread.id.clone(),
             }),
             mcp: self.registry.mcp().cloned(),
+            skills: self.registry.skills().clone(),
         }
     }
 
@@ -687,11 +695,8 @@ impl Agent {
             let call = &answer.calls[i];
             let message = tool_message(self.config.mode, &call.id, &call.name, &result);
             live.record(&self.store, message)?;
-            if let Some((plan, note)) = &result.plan_updated {
-                live.emitter.emit(EventKind::PlanUpdated {
-                    plan: plan.clone(),
-                    note: note.clone(),
-                });
+            if let Some(event) = &result.event {
+                live.emitter.emit(event.clone());
             }
             results[i] = Some(result);
         }

@@ -12,6 +12,7 @@ mod render;
 mod run;
 mod sandbox;
 mod sandbox_choice;
+mod skills;
 mod threads;
 
 use std::path::PathBuf;
@@ -69,6 +70,9 @@ enum Command {
     /// See and check the MCP servers the agent can use (`mcpServers` files).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// See the skills the agent can load (SKILL.md folders).
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Run a shell command in the sandbox (no model involved).
     Exec(operator::ExecArgs),
     /// List files of the sandbox's workspace.
@@ -124,6 +128,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Sandbox(cmd) => sandbox::command(&inv, cmd).await,
         Command::Knowledge(cmd) => knowledge::command(&inv, cmd),
         Command::Mcp(cmd) => mcp::command(&inv, cmd).await,
+        Command::Skills(cmd) => skills::command(&inv, cmd),
         Command::Exec(args) => operator::exec(&inv, args).await,
         Command::Ls(args) => operator::ls(&inv, args).await,
         Command::Cat(args) => operator::cat(&inv, args).await,

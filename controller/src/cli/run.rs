@@ -354,7 +354,7 @@ pub(super) async fn drive(
             return Err(e);
         }
     };
-    let mut registry = ToolRegistry::standard();
+    let mut registry = ToolRegistry::standard().with_skills(super::skills::for_run(inv));
     if let Some(hub) = &mcp {
         registry = registry.with_mcp(hub.clone());
     }

@@ -12,6 +12,7 @@ mod message;
 mod plan;
 mod preview;
 mod shell;
+mod skill;
 mod vision;
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ pub use plan::PlanBook;
 
 use crate::llm::ToolSpec;
 use crate::mcp::{McpHub, McpTool};
+use crate::skills::Skill;
 
 /// Longest tool result the model reads; longer ones keep head and tail.
 pub const MAX_RESULT_CHARS: usize = 20_000;
@@ -75,8 +77,9 @@ pub struct ToolResult {
     /// An image to show the model in its next call only.
     pub image: Option<Image>,
     pub control: Option<Control>,
-    /// The plan as the call left it, with the agent's note (`update_plan`).
-    pub plan_updated: Option<(cove_protocol::plan::Plan, Option<String>)>,
+    /// What the call did that the run announces with its result (`plan_updated`,
+    /// `skill_loaded`).
+    pub event: Option<cove_protocol::events::EventKind>,
 }
 
 impl ToolResult {
@@ -88,7 +91,7 @@ impl ToolResult {
             browser_state: None,
             image: None,
             control: None,
-            plan_updated: None,
+            event: None,
         }
     }
 
@@ -135,6 +138,8 @@ pub struct ToolEnv {
     pub plans: Option<PlanBook>,
     /// The MCP servers, for `mcp_search_tools`.
     pub mcp: Option<Arc<McpHub>>,
+    /// The user's skills, for `load_skill`.
+    pub skills: Arc<Vec<Skill>>,
 }
 
 impl ToolEnv {
@@ -148,6 +153,7 @@ impl ToolEnv {
             archive: None,
             plans: None,
             mcp: None,
+            skills: Arc::default(),
         }
     }
 }
@@ -540,6 +546,7 @@ fn xml_example_of(name: &str, schema: &Value) -> String {
 pub struct ToolRegistry {
     tools: Vec<ToolDef>,
     mcp: Option<Arc<McpHub>>,
+    skills: Arc<Vec<Skill>>,
 }
 
 impl ToolRegistry {
@@ -555,12 +562,28 @@ impl ToolRegistry {
         tools.extend(plan::tools());
         tools.extend(expand::tools());
         tools.extend(mcp::tools());
-        ToolRegistry { tools, mcp: None }
+        tools.extend(skill::tools());
+        ToolRegistry::of(tools)
     }
 
     /// A registry of exactly these tools.
     pub fn of(tools: Vec<ToolDef>) -> Self {
-        ToolRegistry { tools, mcp: None }
+        ToolRegistry {
+            tools,
+            mcp: None,
+            skills: Arc::default(),
+        }
+    }
+
+    /// The same tools, and `load_skill` for these skills.
+    pub fn with_skills(mut self, skills: Vec<Skill>) -> Self {
+        self.skills = Arc::new(skills);
+        self
+    }
+
+    /// The skills `load_skill` loads.
+    pub fn skills(&self) -> &Arc<Vec<Skill>> {
+        &self.skills
     }
 
     /// The same tools and the tools of `hub`'s servers.
@@ -574,9 +597,14 @@ impl ToolRegistry {
         self.mcp.as_ref()
     }
 
-    /// Whether `def` is offered now: `mcp_search_tools` only while MCP tools are deferred.
+    /// Whether `def` is offered now: `mcp_search_tools` only while MCP tools are deferred,
+    /// `load_skill` only when there are skills.
     fn offers(&self, def: &ToolDef) -> bool {
-        def.name != mcp::SEARCH_TOOLS || self.mcp.as_ref().is_some_and(|m| m.is_deferred())
+        match def.name {
+            mcp::SEARCH_TOOLS => self.mcp.as_ref().is_some_and(|m| m.is_deferred()),
+            skill::LOAD_SKILL => !self.skills.is_empty(),
+            _ => true,
+        }
     }
 
     /// The tool called `name`: an MCP tool is found even while deferred.

@@ -86,7 +86,8 @@ async fn update_plan(env: &ToolEnv, a: UpdatePlan) -> ToolResult {
                 a.step_id.trim(),
                 a.status.as_str()
             ));
-            result.plan_updated = Some((plan, a.note));
+            result.event =
+                Some(cove_protocol::events::EventKind::PlanUpdated { plan, note: a.note });
             result
         }
         Err(e) => ToolResult::error(e.to_string()),

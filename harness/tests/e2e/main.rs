@@ -13,6 +13,7 @@ use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binar
 use serde_json::{Value, json};
 
 mod mcp;
+mod skills;
 
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
