@@ -29,7 +29,8 @@ use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCal
 use crate::mcp::{McpTool, ServerState};
 use crate::store::{self, Decision, PauseKind, RequestKind, Store, StoreError, Thread};
 use crate::tools::{
-    Control, Image, MessageArchive, PlanBook, ReadOffsets, ToolEnv, ToolRegistry, ToolResult,
+    Control, Image, MessageArchive, PlanBook, ReadOffsets, SandboxEnv, ToolEnv, ToolRegistry,
+    ToolResult,
 };
 
 /// How a run ended (when it did not fail).
@@ -545,10 +546,12 @@ impl Agent {
     /// What the tools of this iteration reach.
     fn tool_env(&self, live: &LiveRun) -> ToolEnv {
         ToolEnv {
-            sandbox: self.sandbox.clone(),
-            vision: self.config.profile.vision,
-            read_offsets: self.read_offsets.clone(),
-            snapshot_id: live.snapshot_id,
+            base: SandboxEnv {
+                sandbox: self.sandbox.clone(),
+                vision: self.config.profile.vision,
+                read_offsets: self.read_offsets.clone(),
+                snapshot_id: live.snapshot_id,
+            },
             archive: Some(live.archive.clone()),
             plans: Some(PlanBook {
                 store: self.store.clone(),

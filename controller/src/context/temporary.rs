@@ -17,32 +17,10 @@ pub fn temporary_message(
     }
     let mut parts = Vec::new();
     if let Some(state) = state {
-        let tabs: Vec<String> = state
-            .tabs
-            .iter()
-            .map(|t| {
-                let active = if t.active { " (active)" } else { "" };
-                format!("tab {}{active}: {:?} {}", t.tab_id, t.title, t.url)
-            })
-            .collect();
-        let mut text = format!(
-            "[The browser as it is now. This message is shown for this step only.]\nURL: {}\nTitle: {}\nTabs: {}\nScroll: {} px above, {} px below the viewport ({}x{})\nThe page (act on controls by their [number]):\n{}",
-            state.url,
-            state.title,
-            tabs.join("; "),
-            state.pixels_above,
-            state.pixels_below,
-            state.viewport.width,
-            state.viewport.height,
-            if state.elements.is_empty() {
-                "(none)"
-            } else {
-                &state.elements
-            },
+        let text = format!(
+            "[The browser as it is now. This message is shown for this step only.]\n{}",
+            cove_tools::state_text(state)
         );
-        if let Some(notice) = &state.notice {
-            text.push_str(&format!("\nNote: {notice}"));
-        }
         parts.push(ContentPart::Text { text });
         if vision && let Some(shot) = &state.screenshot {
             parts.push(ContentPart::Text {

@@ -93,7 +93,9 @@ pub fn tools() -> Vec<ToolDef> {
         description: "Read a stored message of this conversation whole, when the context shows it truncated or left out (the note gives its id). Long messages come in pages.",
         example: json!({"message_id": 42}),
         run: expand_message,
-    }]
+    }
+    // It pages its own output to fit the window: capping it would defeat that.
+    .uncapped()]
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolDef, ToolEnv, ToolResult, tool, workspace_path};
+use crate::{SandboxEnv, ToolDef, ToolResult, tool, workspace_path};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +20,7 @@ struct CreateFile {
     permissions: Option<String>,
 }
 
-async fn create_file(env: &ToolEnv, a: CreateFile) -> ToolResult {
+async fn create_file(env: &SandboxEnv, a: CreateFile) -> ToolResult {
     let mode = match a
         .permissions
         .as_deref()
@@ -54,7 +54,7 @@ struct ReadFile {
     end_line: Option<u64>,
 }
 
-async fn read_file(env: &ToolEnv, a: ReadFile) -> ToolResult {
+async fn read_file(env: &SandboxEnv, a: ReadFile) -> ToolResult {
     let request = ReadRequest {
         path: workspace_path(&a.file_path),
         start_line: a.start_line,
@@ -91,7 +91,7 @@ struct FullFileRewrite {
     file_contents: String,
 }
 
-async fn full_file_rewrite(env: &ToolEnv, a: FullFileRewrite) -> ToolResult {
+async fn full_file_rewrite(env: &SandboxEnv, a: FullFileRewrite) -> ToolResult {
     let request = RewriteRequest {
         path: workspace_path(&a.file_path),
         content: a.file_contents,
@@ -113,7 +113,7 @@ struct StrReplace {
     new_str: String,
 }
 
-async fn str_replace(env: &ToolEnv, a: StrReplace) -> ToolResult {
+async fn str_replace(env: &SandboxEnv, a: StrReplace) -> ToolResult {
     let request = StrReplaceRequest {
         path: workspace_path(&a.file_path),
         old_str: a.old_str,
@@ -135,7 +135,7 @@ struct DeleteFile {
     file_path: String,
 }
 
-async fn delete_file(env: &ToolEnv, a: DeleteFile) -> ToolResult {
+async fn delete_file(env: &SandboxEnv, a: DeleteFile) -> ToolResult {
     let query = DeleteQuery {
         path: workspace_path(&a.file_path),
         recursive: true,
@@ -155,7 +155,7 @@ struct ListFiles {
     depth: Option<u32>,
 }
 
-async fn list_files(env: &ToolEnv, a: ListFiles) -> ToolResult {
+async fn list_files(env: &SandboxEnv, a: ListFiles) -> ToolResult {
     let query = ListQuery {
         path: workspace_path(a.path.as_deref().unwrap_or(".")),
         depth: a.depth.unwrap_or(1).clamp(1, 5),

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolDef, ToolEnv, ToolResult, describe_client_error, tool, workspace_path};
+use crate::{SandboxEnv, ToolDef, ToolResult, describe_client_error, tool, workspace_path};
 
 const DEFAULT_SESSION: &str = "default";
 
@@ -29,7 +29,7 @@ struct ExecuteCommand {
     folder: Option<String>,
 }
 
-async fn execute_command(env: &ToolEnv, a: ExecuteCommand) -> ToolResult {
+async fn execute_command(env: &SandboxEnv, a: ExecuteCommand) -> ToolResult {
     let session = a
         .session_name
         .unwrap_or_else(|| DEFAULT_SESSION.to_string());
@@ -74,7 +74,7 @@ struct CheckCommandOutput {
     kill_session: Option<bool>,
 }
 
-async fn check_command_output(env: &ToolEnv, a: CheckCommandOutput) -> ToolResult {
+async fn check_command_output(env: &SandboxEnv, a: CheckCommandOutput) -> ToolResult {
     let since = env
         .read_offsets
         .lock()
@@ -125,7 +125,7 @@ struct SendCommandInput {
     enter: Option<bool>,
 }
 
-async fn send_command_input(env: &ToolEnv, a: SendCommandInput) -> ToolResult {
+async fn send_command_input(env: &SandboxEnv, a: SendCommandInput) -> ToolResult {
     let request = InputRequest {
         text: a.text,
         enter: a.enter.unwrap_or(true),
@@ -152,7 +152,7 @@ struct TerminateCommand {
     session_name: String,
 }
 
-async fn terminate_command(env: &ToolEnv, a: TerminateCommand) -> ToolResult {
+async fn terminate_command(env: &SandboxEnv, a: TerminateCommand) -> ToolResult {
     match env.sandbox.delete_session(&a.session_name).await {
         Ok(done) => {
             if let Ok(mut offsets) = env.read_offsets.lock() {
@@ -171,7 +171,7 @@ async fn terminate_command(env: &ToolEnv, a: TerminateCommand) -> ToolResult {
 #[serde(deny_unknown_fields)]
 struct ListCommands {}
 
-async fn list_commands(env: &ToolEnv, _a: ListCommands) -> ToolResult {
+async fn list_commands(env: &SandboxEnv, _a: ListCommands) -> ToolResult {
     match env.sandbox.sessions().await {
         Ok(list) if list.sessions.is_empty() => ToolResult::ok("No shell sessions."),
         Ok(list) => {

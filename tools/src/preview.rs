@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolDef, ToolEnv, ToolResult, tool};
+use crate::{SandboxEnv, ToolDef, ToolResult, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -13,7 +13,7 @@ struct ExposePort {
     port: u16,
 }
 
-async fn expose_port(env: &ToolEnv, a: ExposePort) -> ToolResult {
+async fn expose_port(env: &SandboxEnv, a: ExposePort) -> ToolResult {
     match env.sandbox.expose(a.port).await {
         Ok(exposed) if exposed.listening => ToolResult::ok(format!(
             "Port {} is reachable at {} (give this link to the user; it opens the app at the root of its own address). The workspace's files are at {}.",

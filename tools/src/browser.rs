@@ -10,10 +10,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolDef, ToolEnv, ToolResult, tool};
+use crate::{SandboxEnv, ToolDef, ToolResult, tool};
 
 /// Performs `action` and reports the page it left the browser on.
-async fn act<A: BrowserAction>(env: &ToolEnv, action: &A) -> ToolResult {
+async fn act<A: BrowserAction>(env: &SandboxEnv, action: &A) -> ToolResult {
     let query = StateQuery {
         screenshot: env.vision,
         ..StateQuery::lean()
@@ -23,7 +23,7 @@ async fn act<A: BrowserAction>(env: &ToolEnv, action: &A) -> ToolResult {
 
 /// The tool's result for a state (or the failure to get it).
 fn reported(
-    env: &ToolEnv,
+    env: &SandboxEnv,
     state: Result<cove_protocol::browser::BrowserState, cove_protocol::client::ClientError>,
 ) -> ToolResult {
     match state {
@@ -56,7 +56,7 @@ fn reported(
     }
 }
 
-fn snapshot(env: &ToolEnv) -> Option<u64> {
+fn snapshot(env: &SandboxEnv) -> Option<u64> {
     env.snapshot_id
 }
 
@@ -159,15 +159,15 @@ struct Drag {
     target_y: Option<f64>,
 }
 
-async fn navigate_to(env: &ToolEnv, a: Url) -> ToolResult {
+async fn navigate_to(env: &SandboxEnv, a: Url) -> ToolResult {
     act(env, &NavigateTo { url: a.url }).await
 }
 
-async fn go_back(env: &ToolEnv, _a: Nothing) -> ToolResult {
+async fn go_back(env: &SandboxEnv, _a: Nothing) -> ToolResult {
     act(env, &GoBack {}).await
 }
 
-async fn wait(env: &ToolEnv, a: Seconds) -> ToolResult {
+async fn wait(env: &SandboxEnv, a: Seconds) -> ToolResult {
     act(
         env,
         &Wait {
@@ -177,7 +177,7 @@ async fn wait(env: &ToolEnv, a: Seconds) -> ToolResult {
     .await
 }
 
-async fn click_element(env: &ToolEnv, a: Index) -> ToolResult {
+async fn click_element(env: &SandboxEnv, a: Index) -> ToolResult {
     let action = ClickElement {
         index: a.index,
         snapshot_id: snapshot(env),
@@ -185,11 +185,11 @@ async fn click_element(env: &ToolEnv, a: Index) -> ToolResult {
     act(env, &action).await
 }
 
-async fn click_coordinates(env: &ToolEnv, a: Point) -> ToolResult {
+async fn click_coordinates(env: &SandboxEnv, a: Point) -> ToolResult {
     act(env, &ClickCoordinates { x: a.x, y: a.y }).await
 }
 
-async fn input_text(env: &ToolEnv, a: IndexText) -> ToolResult {
+async fn input_text(env: &SandboxEnv, a: IndexText) -> ToolResult {
     let action = InputText {
         index: a.index,
         text: a.text,
@@ -198,19 +198,19 @@ async fn input_text(env: &ToolEnv, a: IndexText) -> ToolResult {
     act(env, &action).await
 }
 
-async fn send_keys(env: &ToolEnv, a: Keys) -> ToolResult {
+async fn send_keys(env: &SandboxEnv, a: Keys) -> ToolResult {
     act(env, &SendKeys { keys: a.keys }).await
 }
 
-async fn switch_tab(env: &ToolEnv, a: Tab) -> ToolResult {
+async fn switch_tab(env: &SandboxEnv, a: Tab) -> ToolResult {
     act(env, &SwitchTab { tab_id: a.tab_id }).await
 }
 
-async fn close_tab(env: &ToolEnv, a: Tab) -> ToolResult {
+async fn close_tab(env: &SandboxEnv, a: Tab) -> ToolResult {
     act(env, &CloseTab { tab_id: a.tab_id }).await
 }
 
-async fn scroll_down(env: &ToolEnv, a: Amount) -> ToolResult {
+async fn scroll_down(env: &SandboxEnv, a: Amount) -> ToolResult {
     let action = ScrollDown {
         amount: a.amount,
         index: a.index,
@@ -219,7 +219,7 @@ async fn scroll_down(env: &ToolEnv, a: Amount) -> ToolResult {
     act(env, &action).await
 }
 
-async fn scroll_up(env: &ToolEnv, a: Amount) -> ToolResult {
+async fn scroll_up(env: &SandboxEnv, a: Amount) -> ToolResult {
     let action = ScrollUp {
         amount: a.amount,
         index: a.index,
@@ -228,7 +228,7 @@ async fn scroll_up(env: &ToolEnv, a: Amount) -> ToolResult {
     act(env, &action).await
 }
 
-async fn hover_element(env: &ToolEnv, a: Index) -> ToolResult {
+async fn hover_element(env: &SandboxEnv, a: Index) -> ToolResult {
     let action = HoverElement {
         index: a.index,
         snapshot_id: snapshot(env),
@@ -236,7 +236,7 @@ async fn hover_element(env: &ToolEnv, a: Index) -> ToolResult {
     act(env, &action).await
 }
 
-async fn read_page(env: &ToolEnv, _: Nothing) -> ToolResult {
+async fn read_page(env: &SandboxEnv, _: Nothing) -> ToolResult {
     let query = StateQuery {
         screenshot: env.vision,
         full: true,
@@ -245,11 +245,11 @@ async fn read_page(env: &ToolEnv, _: Nothing) -> ToolResult {
     reported(env, env.sandbox.browser_state(query).await)
 }
 
-async fn scroll_to_text(env: &ToolEnv, a: Text) -> ToolResult {
+async fn scroll_to_text(env: &SandboxEnv, a: Text) -> ToolResult {
     act(env, &ScrollToText { text: a.text }).await
 }
 
-async fn get_dropdown_options(env: &ToolEnv, a: Index) -> ToolResult {
+async fn get_dropdown_options(env: &SandboxEnv, a: Index) -> ToolResult {
     let action = GetDropdownOptions {
         index: a.index,
         snapshot_id: snapshot(env),
@@ -257,7 +257,7 @@ async fn get_dropdown_options(env: &ToolEnv, a: Index) -> ToolResult {
     act(env, &action).await
 }
 
-async fn select_dropdown_option(env: &ToolEnv, a: IndexOption) -> ToolResult {
+async fn select_dropdown_option(env: &SandboxEnv, a: IndexOption) -> ToolResult {
     let action = SelectDropdownOption {
         index: a.index,
         text: a.text,
@@ -267,7 +267,7 @@ async fn select_dropdown_option(env: &ToolEnv, a: IndexOption) -> ToolResult {
     act(env, &action).await
 }
 
-async fn drag_drop(env: &ToolEnv, a: Drag) -> ToolResult {
+async fn drag_drop(env: &SandboxEnv, a: Drag) -> ToolResult {
     let action = DragDrop {
         source_index: a.source_index,
         source_x: a.source_x,

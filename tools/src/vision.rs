@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Image, ToolDef, ToolEnv, ToolResult, tool, workspace_path};
+use crate::{Image, SandboxEnv, ToolDef, ToolResult, tool, workspace_path};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -14,7 +14,7 @@ struct SeeImage {
     file_path: String,
 }
 
-async fn see_image(env: &ToolEnv, a: SeeImage) -> ToolResult {
+async fn see_image(env: &SandboxEnv, a: SeeImage) -> ToolResult {
     if !env.vision {
         return ToolResult::error(
             "this model cannot look at images; describe what you need from the image another way (read its metadata, run a tool on it)",
