@@ -10,6 +10,7 @@ pub mod error;
 pub mod extract;
 pub mod files;
 pub mod info;
+pub mod mcp;
 pub mod net;
 pub mod preview;
 pub mod procs;
@@ -154,6 +155,11 @@ pub struct App {
     pub info: InfoResponse,
     pub openapi: Bytes,
     pub registry: Arc<ChildRegistry>,
+    /// Where the daemon itself is reached on this machine (its MCP server calls its API
+    /// there); set once it listens.
+    pub self_url: std::sync::OnceLock<String>,
+    /// Ends the MCP server's sessions when the daemon stops.
+    pub mcp_shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// Cheap handle on the [`App`].
@@ -266,6 +272,8 @@ impl Daemon {
             http: std::sync::OnceLock::new(),
             openapi,
             registry,
+            self_url: std::sync::OnceLock::new(),
+            mcp_shutdown: tokio_util::sync::CancellationToken::new(),
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),
@@ -294,6 +302,9 @@ impl Daemon {
             tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
         }
         let state = self.state.clone();
+        if let Ok(addr) = listener.local_addr() {
+            let _ = state.self_url.set(format!("http://{}", loopback_of(addr)));
+        }
         let reaper = tokio::spawn(reap_orphans_forever(state.registry.clone()));
         // Sessions and the browser go first, so requests waiting on them end quickly.
         let stopping = {
@@ -301,6 +312,7 @@ impl Daemon {
             async move {
                 shutdown.await;
                 tracing::info!("shutting down: killing shell sessions and the browser");
+                state.mcp_shutdown.cancel();
                 state.shell.shutdown().await;
                 state.browser.shutdown().await;
             }
@@ -311,6 +323,17 @@ impl Daemon {
         state.browser.shutdown().await;
         state.registry.reap_orphans();
         Ok(())
+    }
+}
+
+/// The address a process on this machine reaches a listener bound to `addr` at: loopback for
+/// a wildcard bind.
+fn loopback_of(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, addr.port()).into(),
+        IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, addr.port()).into(),
+        _ => addr,
     }
 }
 

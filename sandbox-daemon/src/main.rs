@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::parser::ValueSource;
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cove_protocol::browser::Viewport;
 use coved::auth::{TokenSource, resolve_token};
 use coved::preview::origins::PublicUrl;
@@ -19,12 +19,20 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(name = "coved", version)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// Address to listen on. Port 0 picks a free port; the address is printed on stdout.
     #[arg(long, env = "COVED_LISTEN", default_value = "127.0.0.1:7700")]
     listen: SocketAddr,
 
     /// Workspace root: every file path is relative to it, shells start in it. Created if missing.
-    #[arg(long, env = "COVED_WORKSPACE", default_value = "/workspace")]
+    #[arg(
+        long,
+        env = "COVED_WORKSPACE",
+        default_value = "/workspace",
+        global = true
+    )]
     workspace: PathBuf,
 
     /// Bearer token clients must send (32 characters or more). Takes precedence over
@@ -65,7 +73,7 @@ struct Cli {
     max_read_bytes: u64,
 
     /// Chromium executable for the browser endpoints (default: chromium on PATH).
-    #[arg(long, env = "COVED_CHROMIUM")]
+    #[arg(long, env = "COVED_CHROMIUM", global = true)]
     chromium: Option<PathBuf>,
 
     /// Browser viewport, WIDTHxHEIGHT.
@@ -102,6 +110,13 @@ struct Cli {
     /// idle kept-alive connection) before it is closed.
     #[arg(long, default_value_t = 30)]
     idle_timeout_secs: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the sandbox's tools over MCP on stdin and stdout (for an MCP host that starts
+    /// coved itself), instead of the HTTP API. Logs go to stderr.
+    Mcp,
 }
 
 fn parse_viewport(raw: &str) -> Result<Viewport, String> {
@@ -160,14 +175,21 @@ async fn main() -> anyhow::Result<()> {
         );
     }
 
+    let stdio_mcp = matches!(cli.command, Some(Command::Mcp));
     let token_file = cli.token_file.clone().unwrap_or_else(|| {
         cli.state_dir
             .clone()
             .unwrap_or_else(default_state_dir)
             .join("token")
     });
-    let (token, source) = resolve_token(cli.token.clone(), &token_file)?;
+    let (token, source) = if stdio_mcp {
+        // Only this process calls its API: a fresh token, kept in memory.
+        (coved::auth::AuthToken::generate(), TokenSource::Given)
+    } else {
+        resolve_token(cli.token.clone(), &token_file)?
+    };
     match &source {
+        TokenSource::Given if stdio_mcp => {}
         TokenSource::Given => tracing::info!("using the token given by --token / COVE_TOKEN"),
         TokenSource::File(path) => tracing::info!(file = %path.display(), "using the token in"),
         TokenSource::Generated(path) => tracing::info!(
@@ -207,6 +229,10 @@ async fn main() -> anyhow::Result<()> {
     config.server.idle_timeout = std::time::Duration::from_secs(cli.idle_timeout_secs.max(1));
     let daemon = Daemon::new(config)?;
 
+    if stdio_mcp {
+        return serve_mcp_on_stdio(daemon).await;
+    }
+
     let listener = tokio::net::TcpListener::bind(cli.listen)
         .await
         .with_context(|| format!("cannot listen on {}", cli.listen))?;
@@ -220,5 +246,31 @@ async fn main() -> anyhow::Result<()> {
 
     daemon.serve(listener, shutdown_signal()).await?;
     tracing::info!("coved stopped");
+    Ok(())
+}
+
+/// `coved mcp`: the API on a loopback port only this process knows the token of, and the MCP
+/// server on stdin and stdout calling it; when the host closes stdin, everything stops.
+async fn serve_mcp_on_stdio(daemon: Daemon) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .context("cannot listen on a loopback port")?;
+    let addr = listener.local_addr()?;
+    let token = daemon.state().token.expose().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(daemon.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let client = cove_protocol::client::CovedClient::new(&format!("http://{addr}"), token)?;
+    tracing::info!(%addr, "coved {} serving MCP on stdio", coved::VERSION);
+    let service = coved::mcp::SandboxTools::new(client)
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("the MCP handshake on stdio failed")?;
+    let reason = service.waiting().await;
+    tracing::info!(?reason, "the MCP host closed the connection");
+    let _ = stop.send(());
+    server.await??;
     Ok(())
 }

@@ -19,7 +19,7 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, browser, files, info, preview, shell, takeover, vision};
+use crate::{AppState, auth, browser, files, info, mcp, preview, shell, takeover, vision};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -110,7 +110,15 @@ pub fn router(state: AppState) -> Router {
             public = public.route(endpoint.path, handler(endpoint));
         }
     }
+    // The MCP server: same token; its own Origin check in front of it.
+    let mcp = Router::new()
+        .route_service("/mcp", mcp::http::service(&state))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            mcp::http::check_origin,
+        ));
     let protected = protected
+        .merge(mcp)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -39,7 +39,7 @@ fn reported(
                 }
             }
             text.push_str(&format!(
-                "\nNow on {:?} ({}), {} tab(s). The page's elements{} are in the next message.",
+                "\nNow on {:?} ({}), {} tab(s). The page's elements{} come with this result.",
                 state.title,
                 state.url,
                 state.tabs.len(),
