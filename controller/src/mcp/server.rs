@@ -179,15 +179,7 @@ impl Server {
     }
 
     fn stderr_tail(&self) -> Vec<String> {
-        self.stderr
-            .lock()
-            .map(|t| t.lines())
-            .unwrap_or_default()
-            .into_iter()
-            .rev()
-            .take(3)
-            .rev()
-            .collect()
+        last_words(&self.stderr)
     }
 
     /// The live connection, restarting a dead one (or `dead`, which a call found closed
@@ -275,6 +267,12 @@ impl Server {
     }
 }
 
+/// The last three lines a server wrote to stderr: what a one-line failure quotes.
+fn last_words(stderr: &Mutex<StderrTail>) -> Vec<String> {
+    let lines = stderr.lock().map(|t| t.lines()).unwrap_or_default();
+    lines[lines.len().saturating_sub(3)..].to_vec()
+}
+
 /// Installs the TLS crypto provider the HTTP transport's client needs (ring, which the rest
 /// of Cove already builds), once.
 fn install_tls_provider() {
@@ -291,17 +289,7 @@ async fn connect(
     stderr: &Arc<Mutex<StderrTail>>,
 ) -> Result<(Client, Vec<Tool>), StartError> {
     let timeout = config.startup_timeout;
-    let tail = || {
-        stderr
-            .lock()
-            .map(|t| t.lines())
-            .unwrap_or_default()
-            .into_iter()
-            .rev()
-            .take(3)
-            .rev()
-            .collect::<Vec<_>>()
-    };
+    let tail = || last_words(stderr);
     let handshake = async {
         let client = match &config.transport {
             Transport::Stdio {

@@ -488,26 +488,7 @@ mod tests {
     fn every_own_tool_has_an_example_that_fits_its_schema() {
         for tool in ToolRegistry::standard().all() {
             let Tool::Own(def) = tool else { continue };
-            let example = def.example();
-            let params: Vec<(String, String)> = example
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str()
-                            .map(String::from)
-                            .unwrap_or_else(|| v.to_string()),
-                    )
-                })
-                .collect();
-            assert_eq!(
-                def.arguments_from_xml(&params).unwrap(),
-                example,
-                "{}",
-                def.name
-            );
+            def.check_example().unwrap();
         }
     }
 }
