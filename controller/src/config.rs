@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 /// What `cove.toml` may set.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     /// `provider/model`.
@@ -33,6 +33,9 @@ pub struct FileConfig {
     pub db: Option<PathBuf>,
     /// Have the agent propose a plan for approval before it acts (as `cove run --plan`).
     pub plan: Option<bool>,
+    /// Seconds the first model call waits for MCP servers still starting (default 0.2;
+    /// those that come up later join from the next call on).
+    pub mcp_first_call_wait: Option<f64>,
     /// `[permissions]`: the policy tool calls pass (mode and deny / ask / allow rules).
     pub permissions: Option<crate::permissions::PermissionsConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.

@@ -7,6 +7,10 @@ use crate::permissions::Policy;
 
 use super::prompt::ToolMode;
 
+/// How long the first model call waits for MCP servers by default: long enough for a fast
+/// one, short enough that slow ones never hold up the start.
+pub const DEFAULT_MCP_FIRST_CALL_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// How runs behave.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -33,6 +37,9 @@ pub struct AgentConfig {
     pub(crate) permissions: Option<Policy>,
     /// The user approves a plan before the agent changes anything.
     pub(crate) plan_first: bool,
+    /// How long the first model call waits for MCP servers still starting (the later ones
+    /// join as they come up).
+    pub(crate) mcp_first_call_wait: std::time::Duration,
 }
 
 impl AgentConfig {
@@ -61,7 +68,14 @@ impl AgentConfig {
             context: ContextSettings::default(),
             permissions: None,
             plan_first: false,
+            mcp_first_call_wait: DEFAULT_MCP_FIRST_CALL_WAIT,
         }
+    }
+
+    /// How long the first model call waits for MCP servers still starting.
+    pub fn mcp_first_call_wait(mut self, wait: std::time::Duration) -> Self {
+        self.mcp_first_call_wait = wait;
+        self
     }
 
     /// Output cap of each call.

@@ -95,6 +95,18 @@ pub fn deferred_mcp_section(servers: &[(String, usize)]) -> String {
     )
 }
 
+/// The section of the system prompt that names MCP servers still starting.
+pub fn starting_mcp_section(servers: &[String]) -> String {
+    if servers.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\n## MCP servers still starting\n{} of the user's MCP servers are still starting: {}. Their tools join your list as they come up. If the task needs one of them now, call `mcp_search_tools` (a few words on what the tool should do): it waits for them.",
+        servers.len(),
+        servers.join(", ")
+    )
+}
+
 /// The section of the system prompt about the thread's plan: the approved one to work to,
 /// or, when the user asked to plan first and none is approved yet, that instruction.
 pub fn plan_section(approved: Option<&cove_protocol::plan::Plan>, plan_first: bool) -> String {

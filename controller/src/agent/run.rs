@@ -126,6 +126,8 @@ struct LiveRun {
     fixed: usize,
     /// The MCP tools' generation `tools` and `system` were made for.
     tools_generation: u64,
+    /// MCP servers whose status this run announced.
+    mcp_announced: std::collections::HashSet<String>,
     settings: AnswerSettings,
     calibration: Calibration,
     /// Kept in step with the store rather than reloaded each iteration: every message is
@@ -335,6 +337,38 @@ impl Agent {
         Ok(())
     }
 
+    /// Defers the MCP tools behind `mcp_search_tools` when, like Claude Code, they would take
+    /// more than a tenth of the window (checked again as servers come up).
+    fn update_deferral(&self, counter: &TokenCounter, window: usize) {
+        if let Some(hub) = self.registry.mcp() {
+            let all: Vec<ToolSpec> = hub.listed().iter().map(McpTool::spec).collect();
+            hub.set_deferred(counter.tools(&all) > window / MCP_TOOLS_SHARE);
+        }
+    }
+
+    /// Announces the MCP servers whose start ended since the last look.
+    fn announce_mcp(&self, live: &mut LiveRun) {
+        let Some(hub) = self.registry.mcp() else {
+            return;
+        };
+        for status in hub.statuses() {
+            let (state, tools, error) = match status.state {
+                ServerState::Starting => continue,
+                ServerState::Ready { tools } => ("ready", tools as u32, None),
+                ServerState::Failed(why) => ("failed", 0, Some(why)),
+                ServerState::Disabled => ("disabled", 0, None),
+            };
+            if live.mcp_announced.insert(status.name.clone()) {
+                live.emitter.emit(EventKind::McpStatus {
+                    server: status.name,
+                    status: state.to_string(),
+                    tools,
+                    error,
+                });
+            }
+        }
+    }
+
     /// The system prompt and the tool specs the model is given, and their tokens.
     fn fixed_parts(
         &self,
@@ -350,6 +384,9 @@ impl Agent {
             && hub.is_deferred()
         {
             system.push_str(&prompt::deferred_mcp_section(&hub.summary()));
+        }
+        if let Some(hub) = self.registry.mcp() {
+            system.push_str(&prompt::starting_mcp_section(&hub.still_starting()));
         }
         system.push_str(&crate::skills::prompt_section(
             self.registry.skills(),
@@ -380,12 +417,7 @@ impl Agent {
         self.repair(&thread.id, run_id)?;
         let counter = TokenCounter::for_model(&self.config.model);
         let window = self.config.profile.context_window as usize;
-        if let Some(hub) = self.registry.mcp() {
-            let all: Vec<ToolSpec> = hub.listed().iter().map(McpTool::spec).collect();
-            // Like Claude Code: MCP tools that would take more than a tenth of the window
-            // are found by search instead of listed.
-            hub.set_deferred(counter.tools(&all) > window / MCP_TOOLS_SHARE);
-        }
+        self.update_deferral(&counter, window);
         let (system, tools, fixed) = self.fixed_parts(&thread.id, &counter)?;
         // A page of expand_message takes at most a quarter of what the answer leaves free.
         let page_tokens = window.saturating_sub(self.config.max_tokens as usize) / 4;
@@ -433,6 +465,7 @@ impl Agent {
             tools,
             fixed,
             tools_generation: self.registry.mcp().map_or(0, |m| m.generation()),
+            mcp_announced: std::collections::HashSet::new(),
             settings: AnswerSettings {
                 mode: self.config.mode,
                 max_calls: self.config.max_calls_per_answer,
@@ -460,22 +493,17 @@ impl Agent {
         control: Arc<RunControl>,
     ) -> Result<RunOutcome, RunError> {
         if let Some(hub) = self.registry.mcp() {
-            // The first call waits for the servers, each at most its startup timeout.
-            for status in hub.statuses().await {
-                let (state, tools, error) = match status.state {
-                    ServerState::Ready { tools } => ("ready", tools as u32, None),
-                    ServerState::Failed(why) => ("failed", 0, Some(why)),
-                    ServerState::Disabled => ("disabled", 0, None),
-                };
-                emitter.emit(EventKind::McpStatus {
-                    server: status.name,
-                    status: state.to_string(),
-                    tools,
-                    error,
-                });
-            }
+            // The first call waits a moment for the servers; slower ones join later. A call
+            // a killed run left waiting may be an MCP tool's: then all of them first.
+            let wait = if self.store.unapplied_requests(&thread.id)?.is_empty() {
+                Some(self.config.mcp_first_call_wait)
+            } else {
+                None
+            };
+            hub.wait_started(wait).await;
         }
         let mut live = self.begin(thread, run_id, emitter, control)?;
+        self.announce_mcp(&mut live);
         // The calls' results first: they answer the last assistant message.
         self.replay(&mut live).await?;
         if let Some(message) = input {
@@ -572,10 +600,12 @@ impl Agent {
         if let Some(hub) = self.registry.mcp()
             && hub.generation() != live.tools_generation
         {
-            // mcp_search_tools loaded tools: they are offered from this call on.
+            // A server came up, or mcp_search_tools loaded tools: offered from this call on.
+            self.update_deferral(&live.counter, live.window);
             live.tools_generation = hub.generation();
             (live.system, live.tools, live.fixed) =
                 self.fixed_parts(&live.thread.id, &live.counter)?;
+            self.announce_mcp(live);
         }
         live.emitter
             .emit(EventKind::AssistantResponseStart { iteration });

@@ -94,8 +94,8 @@ async fn ls(inv: &Invocation, extra: &[PathBuf]) -> Result<ExitCode, CliError> {
         servers.iter().filter(|s| s.enabled).count()
     ));
     let hub = McpHub::start(servers.clone());
-    let statuses = hub.statuses().await;
     let tools = hub.tools().await;
+    let statuses = hub.statuses();
     let mut rows = Vec::new();
     for status in &statuses {
         let config = servers.iter().find(|s| s.name == status.name);
@@ -108,6 +108,7 @@ async fn ls(inv: &Invocation, extra: &[PathBuf]) -> Result<ExitCode, CliError> {
             ServerState::Ready { .. } => ("ready", None),
             ServerState::Failed(why) => ("failed", Some(why.clone())),
             ServerState::Disabled => ("disabled", None),
+            ServerState::Starting => ("starting", None),
         };
         let server_tools: Vec<serde_json::Value> = tools
             .iter()

@@ -274,6 +274,14 @@ fn agent_config(
     if let Some(iterations) = flags.max_iterations.or(file.max_iterations) {
         config = config.max_iterations(iterations);
     }
+    if let Some(wait) = file.mcp_first_call_wait {
+        if !(wait.is_finite() && (0.0..=600.0).contains(&wait)) {
+            return Err(CliError::Usage(format!(
+                "mcp_first_call_wait in cove.toml must be 0 to 600 seconds, not {wait}"
+            )));
+        }
+        config = config.mcp_first_call_wait(std::time::Duration::from_secs_f64(wait));
+    }
     let mode = flags
         .permissions
         .as_deref()

@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::sync::OnceCell;
-use tokio::task::JoinHandle;
+use std::time::Duration;
 
 pub use config::{ConfigProblem, ServerConfig, Transport};
 pub use server::{CallError, Server, StartError};
@@ -50,6 +49,8 @@ pub fn config_files(project: &std::path::Path) -> Vec<PathBuf> {
 /// How a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerState {
+    /// Its start has not ended yet.
+    Starting,
     /// Started; this many of its tools are offered.
     Ready { tools: usize },
     /// It could not be started: why, in one line.
@@ -96,22 +97,23 @@ impl McpTool {
     }
 }
 
-/// The servers once every start has ended.
+/// The servers as far as their starts have gone, and the tools of those started.
 #[derive(Debug, Default)]
 struct Table {
     servers: Vec<ServerStatus>,
     tools: Vec<McpTool>,
+    names: ToolNames,
 }
 
 /// A started server and the tools it listed, or why it did not start.
 type Started = Result<(Arc<Server>, Vec<rmcp::model::Tool>), StartError>;
-type Start = JoinHandle<Started>;
 
 /// The configured MCP servers of a controller process.
 pub struct McpHub {
     configs: Vec<ServerConfig>,
-    starts: Mutex<Option<Vec<Start>>>,
-    table: OnceCell<Table>,
+    table: Mutex<Table>,
+    /// Servers still starting; sent 0 when every start has ended.
+    starting: tokio::sync::watch::Receiver<usize>,
     /// Deferred tools the model loaded with `mcp_search_tools`, by name.
     loaded: Mutex<HashSet<String>>,
     deferred: AtomicBool,
@@ -128,22 +130,91 @@ impl std::fmt::Debug for McpHub {
 }
 
 impl McpHub {
-    /// Starts every enabled server in the background, all at once. Must be called within a
-    /// Tokio runtime.
+    /// Starts every enabled server in the background, all at once; each joins the table
+    /// when its start ends. Must be called within a Tokio runtime.
     pub fn start(configs: Vec<ServerConfig>) -> Arc<McpHub> {
-        let starts = configs
-            .iter()
-            .filter(|c| c.enabled)
-            .map(|c| tokio::spawn(Server::start(c.clone())))
-            .collect();
-        Arc::new(McpHub {
+        let mut table = Table::default();
+        for config in &configs {
+            table.servers.push(ServerStatus {
+                name: config.name.clone(),
+                state: if config.enabled {
+                    ServerState::Starting
+                } else {
+                    ServerState::Disabled
+                },
+                source: config.source.clone(),
+            });
+        }
+        let enabled: Vec<ServerConfig> = configs.iter().filter(|c| c.enabled).cloned().collect();
+        let (count, starting) = tokio::sync::watch::channel(enabled.len());
+        let hub = Arc::new(McpHub {
             configs,
-            starts: Mutex::new(Some(starts)),
-            table: OnceCell::new(),
+            table: Mutex::new(table),
+            starting,
             loaded: Mutex::new(HashSet::new()),
             deferred: AtomicBool::new(false),
             generation: AtomicU64::new(0),
-        })
+        });
+        let count = Arc::new(count);
+        for config in enabled {
+            // The task holds the hub weakly: a hub dropped while a server starts ends it.
+            let weak = Arc::downgrade(&hub);
+            let count = count.clone();
+            tokio::spawn(async move {
+                let started = Server::start(config.clone()).await;
+                if let Some(hub) = weak.upgrade() {
+                    hub.settle(&config, started);
+                }
+                count.send_modify(|n| *n = n.saturating_sub(1));
+            });
+        }
+        hub
+    }
+
+    /// Records how `config`'s start ended.
+    fn settle(&self, config: &ServerConfig, started: Started) {
+        let Ok(mut table) = self.table.lock() else {
+            return;
+        };
+        let state = match started {
+            Ok((server, tools)) => {
+                let mut count = 0;
+                for tool in tools {
+                    let raw = tool.name.to_string();
+                    let wanted = config
+                        .enabled_tools
+                        .as_ref()
+                        .is_none_or(|only| only.contains(&raw))
+                        && !config.disabled_tools.contains(&raw);
+                    if !wanted {
+                        continue;
+                    }
+                    count += 1;
+                    let description: String = tool
+                        .description
+                        .as_deref()
+                        .unwrap_or("")
+                        .chars()
+                        .take(MAX_DESCRIPTION_CHARS)
+                        .collect();
+                    let input = Value::Object((*tool.input_schema).clone());
+                    let name = table.names.assign(&config.name, &raw);
+                    table.tools.push(McpTool {
+                        name,
+                        raw,
+                        server: server.clone(),
+                        description,
+                        schema: schema::sanitize(&input),
+                    });
+                }
+                ServerState::Ready { tools: count }
+            }
+            Err(e) => ServerState::Failed(e.to_string()),
+        };
+        if let Some(status) = table.servers.iter_mut().find(|s| s.name == config.name) {
+            status.state = state;
+        }
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Whether any server is configured at all.
@@ -151,57 +222,52 @@ impl McpHub {
         self.configs.is_empty()
     }
 
-    /// Waits until every server has started or failed (each within its startup timeout).
-    async fn table(&self) -> &Table {
+    /// Waits until every server has started or failed (each within its startup timeout),
+    /// or at most `limit`.
+    pub async fn wait_started(&self, limit: Option<Duration>) {
+        let mut starting = self.starting.clone();
+        let all = starting.wait_for(|n| *n == 0);
+        match limit {
+            Some(limit) => {
+                let _ = tokio::time::timeout(limit, all).await;
+            }
+            None => {
+                let _ = all.await;
+            }
+        }
+    }
+
+    /// Whether some server is still starting.
+    pub fn starting(&self) -> bool {
+        *self.starting.borrow() > 0
+    }
+
+    /// How each server stands now.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
         self.table
-            .get_or_init(|| async {
-                let starts = self
-                    .starts
-                    .lock()
-                    .map(|mut s| s.take().unwrap_or_default())
-                    .unwrap_or_default();
-                let mut outcomes = Vec::new();
-                for start in starts {
-                    outcomes.push(match start.await {
-                        Ok(outcome) => outcome,
-                        Err(e) => Err(StartError::Handshake {
-                            why: format!("its start crashed: {e}"),
-                            stderr: Vec::new(),
-                        }),
-                    });
-                }
-                build_table(&self.configs, outcomes)
-            })
-            .await
+            .lock()
+            .map(|t| t.servers.clone())
+            .unwrap_or_default()
     }
 
-    /// Waits for every server's start, then says how each stands.
-    pub async fn statuses(&self) -> Vec<ServerStatus> {
-        self.table().await.servers.clone()
-    }
-
-    /// Every tool of every started server.
-    pub async fn tools(&self) -> Vec<McpTool> {
-        self.table().await.tools.clone()
-    }
-
-    /// Every tool of every started server; none before the servers have started.
+    /// Every tool of every server started so far.
     pub fn listed(&self) -> Vec<McpTool> {
         self.table
-            .get()
+            .lock()
             .map(|t| t.tools.clone())
             .unwrap_or_default()
     }
 
-    /// The tool the model calls `name`, loaded or not. Only answers once the servers have
-    /// started ([`McpHub::statuses`] or [`McpHub::tools`] waits for that).
+    /// Waits for every server's start, then gives every tool.
+    pub async fn tools(&self) -> Vec<McpTool> {
+        self.wait_started(None).await;
+        self.listed()
+    }
+
+    /// The tool the model calls `name`, loaded or not, of a server started so far.
     pub fn tool(&self, name: &str) -> Option<McpTool> {
-        self.table
-            .get()?
-            .tools
-            .iter()
-            .find(|t| t.name == name)
-            .cloned()
+        let table = self.table.lock().ok()?;
+        table.tools.iter().find(|t| t.name == name).cloned()
     }
 
     /// Defers the tools behind `mcp_search_tools` (or stops deferring them).
@@ -223,18 +289,14 @@ impl McpHub {
 
     /// The tools offered to the model now: all of them, or when deferred the loaded ones.
     pub fn offered(&self) -> Vec<McpTool> {
-        let Some(table) = self.table.get() else {
-            return Vec::new();
-        };
+        let tools = self.listed();
         if !self.is_deferred() {
-            return table.tools.clone();
+            return tools;
         }
         let loaded = self.loaded.lock().map(|l| l.clone()).unwrap_or_default();
-        table
-            .tools
-            .iter()
+        tools
+            .into_iter()
             .filter(|t| loaded.contains(&t.name))
-            .cloned()
             .collect()
     }
 
@@ -253,91 +315,32 @@ impl McpHub {
     /// The servers with started tools and how many each has, for the prompt's note on
     /// deferred tools.
     pub fn summary(&self) -> Vec<(String, usize)> {
-        self.table
-            .get()
-            .map(|t| {
-                t.servers
-                    .iter()
-                    .filter_map(|s| match s.state {
-                        ServerState::Ready { tools } => Some((s.name.clone(), tools)),
-                        _ => None,
-                    })
-                    .collect()
+        self.statuses()
+            .into_iter()
+            .filter_map(|s| match s.state {
+                ServerState::Ready { tools } => Some((s.name, tools)),
+                _ => None,
             })
-            .unwrap_or_default()
+            .collect()
+    }
+
+    /// The servers still starting, by name.
+    pub fn still_starting(&self) -> Vec<String> {
+        self.statuses()
+            .into_iter()
+            .filter(|s| s.state == ServerState::Starting)
+            .map(|s| s.name)
+            .collect()
     }
 
     /// Ends every started server.
     pub async fn shutdown(&self) {
-        let servers: Vec<Arc<Server>> = match self.table.get() {
-            Some(table) => {
-                let mut seen: Vec<Arc<Server>> = Vec::new();
-                for tool in &table.tools {
-                    if !seen.iter().any(|s| Arc::ptr_eq(s, &tool.server)) {
-                        seen.push(tool.server.clone());
-                    }
-                }
-                seen
+        let mut servers: Vec<Arc<Server>> = Vec::new();
+        for tool in self.listed() {
+            if !servers.iter().any(|s| Arc::ptr_eq(s, &tool.server)) {
+                servers.push(tool.server.clone());
             }
-            None => Vec::new(),
-        };
+        }
         futures_util::future::join_all(servers.iter().map(|s| s.shutdown())).await;
     }
-}
-
-fn build_table(configs: &[ServerConfig], mut outcomes: Vec<Started>) -> Table {
-    let mut names = ToolNames::default();
-    let mut table = Table::default();
-    outcomes.reverse();
-    for config in configs {
-        if !config.enabled {
-            table.servers.push(ServerStatus {
-                name: config.name.clone(),
-                state: ServerState::Disabled,
-                source: config.source.clone(),
-            });
-            continue;
-        }
-        let state = match outcomes.pop() {
-            Some(Ok((server, tools))) => {
-                let mut count = 0;
-                for tool in tools {
-                    let raw = tool.name.to_string();
-                    let wanted = config
-                        .enabled_tools
-                        .as_ref()
-                        .is_none_or(|only| only.contains(&raw))
-                        && !config.disabled_tools.contains(&raw);
-                    if !wanted {
-                        continue;
-                    }
-                    count += 1;
-                    let description: String = tool
-                        .description
-                        .as_deref()
-                        .unwrap_or("")
-                        .chars()
-                        .take(MAX_DESCRIPTION_CHARS)
-                        .collect();
-                    let input = Value::Object((*tool.input_schema).clone());
-                    table.tools.push(McpTool {
-                        name: names.assign(&config.name, &raw),
-                        raw,
-                        server: server.clone(),
-                        description,
-                        schema: schema::sanitize(&input),
-                    });
-                }
-                ServerState::Ready { tools: count }
-            }
-            Some(Err(e)) => ServerState::Failed(e.to_string()),
-            None => ServerState::Failed("it was never started".into()),
-        };
-        table.servers.push(ServerStatus {
-            name: config.name.clone(),
-            state,
-            source: config.source.clone(),
-        });
-    }
-    table
 }

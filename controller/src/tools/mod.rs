@@ -379,11 +379,15 @@ impl ToolRegistry {
         self.mcp.as_ref()
     }
 
-    /// Whether `tool` is offered now: `mcp_search_tools` only while MCP tools are deferred,
+    /// Whether `tool` is offered now: `mcp_search_tools` only while MCP tools are deferred
+    /// or servers are starting,
     /// `load_skill` only when there are skills.
     fn offers(&self, tool: &Tool) -> bool {
         match tool.name() {
-            mcp::SEARCH_TOOLS => self.mcp.as_ref().is_some_and(|m| m.is_deferred()),
+            mcp::SEARCH_TOOLS => self
+                .mcp
+                .as_ref()
+                .is_some_and(|m| m.is_deferred() || m.starting()),
             skill::LOAD_SKILL => !self.skills.is_empty(),
             _ => true,
         }

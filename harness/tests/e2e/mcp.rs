@@ -72,6 +72,7 @@ async fn mcp_tools_of_reference_servers_are_called_end_to_end_in_both_wires() {
         }));
         cove.cove_toml(
             r#"
+mcp_first_call_wait = 60
 [permissions]
 deny = [{ tool = "mcp:everything:get-env" }]
 allow = [{ tool = "mcp:everything:*" }, { tool = "mcp:time:*" }]
@@ -162,6 +163,7 @@ async fn a_streamable_http_server_is_listed_and_called() {
     cove.mcp_servers(json!({
         "web": {"url": server.url(), "headers": {"X-Cove-Test": "1"}, "bearer_token": "${NO_SUCH_VAR:-open}"},
     }));
+    cove.cove_toml("mcp_first_call_wait = 60\n");
     let out = cove.run(&["--json", "mcp", "ls"]).await;
     assert!(out.status.success(), "{}", explain(&out));
     let rows = events(&out);
@@ -209,7 +211,9 @@ async fn a_streamable_http_server_is_listed_and_called() {
 async fn three_hundred_tools_are_deferred_behind_a_search_that_loads_them() {
     let cove = Cove::new(Wire::Anthropic).await;
     cove.mcp_servers(json!({ "catalog": mcp_servers::catalog(300).unwrap() }));
-    cove.cove_toml("[permissions]\nallow = [{ tool = \"mcp:catalog:*\" }]\n");
+    cove.cove_toml(
+        "mcp_first_call_wait = 60\n[permissions]\nallow = [{ tool = \"mcp:catalog:*\" }]\n",
+    );
     cove.llm.push_fn(|request| {
         let tools = offered(request);
         let catalog = tools.iter().filter(|t| t.starts_with("catalog__")).count();
@@ -283,6 +287,7 @@ async fn a_crashed_server_is_restarted_once_and_every_failure_is_a_tool_error() 
         },
         "dies": mcp_servers::unruly(&["--die"]).unwrap(),
     }));
+    cove.cove_toml("mcp_first_call_wait = 60\n");
     cove.llm
         .push(Turn::text("").call("catalog__crash", json!({})));
     cove.llm
@@ -404,4 +409,74 @@ async fn bad_configuration_is_reported_with_its_place_and_the_run_goes_on() {
     );
     let all = events(&out);
     assert!(all.iter().any(|e| e["type"] == "complete"));
+}
+
+#[tokio::test]
+async fn a_slow_server_never_holds_up_the_first_call_and_joins_when_it_is_up() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // The SDK server takes about a second to start; the first call waits 0.2 s by default.
+    cove.mcp_servers(json!({ "catalog": mcp_servers::catalog(3).unwrap() }));
+    cove.llm.push_fn(|request| {
+        let tools = offered(request);
+        let text = request.all_text();
+        if tools.iter().any(|t| t.starts_with("catalog__")) {
+            return Turn::text("").call("complete", json!({"text": "ALREADY THERE"}));
+        }
+        if !tools.iter().any(|t| t == "mcp_search_tools")
+            || !text.contains("still starting: catalog")
+        {
+            return Turn::text("").call(
+                "complete",
+                json!({"text": format!("NO WAY TO WAIT: {tools:?}")}),
+            );
+        }
+        Turn::text("").call("mcp_search_tools", json!({"query": "capitals"}))
+    });
+    cove.llm.push_fn(|request| {
+        let tools = offered(request);
+        if !request.last_message_text().contains("catalog__shout")
+            || !tools.iter().any(|t| t == "catalog__shout")
+        {
+            return Turn::text("").call(
+                "complete",
+                json!({"text": format!("NOT JOINED: {tools:?}")}),
+            );
+        }
+        Turn::text("").call("catalog__shout", json!({"text": "joined"}))
+    });
+    cove.llm.push_fn(|request| {
+        let verdict = if request.last_message_text().contains("JOINED") {
+            "joined"
+        } else {
+            "NOT CALLED"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let out = cove
+        .run(&[
+            "--json",
+            "run",
+            "Shout",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            cove.workspace.to_str().unwrap(),
+            "--no-prompt",
+            "--permissions",
+            "yolo",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", explain(&out));
+    let all = events(&out);
+    let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(complete["text"], "joined", "{}", explain(&out));
+    // Announced when it came up, after the run began.
+    let status = mcp_status(&all, "catalog");
+    assert_eq!(status["status"], "ready");
+    let first_call = all
+        .iter()
+        .position(|e| e["type"] == "assistant_response_start")
+        .unwrap();
+    let announced = all.iter().position(|e| e["type"] == "mcp_status").unwrap();
+    assert!(announced > first_call, "{:?}", kinds(&all));
 }
