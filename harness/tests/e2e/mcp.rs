@@ -23,6 +23,24 @@ impl Cove {
         .unwrap();
     }
 
+    /// `cove run TASK` on the OpenAI wire with every call allowed, as JSON events.
+    async fn run_yolo(&self, task: &str) -> std::process::Output {
+        let ws = self.workspace.to_str().unwrap().to_string();
+        self.run(&[
+            "--json",
+            "run",
+            task,
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+            "--permissions",
+            "yolo",
+        ])
+        .await
+    }
+
     /// Writes `cove.toml`.
     fn cove_toml(&self, text: &str) {
         let dir = self.home.path().join("config/cove");
@@ -187,20 +205,7 @@ async fn a_streamable_http_server_is_listed_and_called() {
         };
         Turn::text("").call("complete", json!({ "text": verdict }))
     });
-    let out = cove
-        .run(&[
-            "--json",
-            "run",
-            "Add",
-            "--model",
-            "openai/scripted",
-            "--workspace",
-            cove.workspace.to_str().unwrap(),
-            "--no-prompt",
-            "--permissions",
-            "yolo",
-        ])
-        .await;
+    let out = cove.run_yolo("Add").await;
     assert!(out.status.success(), "{}", explain(&out));
     let all = events(&out);
     let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
@@ -305,20 +310,7 @@ async fn a_crashed_server_is_restarted_once_and_every_failure_is_a_tool_error() 
     cove.llm
         .push(Turn::text("").call("complete", json!({"text": "done"})));
     let started = Instant::now();
-    let out = cove
-        .run(&[
-            "--json",
-            "run",
-            "Misbehave",
-            "--model",
-            "openai/scripted",
-            "--workspace",
-            cove.workspace.to_str().unwrap(),
-            "--no-prompt",
-            "--permissions",
-            "yolo",
-        ])
-        .await;
+    let out = cove.run_yolo("Misbehave").await;
     assert!(out.status.success(), "{}", explain(&out));
     assert!(started.elapsed() < Duration::from_secs(60));
     let all = events(&out);
@@ -452,20 +444,7 @@ async fn a_slow_server_never_holds_up_the_first_call_and_joins_when_it_is_up() {
         };
         Turn::text("").call("complete", json!({ "text": verdict }))
     });
-    let out = cove
-        .run(&[
-            "--json",
-            "run",
-            "Shout",
-            "--model",
-            "openai/scripted",
-            "--workspace",
-            cove.workspace.to_str().unwrap(),
-            "--no-prompt",
-            "--permissions",
-            "yolo",
-        ])
-        .await;
+    let out = cove.run_yolo("Shout").await;
     assert!(out.status.success(), "{}", explain(&out));
     let all = events(&out);
     let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
