@@ -75,6 +75,7 @@ pub enum Op {
     BrowserTakeoverEnd,
     VisionSeeImage,
     PreviewExpose,
+    Mcp,
 }
 
 /// The HTTP methods the API uses.
@@ -499,6 +500,16 @@ pub const ENDPOINTS: &[Endpoint] = &[
         request: RequestBody::Json(reference::<ExposeRequest>),
         response: ResponseBody::Json(reference::<ExposeResponse>),
     },
+    Endpoint {
+        op: Op::Mcp,
+        method: Method::Post,
+        path: "/mcp",
+        summary: "The sandbox's tools over MCP (streamable HTTP): JSON-RPC messages in, a JSON answer or an event stream out; GET opens the server's stream, DELETE ends a session. A request whose Origin is not the daemon's own is refused (403)",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(inline::<serde_json::Value>),
+        response: ResponseBody::Bytes("text/event-stream"),
+    },
 ];
 
 /// The endpoint serving `op` (every `Op` has one; a unit test holds the table to that).
@@ -653,7 +664,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 40, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 41, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

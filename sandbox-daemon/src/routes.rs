@@ -13,7 +13,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodFilter, MethodRouter, on};
+use axum::routing::{MethodFilter, MethodRouter, any_service, on};
 use cove_protocol::ErrorCode;
 use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -31,9 +31,14 @@ fn filter(method: Method) -> MethodFilter {
 }
 
 /// The handler serving one endpoint.
-fn handler(endpoint: &Endpoint) -> MethodRouter<AppState> {
+fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
     let m = filter(endpoint.method);
     match endpoint.op {
+        // The MCP server takes POST, GET and DELETE; its own Origin check sits in front.
+        Op::Mcp => any_service(mcp::http::service(state)).layer(middleware::from_fn_with_state(
+            state.clone(),
+            mcp::http::check_origin,
+        )),
         Op::Health => on(m, info::health),
         Op::Info => on(m, info::info),
         Op::OpenApi => on(m, info::openapi),
@@ -105,20 +110,12 @@ pub fn router(state: AppState) -> Router {
     let mut protected = Router::new();
     for endpoint in ENDPOINTS {
         if endpoint.auth {
-            protected = protected.route(endpoint.path, handler(endpoint));
+            protected = protected.route(endpoint.path, handler(endpoint, &state));
         } else {
-            public = public.route(endpoint.path, handler(endpoint));
+            public = public.route(endpoint.path, handler(endpoint, &state));
         }
     }
-    // The MCP server: same token; its own Origin check in front of it.
-    let mcp = Router::new()
-        .route_service("/mcp", mcp::http::service(&state))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            mcp::http::check_origin,
-        ));
     let protected = protected
-        .merge(mcp)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
