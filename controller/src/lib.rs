@@ -17,3 +17,4 @@ pub mod sandbox;
 pub mod skills;
 pub mod store;
 pub mod tools;
+pub mod web;

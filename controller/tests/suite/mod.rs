@@ -2,3 +2,4 @@ mod agent;
 mod context;
 mod providers;
 mod store;
+mod web;
