@@ -101,6 +101,8 @@ impl McpTool {
 #[derive(Debug, Default)]
 struct Table {
     servers: Vec<ServerStatus>,
+    /// Every server that started, offering tools or not: what shutdown ends.
+    started: Vec<Arc<Server>>,
     tools: Vec<McpTool>,
     names: ToolNames,
 }
@@ -207,6 +209,7 @@ impl McpHub {
                         schema: schema::sanitize(&input),
                     });
                 }
+                table.started.push(server);
                 ServerState::Ready { tools: count }
             }
             Err(e) => ServerState::Failed(e.to_string()),
@@ -215,11 +218,6 @@ impl McpHub {
             status.state = state;
         }
         self.generation.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Whether any server is configured at all.
-    pub fn is_empty(&self) -> bool {
-        self.configs.is_empty()
     }
 
     /// Waits until every server has started or failed (each within its startup timeout),
@@ -335,12 +333,11 @@ impl McpHub {
 
     /// Ends every started server.
     pub async fn shutdown(&self) {
-        let mut servers: Vec<Arc<Server>> = Vec::new();
-        for tool in self.listed() {
-            if !servers.iter().any(|s| Arc::ptr_eq(s, &tool.server)) {
-                servers.push(tool.server.clone());
-            }
-        }
-        futures_util::future::join_all(servers.iter().map(|s| s.shutdown())).await;
+        let started = self
+            .table
+            .lock()
+            .map(|t| t.started.clone())
+            .unwrap_or_default();
+        futures_util::future::join_all(started.iter().map(|s| s.shutdown())).await;
     }
 }

@@ -74,22 +74,12 @@ pub struct ToolResult {
 impl ToolResult {
     /// A success.
     pub fn ok(text: impl Into<String>) -> Self {
-        ToolResult {
-            ok: true,
-            text: text.into(),
-            browser_state: None,
-            image: None,
-            control: None,
-            event: None,
-        }
+        cove_tools::ToolResult::ok(text).into()
     }
 
     /// A failure, reported to the model.
     pub fn error(text: impl Into<String>) -> Self {
-        ToolResult {
-            ok: false,
-            ..Self::ok(text)
-        }
+        cove_tools::ToolResult::error(text).into()
     }
 
     /// A failure from the sandbox, with the fresh browser state if it sent one.
