@@ -28,6 +28,7 @@ use crate::takeover::{
     StartTakeover, TakeoverGrant, TakeoverQuery, TakeoverReleased, TakeoverStatus,
 };
 use crate::vision::{SeeImageRequest, SeeImageResponse};
+use crate::web::{FetchRequest, FetchResponse, SearchRequest, SearchResponse};
 
 /// The API version served under `/v1`.
 pub const API_VERSION: &str = "v1";
@@ -75,6 +76,8 @@ pub enum Op {
     BrowserTakeoverEnd,
     VisionSeeImage,
     PreviewExpose,
+    WebFetch,
+    WebSearch,
     Mcp,
 }
 
@@ -499,6 +502,26 @@ pub const ENDPOINTS: &[Endpoint] = &[
         query: None,
         request: RequestBody::Json(reference::<ExposeRequest>),
         response: ResponseBody::Json(reference::<ExposeResponse>),
+    },
+    Endpoint {
+        op: Op::WebFetch,
+        method: Method::Post,
+        path: "/v1/web/fetch",
+        summary: "A web page's main content as Markdown, text or HTML, one page of it at a time; the whole saved under .cove/web/ in the workspace. Fetched over HTTP, rendered in a background tab when it needs scripts; PDFs become text",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<FetchRequest>),
+        response: ResponseBody::Json(reference::<FetchResponse>),
+    },
+    Endpoint {
+        op: Op::WebSearch,
+        method: Method::Post,
+        path: "/v1/web/search",
+        summary: "A web search with no key: the sandbox's browser asks a keyless engine in a background tab (the agent's tab is left alone) and reads its results",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<SearchRequest>),
+        response: ResponseBody::Json(reference::<SearchResponse>),
     },
     Endpoint {
         op: Op::Mcp,

@@ -23,6 +23,7 @@ use crate::takeover::{
     StartTakeover, TakeoverGrant, TakeoverQuery, TakeoverReleased, TakeoverStatus,
 };
 use crate::vision::{SeeImageRequest, SeeImageResponse};
+use crate::web::{FetchRequest, FetchResponse, SearchRequest, SearchResponse};
 
 /// How long a call that is not a blocking `exec` or a transfer may take.
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -369,6 +370,19 @@ impl CovedClient {
         request: &SeeImageRequest,
     ) -> Result<SeeImageResponse, ClientError> {
         self.post(&["v1", "vision", "see_image"], request).await
+    }
+
+    /// `POST /v1/web/fetch`.
+    pub async fn web_fetch(&self, request: &FetchRequest) -> Result<FetchResponse, ClientError> {
+        self.post(&["v1", "web", "fetch"], request).await
+    }
+
+    /// `POST /v1/web/search`.
+    pub async fn web_search(
+        &self,
+        request: &SearchRequest,
+    ) -> Result<SearchResponse, ClientError> {
+        self.post(&["v1", "web", "search"], request).await
     }
 
     /// `PUT /v1/files/content`: streams `body` into the file.

@@ -110,8 +110,17 @@ error_codes! {
     NavigationFailed = "navigation_failed" => 502,
     /// The input is not an image this daemon can read (PNG, JPEG, GIF, WebP).
     NotAnImage = "not_an_image" => 422,
-    /// The image URL could not be fetched.
+    /// The URL could not be fetched (unreachable, an HTTP error status, broke off).
     FetchFailed = "fetch_failed" => 502,
+    /// The URL serves content that is not a page (an image, an archive, a program); download
+    /// it with the shell instead.
+    NotAPage = "not_a_page" => 415,
+    /// The page is over the download limit; download it with the shell instead.
+    PageTooLarge = "page_too_large" => 413,
+    /// The search engine answered with a page that has no results to read (a captcha, a
+    /// consent wall); a person can clear it by taking over the browser, or configure a
+    /// search provider's key.
+    SearchBlocked = "search_blocked" => 502,
     /// The path names a FIFO, socket or device: only regular files are read or served.
     NotRegularFile = "not_regular_file" => 409,
     /// The file changed between reading and writing it (another edit won); read it again and

@@ -13,6 +13,7 @@ pub mod preview;
 pub mod shell;
 pub mod takeover;
 pub mod vision;
+pub mod web;
 
 #[cfg(feature = "client")]
 pub mod client;

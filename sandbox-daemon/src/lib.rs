@@ -21,6 +21,7 @@ pub mod shell;
 pub mod takeover;
 pub mod timestamp;
 pub mod vision;
+pub mod web;
 
 use std::future::Future;
 use std::ops::Deref;
@@ -88,6 +89,8 @@ pub struct DaemonConfig {
     pub preview_public: bool,
     /// Connections, timeouts and draining of the HTTP server.
     pub server: ServerLimits,
+    /// The keyless engine `/v1/web/search` reads.
+    pub search: web::SearchSettings,
 }
 
 impl DaemonConfig {
@@ -111,6 +114,7 @@ impl DaemonConfig {
             public_url: None,
             preview_public: false,
             server: ServerLimits::default(),
+            search: web::SearchSettings::default(),
         }
     }
 }
@@ -152,6 +156,8 @@ pub struct App {
     /// Client for fetching image URLs, built on first use (loading TLS roots costs startup
     /// time and memory most daemons never need).
     pub http: std::sync::OnceLock<reqwest::Client>,
+    /// Page fetches and keyless searches.
+    pub web: web::Web,
     pub info: InfoResponse,
     pub openapi: Bytes,
     pub registry: Arc<ChildRegistry>,
@@ -254,12 +260,13 @@ impl Daemon {
                 name: "coved".to_string(),
                 version: VERSION.to_string(),
                 api_version: API_VERSION.to_string(),
-                capabilities: ["shell", "files", "browser", "vision", "takeover", "preview"]
+                capabilities: ["shell", "files", "browser", "vision", "takeover", "preview", "web"]
                     .map(String::from)
                     .to_vec(),
                 workspace: root.to_string_lossy().into_owned(),
             },
             browser,
+            web: web::Web::new(config.search.clone()),
             takeover: TakeoverManager::new(TakeoverSettings {
                 ttl: config.takeover_ttl,
             }),

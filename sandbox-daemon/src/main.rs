@@ -76,6 +76,14 @@ struct Cli {
     #[arg(long, env = "COVED_CHROMIUM", global = true)]
     chromium: Option<PathBuf>,
 
+    /// The keyless engine web searches read with the browser (duckduckgo, mojeek).
+    #[arg(long, env = "COVED_SEARCH_ENGINE", default_value = "duckduckgo", global = true)]
+    search_engine: String,
+
+    /// Another results page with the engine's markup (a mirror), `{query}` where the query goes.
+    #[arg(long, env = "COVED_SEARCH_URL", global = true)]
+    search_url: Option<String>,
+
     /// Browser viewport, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x720", value_parser = parse_viewport)]
     browser_viewport: Viewport,
@@ -214,6 +222,21 @@ async fn main() -> anyhow::Result<()> {
             .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
     );
     config.public_url = cli.public_url;
+    config.search = coved::web::SearchSettings {
+        engine: coved::web::engines::by_name(&cli.search_engine).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--search-engine {:?} is not one coved knows; use one of: {}",
+                cli.search_engine,
+                coved::web::engines::names()
+            )
+        })?,
+        url: cli.search_url,
+    };
+    if let Some(url) = &config.search.url
+        && !url.contains("{query}")
+    {
+        anyhow::bail!("--search-url {url:?} has no {{query}} for the query to go in");
+    }
     config.preview_public = cli.preview_public;
     let open_files = coved::server::raise_open_files_limit();
     // Keep half the descriptors for files, shells and the browser.

@@ -19,7 +19,7 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, browser, files, info, mcp, preview, shell, takeover, vision};
+use crate::{AppState, auth, browser, files, info, mcp, preview, shell, takeover, vision, web};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -79,6 +79,8 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::BrowserTakeoverEnd => on(m, takeover::http::end),
         Op::VisionSeeImage => on(m, vision::http::see_image),
         Op::PreviewExpose => on(m, preview::http::expose),
+        Op::WebFetch => on(m, web::http::fetch),
+        Op::WebSearch => on(m, web::http::search),
     }
 }
 

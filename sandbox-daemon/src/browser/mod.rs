@@ -2,6 +2,7 @@
 //! over CDP (chromiumoxide). Every action answers with the browser state; every CDP call has
 //! its own deadline; a browser that died is relaunched by the next call, which says so.
 
+pub mod background;
 mod cdp;
 mod chromium;
 pub mod http;

@@ -17,7 +17,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, ReloadParams,
     StopLoadingParams,
 };
-use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use chromiumoxide::cdp::browser_protocol::target::{CreateTargetParams, TargetId};
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::handler::viewport::Viewport as CdpViewport;
 use chromiumoxide::{Browser, Page};
@@ -115,6 +115,8 @@ pub struct Session {
     next_tab_id: u32,
     /// Targets closed by `close_tab` that the browser may still list for a moment.
     closing: HashSet<TargetId>,
+    /// The daemon's own background tabs (see `background`): never the agent's.
+    hidden: HashSet<TargetId>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -311,6 +313,7 @@ impl Session {
             active: 0,
             next_tab_id: 1,
             closing: HashSet::new(),
+            hidden: HashSet::new(),
         };
         // Adopt the tab Chromium opened at start (it is discovered a moment after attaching);
         // open one only if it never shows up.
@@ -373,6 +376,21 @@ impl Session {
         Ok(())
     }
 
+    /// Opens a tab the agent never sees (not listed, never made active), in the background.
+    pub async fn open_hidden_tab(&mut self) -> Result<Page, BrowserError> {
+        let params = CreateTargetParams::builder()
+            .url("about:blank")
+            .background(true)
+            .build()
+            .map_err(|e| BrowserError::Internal(format!("bad tab settings: {e}")))?;
+        let page = tokio::time::timeout(self.limit(), self.browser.new_page(params))
+            .await
+            .map_err(|_| BrowserError::Timeout("opening a tab took too long".into()))?
+            .map_err(BrowserError::from_cdp)?;
+        self.hidden.insert(page.target_id().clone());
+        Ok(page)
+    }
+
     /// Brings the tab list in line with the browser's pages: adopts new tabs (the newest
     /// becomes active, as a person's browser would show it), drops closed ones.
     pub async fn sync_tabs(&mut self) {
@@ -382,9 +400,11 @@ impl Session {
         let live: HashSet<_> = pages.iter().map(|p| p.target_id().clone()).collect();
         self.tabs.retain(|t| live.contains(t.page.target_id()));
         self.closing.retain(|id| live.contains(id));
+        self.hidden.retain(|id| live.contains(id));
         let mut newest = None;
         for page in pages {
             if self.closing.contains(page.target_id())
+                || self.hidden.contains(page.target_id())
                 || self
                     .tabs
                     .iter()

@@ -1,0 +1,423 @@
+//! The web family: a page's main content as Markdown (`POST /v1/web/fetch`) and a search
+//! with no key (`POST /v1/web/search`). Pages are fetched over HTTP; one that needs scripts
+//! to show its content is rendered in a background tab of the daemon's browser, as are
+//! searches, so the agent's own tab is never disturbed.
+
+pub mod download;
+pub mod engines;
+pub mod extract;
+pub mod http;
+pub mod pdf;
+pub mod saved;
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cove_protocol::web::{
+    DEFAULT_MAX_CHARS, DEFAULT_NUM_RESULTS, FetchFormat, FetchRequest, FetchResponse,
+    MAX_MAX_CHARS, MAX_NUM_RESULTS, SearchHit, SearchRequest, SearchResponse,
+};
+use serde::Deserialize;
+
+use crate::browser::{BrowserError, BrowserManager};
+use crate::files::{FileError, Workspace};
+use download::Kind;
+use engines::Engine;
+
+/// Fetches whose later pages are served from their saved copy.
+const REMEMBERED: usize = 32;
+/// Longest query searched.
+const MAX_QUERY_CHARS: usize = 500;
+/// Read from the rendered page when a page needs scripts.
+const OUTER_HTML_JS: &str = "document.documentElement.outerHTML";
+
+/// What went wrong reading the web, by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    /// Fix the request.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// Check the URL, or try again later.
+    #[error("{0}")]
+    Unreachable(String),
+    /// Try again, or another source.
+    #[error("{0}")]
+    Timeout(String),
+    /// The server refused or failed; another URL, or later.
+    #[error("{url} answered HTTP {status} {reason}")]
+    Status {
+        url: String,
+        status: u16,
+        reason: String,
+    },
+    /// Not a page: download it with the shell instead.
+    #[error(
+        "{url} is {content_type}, not a page; download it with the shell (curl -o) and use the tool that reads it (see_image for images)"
+    )]
+    NotAPage { url: String, content_type: String },
+    /// Too big to read as a page: download it with the shell instead.
+    #[error("{url} is {}, over the {} MB a page may be; download it with the shell (curl -o) instead", size.map_or("larger".to_string(), |s| format!("{s} bytes")), download::MAX_PAGE_BYTES / (1024 * 1024))]
+    TooLarge { url: String, size: Option<u64> },
+    /// The content cannot be turned into text.
+    #[error("{0}")]
+    Unreadable(String),
+    /// The engine showed something other than results: a person can clear it.
+    #[error("{0}")]
+    Blocked(String),
+    #[error(transparent)]
+    Browser(#[from] BrowserError),
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// Not the caller's fault.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl WebError {
+    /// Sorts a failed request.
+    pub fn from_reqwest(url: &str, e: reqwest::Error) -> WebError {
+        if e.is_timeout() {
+            WebError::Timeout(format!(
+                "{url} did not answer within {} s",
+                download::FETCH_TIMEOUT.as_secs()
+            ))
+        } else if e.is_redirect() {
+            WebError::Unreachable(format!("{url} redirects too many times (a loop?)"))
+        } else {
+            // The source chain holds the useful part (DNS, refused, certificate).
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                message = format!("{message}: {s}");
+                source = s.source();
+            }
+            WebError::Unreachable(format!("cannot fetch {url}: {message}"))
+        }
+    }
+}
+
+/// How the daemon searches without a key.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    pub engine: Engine,
+    /// Another results page for the engine's markup (a mirror; the tests' fake engine), with
+    /// `{query}` where the query goes.
+    pub url: Option<String>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            engine: engines::DUCKDUCKGO,
+            url: None,
+        }
+    }
+}
+
+/// What a fetch found besides its content, kept for its later pages.
+#[derive(Debug, Clone)]
+struct Fetched {
+    requested: String,
+    format: FetchFormat,
+    url: String,
+    title: String,
+    content_type: String,
+    rendered: bool,
+    saved_path: String,
+}
+
+/// The web family's state.
+pub struct Web {
+    search: SearchSettings,
+    client: OnceLock<reqwest::Client>,
+    recent: Mutex<VecDeque<Fetched>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EngineAnswer {
+    #[serde(default)]
+    results: Vec<SearchHit>,
+    #[serde(default)]
+    blocked: Option<String>,
+    #[serde(default)]
+    empty: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct PageTitle {
+    title: String,
+}
+
+impl Web {
+    /// A web family searching as `search` says.
+    pub fn new(search: SearchSettings) -> Web {
+        Web {
+            search,
+            client: OnceLock::new(),
+            recent: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, WebError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = download::client()
+            .map_err(|e| WebError::Internal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(self.client.get_or_init(|| client))
+    }
+
+    /// One page of `request.url`'s main content; the whole saved in the workspace.
+    pub async fn fetch(
+        &self,
+        workspace: &Arc<Workspace>,
+        browser: &BrowserManager,
+        request: FetchRequest,
+    ) -> Result<FetchResponse, WebError> {
+        let max_chars = request.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
+        if max_chars == 0 || max_chars > MAX_MAX_CHARS {
+            return Err(WebError::InvalidRequest(format!(
+                "max_chars must be between 1 and {MAX_MAX_CHARS}"
+            )));
+        }
+        let page = request.page.unwrap_or(1);
+        if page == 0 {
+            return Err(WebError::InvalidRequest("pages count from 1".into()));
+        }
+        let url = parse_url(&request.url)?;
+        if page > 1
+            && let Some(answer) = self
+                .from_saved(workspace, url.as_str(), request.format, max_chars, page)
+                .await
+        {
+            return Ok(answer);
+        }
+        let (fetched, content) = self.fetch_whole(browser, &url, request.format).await?;
+        let save = {
+            let workspace = workspace.clone();
+            let path = fetched.saved_path.clone();
+            let bytes = content.clone().into_bytes();
+            crate::blocking::blocking(move || save(&workspace, &path, &bytes))
+        };
+        save.await
+            .map_err(|e| WebError::Internal(e.to_string()))??;
+        self.remember(fetched.clone());
+        Ok(answer(&fetched, &content, max_chars, page))
+    }
+
+    /// The content of `url` in `format`, fetched and extracted.
+    async fn fetch_whole(
+        &self,
+        browser: &BrowserManager,
+        url: &reqwest::Url,
+        format: FetchFormat,
+    ) -> Result<(Fetched, String), WebError> {
+        let downloaded = download::download(self.client()?, url).await?;
+        let kind = download::kind_of(&downloaded)?;
+        let mut rendered = false;
+        let landed = downloaded.url.clone();
+        let content_type = downloaded.content_type.clone();
+        let (title, content) = match kind {
+            Kind::Pdf => {
+                let source = landed.clone();
+                let bytes = downloaded.bytes;
+                let text = crate::blocking::blocking(move || pdf::text(bytes, &source))
+                    .await
+                    .map_err(|e| WebError::Internal(e.to_string()))??;
+                let title = text.lines().next().unwrap_or("").trim().to_string();
+                (title, text)
+            }
+            Kind::Text => (String::new(), download::decode(&downloaded, kind)),
+            Kind::Html => {
+                let mut html = download::decode(&downloaded, kind);
+                if extract::needs_scripts(&html) {
+                    match browser
+                        .read_in_background::<String>(&landed, OUTER_HTML_JS)
+                        .await
+                    {
+                        Ok(read) => {
+                            html = read.value;
+                            rendered = true;
+                        }
+                        // What came over HTTP is still worth giving.
+                        Err(e) => tracing::info!(error = %e, url = %landed, "cannot render a page that needs scripts"),
+                    }
+                }
+                let source = landed.clone();
+                let extracted =
+                    crate::blocking::blocking(move || extract::extract(&html, &source, format))
+                        .await
+                        .map_err(|e| WebError::Internal(e.to_string()))?;
+                (extracted.title, extracted.content)
+            }
+        };
+        let fetched = Fetched {
+            requested: url.to_string(),
+            format,
+            saved_path: saved::path_for(url.as_str(), format),
+            url: landed,
+            title,
+            content_type,
+            rendered,
+        };
+        Ok((fetched, content))
+    }
+
+    /// A later page of a fetch made a moment ago, from its saved copy.
+    async fn from_saved(
+        &self,
+        workspace: &Arc<Workspace>,
+        url: &str,
+        format: FetchFormat,
+        max_chars: usize,
+        page: usize,
+    ) -> Option<FetchResponse> {
+        let fetched = self
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|f| f.requested == url && f.format == format)
+            .cloned()?;
+        let workspace = workspace.clone();
+        let path = fetched.saved_path.clone();
+        let content = crate::blocking::blocking(move || {
+            let (mut file, _) = workspace.open_for_download(&path).ok()?;
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut file, &mut text).ok()?;
+            Some(text)
+        })
+        .await
+        .ok()
+        .flatten()?;
+        Some(answer(&fetched, &content, max_chars, page))
+    }
+
+    fn remember(&self, fetched: Fetched) {
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|f| !(f.requested == fetched.requested && f.format == fetched.format));
+        if recent.len() >= REMEMBERED {
+            recent.pop_front();
+        }
+        recent.push_back(fetched);
+    }
+
+    /// Searches the configured keyless engine in a background tab.
+    pub async fn search(
+        &self,
+        browser: &BrowserManager,
+        request: SearchRequest,
+    ) -> Result<SearchResponse, WebError> {
+        let query = request.query.trim();
+        if query.is_empty() {
+            return Err(WebError::InvalidRequest("the query is empty".into()));
+        }
+        if query.chars().count() > MAX_QUERY_CHARS {
+            return Err(WebError::InvalidRequest(format!(
+                "the query is over {MAX_QUERY_CHARS} characters"
+            )));
+        }
+        let wanted = request.num_results.unwrap_or(DEFAULT_NUM_RESULTS);
+        if wanted == 0 || wanted > MAX_NUM_RESULTS {
+            return Err(WebError::InvalidRequest(format!(
+                "num_results must be between 1 and {MAX_NUM_RESULTS}"
+            )));
+        }
+        let engine = self.search.engine;
+        let template = self.search.url.as_deref().unwrap_or(engine.url);
+        let encoded: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
+        let page_url = template.replace("{query}", &encoded);
+        let read = browser
+            .read_in_background::<EngineAnswer>(&page_url, engine.read)
+            .await?;
+        let answer = read.value;
+        let takeover = format!(
+            "a person can clear it: open {page_url} in the browser and ask for a takeover (web_browser_takeover), then search again; or configure a search provider's key (TAVILY_API_KEY, BRAVE_API_KEY or SEARXNG_URL)"
+        );
+        if let Some(wall) = answer.blocked {
+            return Err(WebError::Blocked(format!(
+                "{} answered with {wall:?} instead of results; {takeover}",
+                engine.name
+            )));
+        }
+        if answer.results.is_empty() && !answer.empty {
+            let title = browser
+                .read_in_background::<PageTitle>(&page_url, "({title: document.title})")
+                .await
+                .map(|t| t.value.title)
+                .unwrap_or_default();
+            return Err(WebError::Blocked(format!(
+                "{}'s page ({title:?} at {}) has no results coved can read: a consent wall or a check, or the engine changed its layout; {takeover}",
+                engine.name, read.url
+            )));
+        }
+        let mut results: Vec<SearchHit> = Vec::new();
+        for hit in answer.results {
+            let good = url::Url::parse(&hit.url)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if good && !results.iter().any(|r| r.url == hit.url) {
+                results.push(hit);
+            }
+            if results.len() == wanted {
+                break;
+            }
+        }
+        Ok(SearchResponse {
+            engine: engine.name.to_string(),
+            query: query.to_string(),
+            results,
+        })
+    }
+}
+
+fn parse_url(raw: &str) -> Result<reqwest::Url, WebError> {
+    let raw = raw.trim();
+    let url = reqwest::Url::parse(raw)
+        .or_else(|e| {
+            // "example.com/page": the scheme left off, as people write them.
+            if !raw.contains("://") && raw.contains('.') {
+                reqwest::Url::parse(&format!("https://{raw}"))
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| WebError::InvalidRequest(format!("{raw:?} is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(WebError::InvalidRequest(format!(
+            "only http and https URLs can be fetched, not {}:",
+            url.scheme()
+        )));
+    }
+    Ok(url)
+}
+
+/// Writes the whole content into the workspace, in one step (nothing half-written is left).
+fn save(workspace: &Workspace, path: &str, bytes: &[u8]) -> Result<(), WebError> {
+    let mut upload = workspace.begin_upload(path)?;
+    let mut file = upload
+        .take_file()
+        .ok_or_else(|| WebError::Internal("the saved copy has no file".into()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .map_err(|e| WebError::Internal(format!("cannot save {path}: {e}")))?;
+    drop(file);
+    workspace.commit(upload)?;
+    Ok(())
+}
+
+fn answer(fetched: &Fetched, content: &str, max_chars: usize, page: usize) -> FetchResponse {
+    let (text, pages) = saved::page_of(content, max_chars, page);
+    FetchResponse {
+        url: fetched.url.clone(),
+        title: fetched.title.clone(),
+        format: fetched.format,
+        content_type: fetched.content_type.clone(),
+        rendered: fetched.rendered,
+        content: text,
+        page,
+        pages,
+        total_chars: content.chars().count(),
+        saved_path: fetched.saved_path.clone(),
+    }
+}
