@@ -18,6 +18,7 @@ pub mod real_site;
 pub mod site;
 pub mod stats;
 pub mod viewer;
+pub mod web_site;
 
 pub use bins::workspace_binary;
 pub use daemon::{DaemonBuilder, DaemonProcess};

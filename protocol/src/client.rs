@@ -378,10 +378,7 @@ impl CovedClient {
     }
 
     /// `POST /v1/web/search`.
-    pub async fn web_search(
-        &self,
-        request: &SearchRequest,
-    ) -> Result<SearchResponse, ClientError> {
+    pub async fn web_search(&self, request: &SearchRequest) -> Result<SearchResponse, ClientError> {
         self.post(&["v1", "web", "search"], request).await
     }
 

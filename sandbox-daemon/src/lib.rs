@@ -260,9 +260,11 @@ impl Daemon {
                 name: "coved".to_string(),
                 version: VERSION.to_string(),
                 api_version: API_VERSION.to_string(),
-                capabilities: ["shell", "files", "browser", "vision", "takeover", "preview", "web"]
-                    .map(String::from)
-                    .to_vec(),
+                capabilities: [
+                    "shell", "files", "browser", "vision", "takeover", "preview", "web",
+                ]
+                .map(String::from)
+                .to_vec(),
                 workspace: root.to_string_lossy().into_owned(),
             },
             browser,

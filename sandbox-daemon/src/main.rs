@@ -77,7 +77,12 @@ struct Cli {
     chromium: Option<PathBuf>,
 
     /// The keyless engine web searches read with the browser (duckduckgo, mojeek).
-    #[arg(long, env = "COVED_SEARCH_ENGINE", default_value = "duckduckgo", global = true)]
+    #[arg(
+        long,
+        env = "COVED_SEARCH_ENGINE",
+        default_value = "duckduckgo",
+        global = true
+    )]
     search_engine: String,
 
     /// Another results page with the engine's markup (a mirror), `{query}` where the query goes.

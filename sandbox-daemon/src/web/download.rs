@@ -48,7 +48,10 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
 }
 
 /// Downloads `url` (http or https), refusing what is not a page before reading its body.
-pub async fn download(client: &reqwest::Client, url: &reqwest::Url) -> Result<Downloaded, WebError> {
+pub async fn download(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+) -> Result<Downloaded, WebError> {
     let response = client
         .get(url.clone())
         .header(
@@ -82,14 +85,20 @@ pub async fn download(client: &reqwest::Client, url: &reqwest::Url) -> Result<Do
         });
     }
     if let Some(len) = response.content_length().filter(|l| *l > MAX_PAGE_BYTES) {
-        return Err(WebError::TooLarge { url: landed, size: Some(len) });
+        return Err(WebError::TooLarge {
+            url: landed,
+            size: Some(len),
+        });
     }
     let mut bytes = Vec::new();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| WebError::from_reqwest(&landed, e))?;
         if (bytes.len() + chunk.len()) as u64 > MAX_PAGE_BYTES {
-            return Err(WebError::TooLarge { url: landed, size: None });
+            return Err(WebError::TooLarge {
+                url: landed,
+                size: None,
+            });
         }
         bytes.extend_from_slice(&chunk);
     }
@@ -111,8 +120,12 @@ pub fn kind_of_type(content_type: &str) -> Option<Kind> {
     match mime.as_str() {
         "text/html" | "application/xhtml+xml" => Some(Kind::Html),
         "application/pdf" | "application/x-pdf" => Some(Kind::Pdf),
-        "application/json" | "application/xml" | "application/javascript"
-        | "application/x-javascript" | "application/rss+xml" | "application/atom+xml"
+        "application/json"
+        | "application/xml"
+        | "application/javascript"
+        | "application/x-javascript"
+        | "application/rss+xml"
+        | "application/atom+xml"
         | "application/ld+json" => Some(Kind::Text),
         m if m.starts_with("text/") || m.ends_with("+json") || m.ends_with("+xml") => {
             Some(Kind::Text)
@@ -221,6 +234,9 @@ mod tests {
         assert_eq!(kind_of_type("application/octet-stream"), None);
         assert_eq!(kind_of(&body("", b"%PDF-1.7 ...")).ok(), Some(Kind::Pdf));
         assert!(kind_of(&body("", b"\x89PNG\r\n\x1a\n\0\0")).is_err());
-        assert_eq!(kind_of(&body("", b"<!DOCTYPE html><p>x")).ok(), Some(Kind::Html));
+        assert_eq!(
+            kind_of(&body("", b"<!DOCTYPE html><p>x")).ok(),
+            Some(Kind::Html)
+        );
     }
 }

@@ -73,5 +73,9 @@ pub fn by_name(name: &str) -> Option<Engine> {
 
 /// The names of every engine, for messages.
 pub fn names() -> String {
-    ENGINES.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+    ENGINES
+        .iter()
+        .map(|e| e.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

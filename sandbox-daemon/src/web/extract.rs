@@ -116,7 +116,9 @@ mod tests {
             "words of an article ".repeat(30)
         );
         assert!(!needs_scripts(&article));
-        assert!(!needs_scripts("<html><body><p>short, no scripts</p></body></html>"));
+        assert!(!needs_scripts(
+            "<html><body><p>short, no scripts</p></body></html>"
+        ));
     }
 
     #[test]

@@ -241,7 +241,9 @@ impl Web {
                             rendered = true;
                         }
                         // What came over HTTP is still worth giving.
-                        Err(e) => tracing::info!(error = %e, url = %landed, "cannot render a page that needs scripts"),
+                        Err(e) => {
+                            tracing::info!(error = %e, url = %landed, "cannot render a page that needs scripts")
+                        }
                     }
                 }
                 let source = landed.clone();
@@ -354,8 +356,8 @@ impl Web {
         }
         let mut results: Vec<SearchHit> = Vec::new();
         for hit in answer.results {
-            let good = url::Url::parse(&hit.url)
-                .is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            let good =
+                url::Url::parse(&hit.url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
             if good && !results.iter().any(|r| r.url == hit.url) {
                 results.push(hit);
             }

@@ -11,7 +11,10 @@ pub fn path_for(url: &str, format: FetchFormat) -> String {
         .as_ref()
         .and_then(|u| u.host_str().map(str::to_string))
         .unwrap_or_default();
-    let path = parsed.as_ref().map(|u| u.path().to_string()).unwrap_or_default();
+    let path = parsed
+        .as_ref()
+        .map(|u| u.path().to_string())
+        .unwrap_or_default();
     let mut slug = String::new();
     for c in format!("{host}{path}").chars() {
         if c.is_ascii_alphanumeric() {
@@ -72,16 +75,27 @@ mod tests {
 
     #[test]
     fn saved_names_are_readable_and_unique_per_url() {
-        let a = path_for("https://docs.python.org/3/tutorial/index.html", FetchFormat::Markdown);
-        assert!(a.starts_with(".cove/web/docs-python-org-3-tutorial-index-html-"), "{a}");
+        let a = path_for(
+            "https://docs.python.org/3/tutorial/index.html",
+            FetchFormat::Markdown,
+        );
+        assert!(
+            a.starts_with(".cove/web/docs-python-org-3-tutorial-index-html-"),
+            "{a}"
+        );
         assert!(a.ends_with(".md"));
-        let b = path_for("https://docs.python.org/3/tutorial/index.html?x=1", FetchFormat::Markdown);
+        let b = path_for(
+            "https://docs.python.org/3/tutorial/index.html?x=1",
+            FetchFormat::Markdown,
+        );
         assert_ne!(a, b);
     }
 
     #[test]
     fn pages_cover_the_content_once_and_prefer_line_breaks() {
-        let content: String = (0..100).map(|i| format!("line {i} of the page\n")).collect();
+        let content: String = (0..100)
+            .map(|i| format!("line {i} of the page\n"))
+            .collect();
         let (first, pages) = page_of(&content, 200, 1);
         assert!(first.ends_with('\n'), "{first:?}");
         let mut joined = String::new();

@@ -10,3 +10,4 @@ mod security;
 mod shell;
 mod takeover;
 mod vision;
+mod web;
