@@ -38,9 +38,26 @@ pub struct FileConfig {
     pub mcp_first_call_wait: Option<f64>,
     /// `[permissions]`: the policy tool calls pass (mode and deny / ask / allow rules).
     pub permissions: Option<crate::permissions::PermissionsConfig>,
+    /// `[web]`: which search provider `web_search` uses and where the images API is.
+    pub web: Option<WebConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,
+}
+
+/// `[web]` of `cove.toml`. Keys never go here: they come from the environment.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    /// `auto` (a provider whose key the environment holds, else the sandbox's browser),
+    /// `tavily`, `brave`, `searxng` or `browser`.
+    pub search: Option<String>,
+    /// The SearXNG instance (as `SEARXNG_URL`).
+    pub searxng_url: Option<String>,
+    /// The OpenAI-compatible images API (default https://api.openai.com/v1).
+    pub images_base_url: Option<String>,
+    /// The image model (default gpt-image-1).
+    pub images_model: Option<String>,
 }
 
 /// A sandbox named in `cove.toml`.

@@ -8,6 +8,7 @@ mod files;
 mod preview;
 mod shell;
 mod vision;
+mod web;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -474,6 +475,7 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
     tools.extend(browser::tools());
     tools.extend(vision::tools());
     tools.extend(preview::tools());
+    tools.extend(web::tools());
     tools
 }
 

@@ -587,6 +587,7 @@ impl Agent {
             }),
             mcp: self.registry.mcp().cloned(),
             skills: self.registry.skills().clone(),
+            web: self.registry.web().clone(),
         }
     }
 

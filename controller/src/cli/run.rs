@@ -24,6 +24,7 @@ use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
 use crate::store::{Decision, NewThread, PauseKind, RequestKind, RunState, Thread};
 use crate::tools::ToolRegistry;
+use crate::web::WebTools;
 use cove_protocol::plan::PlanStatus;
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
@@ -362,7 +363,16 @@ pub(super) async fn drive(
             return Err(e);
         }
     };
-    let mut registry = ToolRegistry::standard().with_skills(super::skills::for_run(inv));
+    let web = match WebTools::configured(inv.file.web.as_ref(), &|name| std::env::var(name).ok()) {
+        Ok(web) => web,
+        Err(e) => {
+            sandbox.close().await;
+            return Err(CliError::Setup(e));
+        }
+    };
+    let mut registry = ToolRegistry::standard()
+        .with_skills(super::skills::for_run(inv))
+        .with_web(web);
     if let Some(hub) = &mcp {
         registry = registry.with_mcp(hub.clone());
     }

@@ -37,6 +37,8 @@ const READS: &[&str] = &[
     "browser_read_page",
     "browser_hover_element",
     "browser_get_dropdown_options",
+    "web_search",
+    "web_fetch",
 ];
 
 /// Whether `tool` changes anything.
@@ -61,8 +63,11 @@ pub fn key_argument(tool: &str, args: &Value) -> Option<String> {
             "file_path"
         }
         "list_files" => "path",
-        "browser_navigate_to" => "url",
+        "browser_navigate_to" | "web_fetch" => "url",
         "browser_input_text" => "text",
+        "web_search" => "query",
+        "generate_image" => "prompt",
+        "edit_image" => "path",
         _ => return None,
     };
     args.get(field).and_then(Value::as_str).map(str::to_string)
@@ -163,6 +168,17 @@ pub fn summary(tool: &str, args: &Value) -> String {
         ),
         "browser_drag_drop" => "drag and drop on the page".to_string(),
         "expose_port" => format!("share port {} of the sandbox", index("port")),
+        "web_search" => format!("search the web for \"{}\"", clip(text("query"))),
+        "web_fetch" => format!("read {}", clip(text("url"))),
+        "generate_image" => format!(
+            "make an image with the images API (paid): \"{}\"",
+            clip(text("prompt"))
+        ),
+        "edit_image" => format!(
+            "edit {} with the images API (paid): \"{}\"",
+            clip(text("path")),
+            clip(text("prompt"))
+        ),
         _ => {
             let shown = if args.as_object().is_some_and(|o| o.is_empty()) {
                 String::new()
@@ -209,6 +225,12 @@ mod tests {
             ),
             "open https://example.org/"
         );
+        assert_eq!(
+            summary("generate_image", &json!({"prompt": "a lighthouse"})),
+            "make an image with the images API (paid): \"a lighthouse\""
+        );
+        assert_eq!(effect("web_fetch"), Effect::Read);
+        assert_eq!(effect("generate_image"), Effect::Change);
         assert_eq!(
             summary("mcp:github:create_issue", &json!({"title": "Bug"})),
             "call mcp:github:create_issue {\"title\":\"Bug\"}"

@@ -11,6 +11,7 @@ mod mcp;
 mod message;
 mod plan;
 mod skill;
+mod web;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ pub use plan::PlanBook;
 use crate::llm::ToolSpec;
 use crate::mcp::{McpHub, McpTool};
 use crate::skills::Skill;
+use crate::web::WebTools;
 use cove_tools::{ToolOutput, types_of, xml_arguments};
 
 /// One of Cove's own tools (not the sandbox's).
@@ -125,6 +127,8 @@ pub struct ToolEnv {
     pub mcp: Option<Arc<McpHub>>,
     /// The user's skills, for `load_skill`.
     pub skills: Arc<Vec<Skill>>,
+    /// The search provider and images API, for the web tools.
+    pub web: Arc<WebTools>,
 }
 
 impl ToolEnv {
@@ -136,6 +140,7 @@ impl ToolEnv {
             plans: None,
             mcp: None,
             skills: Arc::default(),
+            web: Arc::default(),
         }
     }
 }
@@ -318,6 +323,7 @@ pub struct ToolRegistry {
     tools: Vec<Tool>,
     mcp: Option<Arc<McpHub>>,
     skills: Arc<Vec<Skill>>,
+    web: Arc<WebTools>,
 }
 
 impl ToolRegistry {
@@ -333,6 +339,7 @@ impl ToolRegistry {
             expand::tools(),
             mcp::tools(),
             skill::tools(),
+            web::tools(),
         ];
         tools.extend(own.into_iter().flatten().map(Tool::Own));
         ToolRegistry::of(tools)
@@ -344,7 +351,19 @@ impl ToolRegistry {
             tools,
             mcp: None,
             skills: Arc::default(),
+            web: Arc::default(),
         }
+    }
+
+    /// The same tools, searching and making images with `web`'s providers.
+    pub fn with_web(mut self, web: WebTools) -> Self {
+        self.web = Arc::new(web);
+        self
+    }
+
+    /// The search provider and images API the web tools use.
+    pub fn web(&self) -> &Arc<WebTools> {
+        &self.web
     }
 
     /// The same tools, and `load_skill` for these skills.
@@ -379,12 +398,18 @@ impl ToolRegistry {
                 .as_ref()
                 .is_some_and(|m| m.is_deferred() || m.starting()),
             skill::LOAD_SKILL => !self.skills.is_empty(),
+            web::GENERATE_IMAGE | web::EDIT_IMAGE => self.web.images.is_some(),
             _ => true,
         }
     }
 
-    /// The tool called `name`: an MCP tool is found even while deferred.
+    /// The tool called `name` (or by the name Suna's prompts use for it): an MCP tool is
+    /// found even while deferred.
     pub fn get(&self, name: &str) -> Option<Tool> {
+        let name = match name {
+            "scrape_webpage" => "web_fetch",
+            other => other,
+        };
         if let Some(tool) = self.tools.iter().find(|t| t.name() == name) {
             return self.offers(tool).then(|| tool.clone());
         }
@@ -470,11 +495,17 @@ mod tests {
             "complete",
             "web_browser_takeover",
             "expand_message",
+            "web_search",
+            "web_fetch",
         ] {
             assert!(registry.get(wanted).is_some(), "{wanted} missing");
         }
         // Offered only when there is something for them to do.
         assert!(registry.get("load_skill").is_none());
+        assert!(registry.get("generate_image").is_none());
+        assert!(registry.get("edit_image").is_none());
+        // Suna's name for reading a page.
+        assert_eq!(registry.get("scrape_webpage").unwrap().name(), "web_fetch");
         assert!(registry.get("mcp_search_tools").is_none());
     }
 
