@@ -479,6 +479,12 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
     tools
 }
 
+/// Tools known by other runtimes' names (Suna's `scrape_webpage`): found when called, never
+/// offered.
+pub fn sandbox_aliases() -> Vec<ToolDef> {
+    web::aliases()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

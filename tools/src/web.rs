@@ -18,7 +18,6 @@ const MAX_URLS: usize = 5;
 #[serde(deny_unknown_fields)]
 struct WebFetch {
     /// The page's http(s) URL. Several, comma-separated, are fetched one after another.
-    #[serde(alias = "urls")]
     url: String,
     /// markdown (default: the main content with links and tables), text, or html.
     format: Option<String>,
@@ -64,6 +63,39 @@ fn describe(page: &FetchResponse) -> String {
     out
 }
 
+/// Suna's `scrape_webpage`: its parameter names, the same work.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ScrapeWebpage {
+    /// The pages' http(s) URLs, comma-separated.
+    urls: String,
+    /// markdown (default), text, or html.
+    format: Option<String>,
+    /// Characters per page of the result (default 15000, at most 50000).
+    max_chars: Option<usize>,
+    /// Which page of a long result, from 1.
+    page: Option<usize>,
+}
+
+async fn scrape_webpage(env: &SandboxEnv, a: ScrapeWebpage) -> ToolResult {
+    let ScrapeWebpage {
+        urls,
+        format,
+        max_chars,
+        page,
+    } = a;
+    web_fetch(
+        env,
+        WebFetch {
+            url: urls,
+            format,
+            max_chars,
+            page,
+        },
+    )
+    .await
+}
+
 async fn web_fetch(env: &SandboxEnv, a: WebFetch) -> ToolResult {
     let format = match a.format.as_deref().map(str::trim) {
         None | Some("" | "markdown" | "md") => FetchFormat::Markdown,
@@ -77,9 +109,7 @@ async fn web_fetch(env: &SandboxEnv, a: WebFetch) -> ToolResult {
     };
     let max_chars = a.max_chars.unwrap_or(FETCH_DEFAULT_CHARS);
     if max_chars == 0 || max_chars > FETCH_MAX_CHARS {
-        return ToolResult::error(format!(
-            "max_chars must be between 1 and {FETCH_MAX_CHARS}"
-        ));
+        return ToolResult::error(format!("max_chars must be between 1 and {FETCH_MAX_CHARS}"));
     }
     let urls: Vec<&str> = a
         .url
@@ -119,6 +149,23 @@ async fn web_fetch(env: &SandboxEnv, a: WebFetch) -> ToolResult {
     } else {
         ToolResult::ok(text)
     }
+}
+
+/// Tools known by other runtimes' names, found when called but never offered: the prompts
+/// written for those runtimes work as they are.
+pub fn aliases() -> Vec<ToolDef> {
+    vec![
+        tool! {
+            name: "scrape_webpage",
+            args: ScrapeWebpage,
+            summary: Some("urls"),
+            raw: &[],
+            description: "Suna's name for web_fetch: read web pages (comma-separated URLs) as Markdown.",
+            example: json!({"urls": "https://docs.python.org/3/tutorial/index.html"}),
+            run: scrape_webpage,
+        }
+        .uncapped(),
+    ]
 }
 
 /// The web tools that run in the sandbox.

@@ -39,6 +39,7 @@ const READS: &[&str] = &[
     "browser_get_dropdown_options",
     "web_search",
     "web_fetch",
+    "scrape_webpage",
 ];
 
 /// Whether `tool` changes anything.
@@ -66,6 +67,7 @@ pub fn key_argument(tool: &str, args: &Value) -> Option<String> {
         "browser_navigate_to" | "web_fetch" => "url",
         "browser_input_text" => "text",
         "web_search" => "query",
+        "scrape_webpage" => "urls",
         "generate_image" => "prompt",
         "edit_image" => "path",
         _ => return None,

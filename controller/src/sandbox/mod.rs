@@ -14,6 +14,16 @@ use rustix::process::{Pid, Signal, kill_process};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+/// Variables holding the controller's keys (model providers, search, images), kept out of a
+/// local sandbox's environment.
+pub const CONTROLLER_SECRETS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "TAVILY_API_KEY",
+    "BRAVE_API_KEY",
+    "COVE_IMAGES_API_KEY",
+];
+
 /// Where a thread's sandbox is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxSpec {
@@ -165,6 +175,11 @@ impl LocalDaemon {
         };
         let mut command = Command::new(&bin);
         die_with_parent(&mut command);
+        // The controller's keys stay with the controller: the agent's shell never sees them,
+        // so a page that talks the agent into printing its environment gets none.
+        for secret in CONTROLLER_SECRETS {
+            command.env_remove(secret);
+        }
         let mut child = command
             .arg("--listen")
             .arg(listen)

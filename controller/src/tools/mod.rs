@@ -406,12 +406,14 @@ impl ToolRegistry {
     /// The tool called `name` (or by the name Suna's prompts use for it): an MCP tool is
     /// found even while deferred.
     pub fn get(&self, name: &str) -> Option<Tool> {
-        let name = match name {
-            "scrape_webpage" => "web_fetch",
-            other => other,
-        };
         if let Some(tool) = self.tools.iter().find(|t| t.name() == name) {
             return self.offers(tool).then(|| tool.clone());
+        }
+        if let Some(alias) = cove_tools::sandbox_aliases()
+            .into_iter()
+            .find(|t| t.name == name)
+        {
+            return Some(Tool::Sandbox(alias));
         }
         self.mcp.as_ref()?.tool(name).map(Tool::Mcp)
     }
@@ -505,7 +507,13 @@ mod tests {
         assert!(registry.get("generate_image").is_none());
         assert!(registry.get("edit_image").is_none());
         // Suna's name for reading a page.
-        assert_eq!(registry.get("scrape_webpage").unwrap().name(), "web_fetch");
+        assert!(registry.get("scrape_webpage").is_some());
+        assert!(
+            !registry
+                .offered()
+                .iter()
+                .any(|t| t.name() == "scrape_webpage")
+        );
         assert!(registry.get("mcp_search_tools").is_none());
     }
 

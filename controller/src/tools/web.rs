@@ -161,7 +161,10 @@ async fn generate_image(env: &ToolEnv, a: GenerateImage) -> ToolResult {
     let Some(api) = &env.web.images else {
         return ToolResult::error("no images API is configured (COVE_IMAGES_API_KEY)");
     };
-    let made = match api.generate(&env.web.http, &a.prompt, a.size.as_deref()).await {
+    let made = match api
+        .generate(&env.web.http, &a.prompt, a.size.as_deref())
+        .await
+    {
         Ok(made) => made,
         Err(e) => return image_error(e),
     };

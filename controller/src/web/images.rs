@@ -38,7 +38,9 @@ impl std::fmt::Debug for ImagesApi {
 pub enum ImageError {
     #[error("the image prompt is empty: describe the image")]
     EmptyPrompt,
-    #[error("the images API refused the key ({status}): check COVE_IMAGES_API_KEY (or OPENAI_API_KEY)")]
+    #[error(
+        "the images API refused the key ({status}): check COVE_IMAGES_API_KEY (or OPENAI_API_KEY)"
+    )]
     Unauthorized { status: u16 },
     #[error("the images API is rate limiting{}; wait before the next image", retry_after.map(|s| format!(" (retry after {s} s)")).unwrap_or_default())]
     RateLimited { retry_after: Option<u64> },
@@ -117,7 +119,12 @@ impl ImagesApi {
         if prompt.trim().is_empty() {
             return Err(ImageError::EmptyPrompt);
         }
-        let mime = match file_name.rsplit('.').next().map(str::to_ascii_lowercase).as_deref() {
+        let mime = match file_name
+            .rsplit('.')
+            .next()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("jpg" | "jpeg") => "image/jpeg",
             Some("webp") => "image/webp",
             _ => "image/png",

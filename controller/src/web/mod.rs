@@ -53,7 +53,9 @@ impl WebTools {
                 // Only the chosen provider's settings count.
                 let only = |name: &str| {
                     let ours = name == variable
-                        || (choice != "searxng" && name.ends_with("_BASE_URL") && name.starts_with(&choice.to_ascii_uppercase()));
+                        || (choice != "searxng"
+                            && name.ends_with("_BASE_URL")
+                            && name.starts_with(&choice.to_ascii_uppercase()));
                     if ours { with_searxng(name) } else { None }
                 };
                 Some(SearchProvider::from_env(&only).ok_or_else(|| {
@@ -69,9 +71,11 @@ impl WebTools {
         // The OpenAI key serves images only where it is OpenAI's: with a base URL of its
         // own (a local server), the images API must be named.
         let key = get("COVE_IMAGES_API_KEY").or_else(|| {
-            (file.images_base_url.is_some() || get("COVE_IMAGES_BASE_URL").is_some() || get("OPENAI_BASE_URL").is_none())
-                .then(|| get("OPENAI_API_KEY"))
-                .flatten()
+            (file.images_base_url.is_some()
+                || get("COVE_IMAGES_BASE_URL").is_some()
+                || get("OPENAI_BASE_URL").is_none())
+            .then(|| get("OPENAI_API_KEY"))
+            .flatten()
         });
         let images = key.map(|key| ImagesApi {
             base: get("COVE_IMAGES_BASE_URL")
@@ -121,8 +125,7 @@ mod tests {
             searxng_url: Some("http://searx.lan".into()),
             ..WebConfig::default()
         };
-        let searx =
-            WebTools::configured(Some(&file), &with(&[("TAVILY_API_KEY", "k")])).unwrap();
+        let searx = WebTools::configured(Some(&file), &with(&[("TAVILY_API_KEY", "k")])).unwrap();
         assert_eq!(searx.search.unwrap().name(), "SearXNG");
         let missing = WebTools::configured(None, &with(&[("COVE_SEARCH", "brave")])).unwrap_err();
         assert!(missing.contains("BRAVE_API_KEY"), "{missing}");
@@ -133,16 +136,25 @@ mod tests {
     fn the_openai_key_makes_images_only_where_it_is_openais() {
         let openai = WebTools::configured(None, &with(&[("OPENAI_API_KEY", "k")])).unwrap();
         let api = openai.images.unwrap();
-        assert_eq!((api.base.as_str(), api.model.as_str()), (images::DEFAULT_BASE, images::DEFAULT_MODEL));
+        assert_eq!(
+            (api.base.as_str(), api.model.as_str()),
+            (images::DEFAULT_BASE, images::DEFAULT_MODEL)
+        );
         let local = WebTools::configured(
             None,
-            &with(&[("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", "http://localhost:8000/v1")]),
+            &with(&[
+                ("OPENAI_API_KEY", "k"),
+                ("OPENAI_BASE_URL", "http://localhost:8000/v1"),
+            ]),
         )
         .unwrap();
         assert!(local.images.is_none());
         let named = WebTools::configured(
             None,
-            &with(&[("COVE_IMAGES_API_KEY", "k"), ("COVE_IMAGES_BASE_URL", "http://img.lan/v1/")]),
+            &with(&[
+                ("COVE_IMAGES_API_KEY", "k"),
+                ("COVE_IMAGES_BASE_URL", "http://img.lan/v1/"),
+            ]),
         )
         .unwrap();
         assert_eq!(named.images.unwrap().base, "http://img.lan/v1");

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 mod mcp;
 mod skills;
+mod web;
 
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";

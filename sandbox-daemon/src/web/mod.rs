@@ -188,7 +188,7 @@ impl Web {
         let url = parse_url(&request.url)?;
         if page > 1
             && let Some(answer) = self
-                .from_saved(workspace, url.as_str(), request.format, max_chars, page)
+                .saved_page(workspace, url.as_str(), request.format, max_chars, page)
                 .await
         {
             return Ok(answer);
@@ -267,7 +267,7 @@ impl Web {
     }
 
     /// A later page of a fetch made a moment ago, from its saved copy.
-    async fn from_saved(
+    async fn saved_page(
         &self,
         workspace: &Arc<Workspace>,
         url: &str,
