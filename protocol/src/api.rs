@@ -687,7 +687,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 41, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 43, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]
