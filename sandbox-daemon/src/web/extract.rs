@@ -50,24 +50,105 @@ pub fn extract(html: &str, url: &str, format: FetchFormat) -> Extracted {
     let article = Readability::new(html, Some(url), Some(config.clone()))
         .or_else(|_| Readability::new(html, None, Some(config)))
         .and_then(|mut r| r.parse());
+    let marked = marked_main(html);
     match article {
-        Ok(article) if !article.text_content.trim().is_empty() => Extracted {
-            title: article.title.trim().to_string(),
-            content: match format {
-                FetchFormat::Html => article.content.to_string(),
-                _ => tidy(&article.text_content),
-            },
-        },
-        _ => whole(html, format),
+        Ok(article)
+            if !article.text_content.trim().is_empty()
+                && marked.as_ref().is_none_or(|(_, words)| {
+                    kept(words, &article.text_content) * 10 >= total(words) * KEPT_OF_MARKED
+                }) =>
+        {
+            Extracted {
+                title: article.title.trim().to_string(),
+                content: match format {
+                    FetchFormat::Html => article.content.to_string(),
+                    _ => tidy(&article.text_content),
+                },
+            }
+        }
+        // Readability threw away most of what the page itself marks as its content (a
+        // page of links, an index): the page knows better.
+        Ok(article) if marked.is_some() => {
+            let mut out = whole_of(html, url, format, marked.map(|(selector, _)| selector));
+            if !article.title.trim().is_empty() {
+                out.title = article.title.trim().to_string();
+            }
+            out
+        }
+        _ => whole(html, url, format),
     }
 }
 
+/// Tenths of the words of the page's marked content readability's pick must hold to be
+/// trusted.
+const KEPT_OF_MARKED: usize = 6;
+
+/// Words (lower-cased runs of letters and digits) and how often each occurs.
+type Words = std::collections::HashMap<String, usize>;
+
+fn words(text: &str) -> Words {
+    let mut counts = Words::new();
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        *counts.entry(word.to_lowercase()).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn total(words: &Words) -> usize {
+    words.values().sum()
+}
+
+/// How many of `words` (with repeats) `text` holds.
+fn kept(words: &Words, text: &str) -> usize {
+    let got = self::words(text);
+    words
+        .iter()
+        .map(|(w, n)| (*n).min(got.get(w).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// The element the page marks as its content (`<main>`, `role="main"`, one `<article>`),
+/// when it has text, and its words.
+fn marked_main(html: &str) -> Option<(&'static str, Words)> {
+    let doc = Document::from(html);
+    for selector in ["main", "[role=main]", "article"] {
+        let found = doc.select(selector);
+        if found.length() != 1 {
+            continue;
+        }
+        found.select("script, style, noscript, template").remove();
+        let words = words(&found.text());
+        if total(&words) >= 30 {
+            return Some((selector, words));
+        }
+    }
+    None
+}
+
 /// The page less what is never content, for pages readability finds no article in.
-fn whole(html: &str, format: FetchFormat) -> Extracted {
+fn whole(html: &str, url: &str, format: FetchFormat) -> Extracted {
+    whole_of(html, url, format, None)
+}
+
+/// The element `selector` picks (the body when none), less what is never content.
+fn whole_of(html: &str, url: &str, format: FetchFormat, selector: Option<&str>) -> Extracted {
     let doc = Document::from(html);
     let title = doc.select("title").text().trim().to_string();
-    let body = doc.select("body");
+    let body = doc.select(selector.unwrap_or("body"));
     body.select(&NOT_CONTENT.join(", ")).remove();
+    // Links the agent can follow from anywhere, as readability leaves them.
+    if let Ok(base) = url::Url::parse(url) {
+        for (selector, attr) in [("a[href]", "href"), ("img[src]", "src")] {
+            for node in body.select(selector).nodes() {
+                if let Some(joined) = node.attr(attr).and_then(|v| base.join(&v).ok()) {
+                    node.set_attr(attr, joined.as_str());
+                }
+            }
+        }
+    }
     let content = match format {
         FetchFormat::Markdown => tidy(
             &body
@@ -123,9 +204,33 @@ mod tests {
 
     #[test]
     fn a_page_without_an_article_is_given_whole_less_its_navigation() {
-        let html = "<html><head><title>T</title></head><body><nav><a href=\"/\">Home</a></nav><p>Just a line of text</p></body></html>";
-        let out = whole(html, FetchFormat::Markdown);
-        assert!(out.content.contains("Just a line of text"), "{out:?}");
+        let html = "<html><head><title>T</title></head><body><nav><a href=\"/\">Home</a></nav><p>Just a line. <a href=\"b.html\">Next</a></p></body></html>";
+        let out = whole(html, "http://x/a/index.html", FetchFormat::Markdown);
+        assert!(
+            out.content
+                .contains("Just a line. [Next](http://x/a/b.html)"),
+            "{out:?}"
+        );
         assert!(!out.content.contains("Home"), "{out:?}");
+    }
+
+    #[test]
+    fn a_page_of_links_the_page_marks_as_its_content_is_kept() {
+        let links: String = (0..40)
+            .map(|i| format!("<li><a href=\"m{i}.html\">Module number {i} reference</a></li>"))
+            .collect();
+        let footer =
+            "Copyright notice and licence terms of the foundation that publishes these pages. "
+                .repeat(4);
+        let html = format!(
+            "<html><head><title>Index</title></head><body><div role=\"main\"><h1>Modules</h1><ul>{links}</ul></div><div class=\"footer\"><p>{footer}</p></div></body></html>"
+        );
+        let out = extract(&html, "http://x/lib/index.html", FetchFormat::Markdown);
+        assert!(
+            out.content
+                .contains("[Module number 39 reference](http://x/lib/m39.html)"),
+            "{out:?}"
+        );
+        assert!(!out.content.contains("Copyright notice"), "{out:?}");
     }
 }
