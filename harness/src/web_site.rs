@@ -81,6 +81,13 @@ impl WebSite {
                     },
                 ),
             )
+            .route(
+                "/stuck.html",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    "never"
+                }),
+            )
             .route("/plain.txt", get(|| async { "just text\nsecond line\n" }));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;

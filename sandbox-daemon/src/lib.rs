@@ -89,8 +89,8 @@ pub struct DaemonConfig {
     pub preview_public: bool,
     /// Connections, timeouts and draining of the HTTP server.
     pub server: ServerLimits,
-    /// The keyless engine `/v1/web/search` reads.
-    pub search: web::SearchSettings,
+    /// How `/v1/web/fetch` downloads and which keyless engine `/v1/web/search` reads.
+    pub web: web::WebSettings,
 }
 
 impl DaemonConfig {
@@ -114,7 +114,7 @@ impl DaemonConfig {
             public_url: None,
             preview_public: false,
             server: ServerLimits::default(),
-            search: web::SearchSettings::default(),
+            web: web::WebSettings::default(),
         }
     }
 }
@@ -268,7 +268,7 @@ impl Daemon {
                 workspace: root.to_string_lossy().into_owned(),
             },
             browser,
-            web: web::Web::new(config.search.clone()),
+            web: web::Web::new(config.web.clone()),
             takeover: TakeoverManager::new(TakeoverSettings {
                 ttl: config.takeover_ttl,
             }),

@@ -89,6 +89,15 @@ struct Cli {
     #[arg(long, env = "COVED_SEARCH_URL", global = true)]
     search_url: Option<String>,
 
+    /// Seconds one web page's download may take (`/v1/web/fetch`).
+    #[arg(
+        long,
+        env = "COVED_FETCH_TIMEOUT_SECS",
+        default_value_t = 30,
+        global = true
+    )]
+    fetch_timeout_secs: u64,
+
     /// Browser viewport, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x720", value_parser = parse_viewport)]
     browser_viewport: Viewport,
@@ -227,7 +236,7 @@ async fn main() -> anyhow::Result<()> {
             .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
     );
     config.public_url = cli.public_url;
-    config.search = coved::web::SearchSettings {
+    config.web = coved::web::WebSettings {
         engine: coved::web::engines::by_name(&cli.search_engine).ok_or_else(|| {
             anyhow::anyhow!(
                 "--search-engine {:?} is not one coved knows; use one of: {}",
@@ -235,9 +244,10 @@ async fn main() -> anyhow::Result<()> {
                 coved::web::engines::names()
             )
         })?,
-        url: cli.search_url,
+        search_url: cli.search_url,
+        fetch_timeout: std::time::Duration::from_secs(cli.fetch_timeout_secs.max(1)),
     };
-    if let Some(url) = &config.search.url
+    if let Some(url) = &config.web.search_url
         && !url.contains("{query}")
     {
         anyhow::bail!("--search-url {url:?} has no {{query}} for the query to go in");

@@ -12,7 +12,7 @@ use super::WebError;
 pub const MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 /// Most redirects followed.
 const MAX_REDIRECTS: usize = 10;
-/// The whole of one download, redirects included.
+/// The whole of one download, redirects included, unless the daemon is told otherwise.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A fetched body and what the server said about it.
@@ -51,6 +51,7 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
 pub async fn download(
     client: &reqwest::Client,
     url: &reqwest::Url,
+    timeout: Duration,
 ) -> Result<Downloaded, WebError> {
     let response = client
         .get(url.clone())
@@ -59,10 +60,10 @@ pub async fn download(
             "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5",
         )
         .header(reqwest::header::ACCEPT_LANGUAGE, "en,*;q=0.5")
-        .timeout(FETCH_TIMEOUT)
+        .timeout(timeout)
         .send()
         .await
-        .map_err(|e| WebError::from_reqwest(url.as_str(), e))?;
+        .map_err(|e| WebError::from_reqwest(url.as_str(), e, timeout))?;
     let landed = response.url().to_string();
     let status = response.status();
     if !status.is_success() {
@@ -93,7 +94,7 @@ pub async fn download(
     let mut bytes = Vec::new();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| WebError::from_reqwest(&landed, e))?;
+        let chunk = chunk.map_err(|e| WebError::from_reqwest(&landed, e, timeout))?;
         if (bytes.len() + chunk.len()) as u64 > MAX_PAGE_BYTES {
             return Err(WebError::TooLarge {
                 url: landed,

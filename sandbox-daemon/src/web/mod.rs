@@ -76,11 +76,11 @@ pub enum WebError {
 
 impl WebError {
     /// Sorts a failed request.
-    pub fn from_reqwest(url: &str, e: reqwest::Error) -> WebError {
+    pub fn from_reqwest(url: &str, e: reqwest::Error, timeout: std::time::Duration) -> WebError {
         if e.is_timeout() {
             WebError::Timeout(format!(
-                "{url} did not answer within {} s",
-                download::FETCH_TIMEOUT.as_secs()
+                "{url} did not send the page within {} s; try again later, or another source",
+                timeout.as_secs()
             ))
         } else if e.is_redirect() {
             WebError::Unreachable(format!("{url} redirects too many times (a loop?)"))
@@ -97,20 +97,23 @@ impl WebError {
     }
 }
 
-/// How the daemon searches without a key.
+/// How the daemon fetches pages and searches without a key.
 #[derive(Debug, Clone)]
-pub struct SearchSettings {
+pub struct WebSettings {
     pub engine: Engine,
     /// Another results page for the engine's markup (a mirror; the tests' fake engine), with
     /// `{query}` where the query goes.
-    pub url: Option<String>,
+    pub search_url: Option<String>,
+    /// The whole of one page's download.
+    pub fetch_timeout: std::time::Duration,
 }
 
-impl Default for SearchSettings {
+impl Default for WebSettings {
     fn default() -> Self {
-        SearchSettings {
+        WebSettings {
             engine: engines::DUCKDUCKGO,
-            url: None,
+            search_url: None,
+            fetch_timeout: download::FETCH_TIMEOUT,
         }
     }
 }
@@ -129,7 +132,7 @@ struct Fetched {
 
 /// The web family's state.
 pub struct Web {
-    search: SearchSettings,
+    settings: WebSettings,
     client: OnceLock<reqwest::Client>,
     recent: Mutex<VecDeque<Fetched>>,
 }
@@ -150,10 +153,10 @@ struct PageTitle {
 }
 
 impl Web {
-    /// A web family searching as `search` says.
-    pub fn new(search: SearchSettings) -> Web {
+    /// A web family fetching and searching as `settings` say.
+    pub fn new(settings: WebSettings) -> Web {
         Web {
-            search,
+            settings,
             client: OnceLock::new(),
             recent: Mutex::new(VecDeque::new()),
         }
@@ -213,7 +216,8 @@ impl Web {
         url: &reqwest::Url,
         format: FetchFormat,
     ) -> Result<(Fetched, String), WebError> {
-        let downloaded = download::download(self.client()?, url).await?;
+        let downloaded =
+            download::download(self.client()?, url, self.settings.fetch_timeout).await?;
         let kind = download::kind_of(&downloaded)?;
         let mut rendered = false;
         let landed = downloaded.url.clone();
@@ -326,8 +330,8 @@ impl Web {
                 "num_results must be between 1 and {MAX_NUM_RESULTS}"
             )));
         }
-        let engine = self.search.engine;
-        let template = self.search.url.as_deref().unwrap_or(engine.url);
+        let engine = self.settings.engine;
+        let template = self.settings.search_url.as_deref().unwrap_or(engine.url);
         let encoded: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
         let page_url = template.replace("{query}", &encoded);
         let read = browser

@@ -15,6 +15,8 @@ async fn setup() -> (DaemonProcess, WebSite) {
     let daemon = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
         .arg("--search-url")
         .arg(site.search_url())
+        .arg("--fetch-timeout-secs")
+        .arg("2")
         .spawn()
         .await
         .unwrap();
@@ -229,6 +231,11 @@ async fn what_cannot_be_read_is_a_clear_error_and_leaves_no_file() {
     let (code, message) = refused(&d, site.url("loop")).await;
     assert_eq!(code, ErrorCode::FetchFailed);
     assert!(message.contains("redirects too many times"), "{message}");
+    let started = std::time::Instant::now();
+    let (code, message) = refused(&d, site.url("stuck.html")).await;
+    assert_eq!(code, ErrorCode::Timeout, "{message}");
+    assert!(message.contains("within 2 s"), "{message}");
+    assert!(started.elapsed().as_secs() < 10);
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
