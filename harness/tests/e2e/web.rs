@@ -272,6 +272,14 @@ async fn fake_images(first: Vec<u8>, second: Vec<u8>, seen: Arc<Mutex<Vec<Value>
                         "auth": headers.get("authorization").and_then(|v| v.to_str().ok()),
                         "body": body,
                     }));
+                    if body["prompt"].as_str().unwrap_or("").contains("busy") {
+                        return (
+                            StatusCode::TOO_MANY_REQUESTS,
+                            [("retry-after", "7")],
+                            axum::Json(json!({"error": {"message": "Rate limit reached for images per minute.", "type": "requests"}})),
+                        )
+                            .into_response();
+                    }
                     if body["prompt"].as_str().unwrap_or("").contains("refuse") {
                         return (
                             StatusCode::BAD_REQUEST,
@@ -353,9 +361,16 @@ async fn images_are_made_and_edited_through_an_openai_images_api() {
         }
         Turn::text("").call(
             "generate_image",
-            json!({"prompt": "refuse this one", "path": "refused.png"}),
+            json!({"prompt": "busy now", "path": "busy.png"}),
         )
     });
+    cove.llm.push_fn(expect(
+        &["rate limiting (retry after 7 s)"],
+        Turn::text("").call(
+            "generate_image",
+            json!({"prompt": "refuse this one", "path": "refused.png"}),
+        ),
+    ));
     cove.llm.push_fn(|request| {
         Turn::text("").call("complete", json!({ "text": request.last_message_text() }))
     });
@@ -386,8 +401,9 @@ async fn images_are_made_and_edited_through_an_openai_images_api() {
         second
     );
     assert!(!cove.workspace.join("refused.png").exists());
+    assert!(!cove.workspace.join("busy.png").exists());
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen.len(), 4, "{seen:?}");
     assert_eq!(seen[0]["auth"], "Bearer img-key");
     assert_eq!(seen[0]["body"]["model"], "gpt-image-1");
     assert_eq!(seen[0]["body"]["size"], "1024x1024");
