@@ -162,11 +162,7 @@ impl ImagesApi {
             .await
             .map_err(|e| ImageError::Unreachable(e.to_string()))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse().ok());
+        let retry_after = super::retry_after(&response);
         let body = response
             .text()
             .await

@@ -10,6 +10,15 @@ use crate::config::WebConfig;
 use images::ImagesApi;
 use search::SearchProvider;
 
+/// The seconds a `Retry-After` header asks for, when it gives a number.
+pub(crate) fn retry_after(response: &reqwest::Response) -> Option<u64> {
+    response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// What a run's web tools reach beyond the sandbox.
 #[derive(Debug, Clone, Default)]
 pub struct WebTools {

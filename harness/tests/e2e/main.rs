@@ -86,8 +86,19 @@ impl Cove {
     }
 
     async fn start_task(&self, task: &str, mode: &str) -> Output {
+        self.start_task_with(task, mode, &[], &[]).await
+    }
+
+    /// `cove run TASK` with more flags and environment, as JSON events.
+    async fn start_task_with(
+        &self,
+        task: &str,
+        mode: &str,
+        flags: &[&str],
+        env: &[(&str, String)],
+    ) -> Output {
         let ws = self.workspace.to_str().unwrap().to_string();
-        self.run(&[
+        let mut args = vec![
             "--json",
             "run",
             task,
@@ -98,8 +109,16 @@ impl Cove {
             "--workspace",
             &ws,
             "--no-prompt",
-        ])
-        .await
+        ];
+        args.extend_from_slice(flags);
+        let mut cmd = self.command(&args);
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        tokio::time::timeout(Duration::from_secs(180), cmd.output())
+            .await
+            .expect("cove finished within 3 minutes")
+            .unwrap()
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::process::Output;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -23,28 +22,8 @@ use super::{Cove, events, explain};
 impl Cove {
     /// `cove run TASK` with extra environment, every call allowed, as JSON events.
     async fn run_with_env(&self, task: &str, mode: &str, env: &[(&str, String)]) -> Output {
-        let ws = self.workspace.to_str().unwrap().to_string();
-        let mut cmd = self.command(&[
-            "--json",
-            "run",
-            task,
-            "--model",
-            self.model(),
-            "--tool-calls",
-            mode,
-            "--workspace",
-            &ws,
-            "--no-prompt",
-            "--permissions",
-            "yolo",
-        ]);
-        for (key, value) in env {
-            cmd.env(key, value);
-        }
-        tokio::time::timeout(Duration::from_secs(180), cmd.output())
+        self.start_task_with(task, mode, &["--permissions", "yolo"], env)
             .await
-            .expect("cove finished within 3 minutes")
-            .unwrap()
     }
 }
 

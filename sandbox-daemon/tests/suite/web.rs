@@ -46,6 +46,26 @@ async fn refused(d: &DaemonProcess, url: String) -> (ErrorCode, String) {
     }
 }
 
+/// The agent's own tab, which background work must leave as it is.
+async fn open_article_in_the_agents_tab(d: &DaemonProcess, site: &WebSite) {
+    d.client
+        .browser(
+            &NavigateTo {
+                url: site.url("article.html"),
+            },
+            StateQuery::lean(),
+        )
+        .await
+        .unwrap();
+}
+
+/// The agent's tab still shows the article, and is the only tab.
+async fn agents_tab_untouched(d: &DaemonProcess) {
+    let state = d.client.browser_state(StateQuery::lean()).await.unwrap();
+    assert_eq!(state.tabs.len(), 1, "{:?}", state.tabs);
+    assert!(state.url.ends_with("/article.html"), "{}", state.url);
+}
+
 fn saved_files(d: &DaemonProcess) -> Vec<String> {
     std::fs::read_dir(d.path(".cove/web"))
         .map(|dir| {
@@ -154,15 +174,7 @@ async fn a_long_result_comes_in_pages_read_from_the_saved_copy() {
 #[tokio::test]
 async fn a_client_rendered_page_is_rendered_in_a_tab_the_agent_never_sees() {
     let (d, site) = setup().await;
-    let c = &d.client;
-    c.browser(
-        &NavigateTo {
-            url: site.url("article.html"),
-        },
-        StateQuery::lean(),
-    )
-    .await
-    .unwrap();
+    open_article_in_the_agents_tab(&d, &site).await;
     let page = fetch(&d, site.url("app.html")).await;
     assert!(page.rendered, "{page:?}");
     assert!(
@@ -173,9 +185,7 @@ async fn a_client_rendered_page_is_rendered_in_a_tab_the_agent_never_sees() {
         page.title.contains("Lighthouses of the Northern Coast"),
         "{page:?}"
     );
-    let state = c.browser_state(StateQuery::lean()).await.unwrap();
-    assert_eq!(state.tabs.len(), 1, "{:?}", state.tabs);
-    assert!(state.url.ends_with("/article.html"), "{}", state.url);
+    agents_tab_untouched(&d).await;
 }
 
 #[tokio::test]
@@ -253,14 +263,7 @@ async fn what_cannot_be_read_is_a_clear_error_and_leaves_no_file() {
 async fn a_keyless_search_reads_the_engines_results_in_the_background() {
     let (d, site) = setup().await;
     let c = &d.client;
-    c.browser(
-        &NavigateTo {
-            url: site.url("article.html"),
-        },
-        StateQuery::lean(),
-    )
-    .await
-    .unwrap();
+    open_article_in_the_agents_tab(&d, &site).await;
     let found = c
         .web_search(&SearchRequest {
             query: "tidal power & tides".into(),
@@ -298,9 +301,7 @@ async fn a_keyless_search_reads_the_engines_results_in_the_background() {
         .unwrap();
     assert_eq!(fewer.results.len(), 2);
     // The agent's tab was left alone.
-    let state = c.browser_state(StateQuery::lean()).await.unwrap();
-    assert_eq!(state.tabs.len(), 1, "{:?}", state.tabs);
-    assert!(state.url.ends_with("/article.html"), "{}", state.url);
+    agents_tab_untouched(&d).await;
 
     let nothing = c
         .web_search(&SearchRequest {
