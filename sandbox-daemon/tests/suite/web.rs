@@ -339,3 +339,51 @@ async fn a_keyless_search_reads_the_engines_results_in_the_background() {
         assert_eq!(e.code(), Some(&ErrorCode::InvalidRequest), "{e}");
     }
 }
+
+#[tokio::test]
+async fn pythons_documentation_reads_as_markdown_without_its_sidebar() {
+    let site = cove_harness::real_site::real_site().await;
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .spawn()
+        .await
+        .unwrap();
+    let page = fetch(&d, site.url("python/tutorial/controlflow.html")).await;
+    let md = &page.content;
+    assert!(page.title.contains("More Control Flow Tools"), "{page:?}");
+    assert!(md.contains("## 4.1. `if` Statements"), "{md}");
+    assert!(
+        md.contains("```\n>>> x = int(input(\"Please enter an integer: \"))"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "[if]({})",
+            site.url("python/reference/compound_stmts.html#if")
+        )),
+        "{md}"
+    );
+    for sidebar in [
+        "Previous topic",
+        "Next topic",
+        "Show Source",
+        "Report a Bug",
+        "Navigation",
+    ] {
+        assert!(!md.contains(sidebar), "{sidebar:?} kept");
+    }
+    // A page that is mostly links: what the page marks as its content is kept.
+    let index = fetch(&d, site.url("python/library/mm.html")).await;
+    assert!(
+        index.content.contains(&format!(
+            "[wave — Read and write WAV files]({})",
+            site.url("python/library/wave.html")
+        )),
+        "{}",
+        index.content
+    );
+    assert!(
+        !index.content.contains("Python Software Foundation"),
+        "{}",
+        index.content
+    );
+}
