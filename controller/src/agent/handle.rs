@@ -53,6 +53,50 @@ impl RunControl {
     }
 }
 
+/// The inputs a live run takes (a reply, a permission decision, stop), apart from its
+/// events: a server keeps one while a task reads the events.
+#[derive(Debug, Clone)]
+pub struct RunController {
+    thread_id: String,
+    store: Arc<Store>,
+    control: Arc<RunControl>,
+}
+
+impl RunController {
+    /// Hands the user's reply to the run if it is waiting on a person (a takeover); it
+    /// ends the wait and goes on. False when the run is not waiting: a run paused on `ask`
+    /// has ended, and the reply starts the thread's next run instead.
+    pub fn reply(&self, message: &ChatMessage) -> Result<bool, StoreError> {
+        let delivered = self.store.deliver_reply(&self.thread_id, message)?;
+        if delivered {
+            self.control.replied.notify_one();
+        }
+        Ok(delivered)
+    }
+
+    /// Answers permission request `request_id` of the thread (the decisions of its
+    /// `permission_request` event); the waiting call runs, or gets the denial and `reason`.
+    pub fn permit(
+        &self,
+        request_id: &str,
+        decision: Decision,
+        reason: Option<&str>,
+    ) -> Result<Decided, DecideError> {
+        let decided = self
+            .store
+            .decide_request(&self.thread_id, request_id, decision, reason)?;
+        self.control.decided.notify_waiters();
+        Ok(decided)
+    }
+
+    /// Stops the run: what it was doing is abandoned (tools in flight are aborted, their
+    /// calls get an "interrupted" result on the next run), it is recorded as stopped, and
+    /// its last events still arrive. `cove resume` continues the thread.
+    pub fn stop(&self) {
+        self.control.stop.send_replace(true);
+    }
+}
+
 /// A run under way. Dropping the handle stops the run, as [`RunHandle::stop`] does.
 #[derive(Debug)]
 pub struct RunHandle {
@@ -98,35 +142,31 @@ impl RunHandle {
         self.events.recv().await
     }
 
-    /// Hands the user's reply to the run if it is waiting on a person (a takeover); it
-    /// ends the wait and goes on. False when the run is not waiting: a run paused on `ask`
-    /// has ended, and the reply starts the thread's next run instead.
-    pub fn reply(&self, message: &ChatMessage) -> Result<bool, StoreError> {
-        let delivered = self.store.deliver_reply(&self.thread_id, message)?;
-        if delivered {
-            self.control.replied.notify_one();
+    /// What answers the run while another task reads its events.
+    pub fn controller(&self) -> RunController {
+        RunController {
+            thread_id: self.thread_id.clone(),
+            store: self.store.clone(),
+            control: self.control.clone(),
         }
-        Ok(delivered)
     }
 
-    /// Answers permission request `request_id` of the thread (the decisions of its
-    /// `permission_request` event); the waiting call runs, or gets the denial and `reason`.
+    /// See [`RunController::reply`].
+    pub fn reply(&self, message: &ChatMessage) -> Result<bool, StoreError> {
+        self.controller().reply(message)
+    }
+
+    /// See [`RunController::permit`].
     pub fn permit(
         &self,
         request_id: &str,
         decision: Decision,
         reason: Option<&str>,
     ) -> Result<Decided, DecideError> {
-        let decided = self
-            .store
-            .decide_request(&self.thread_id, request_id, decision, reason)?;
-        self.control.decided.notify_waiters();
-        Ok(decided)
+        self.controller().permit(request_id, decision, reason)
     }
 
-    /// Stops the run: what it was doing is abandoned (tools in flight are aborted, their
-    /// calls get an "interrupted" result on the next run), it is recorded as stopped, and
-    /// its last events still arrive. `cove resume` continues the thread.
+    /// See [`RunController::stop`].
     pub fn stop(&self) {
         self.control.stop.send_replace(true);
     }

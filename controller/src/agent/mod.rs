@@ -12,6 +12,6 @@ pub mod takeover;
 pub mod xml;
 
 pub use config::AgentConfig;
-pub use handle::RunHandle;
+pub use handle::{RunController, RunHandle};
 pub use prompt::ToolMode;
 pub use run::{Agent, RunError, RunOutcome};

@@ -12,6 +12,7 @@ mod render;
 mod run;
 mod sandbox;
 mod sandbox_choice;
+mod serve;
 mod skills;
 mod threads;
 
@@ -83,6 +84,9 @@ enum Command {
     Browse(operator::BrowseArgs),
     /// Save a screenshot of the sandbox's browser.
     Screenshot(operator::ScreenshotArgs),
+    /// Serve the agent over HTTP: an API whose runs belong to the server, with their events
+    /// as Server-Sent Events.
+    Serve(serve::ServeArgs),
 }
 
 /// What every command of one `cove` invocation works with: its printer, the database and
@@ -134,5 +138,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Cat(args) => operator::cat(&inv, args).await,
         Command::Browse(args) => operator::browse(&inv, args).await,
         Command::Screenshot(args) => operator::screenshot(&inv, args).await,
+        Command::Serve(args) => serve::serve(inv, args).await,
     }
 }

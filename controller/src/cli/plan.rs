@@ -44,7 +44,7 @@ pub(super) struct RejectArgs {
 }
 
 /// What the agent is told of an approval.
-fn approved(plan: &Plan, edited: bool) -> ChatMessage {
+pub(super) fn approved(plan: &Plan, edited: bool) -> ChatMessage {
     ChatMessage::user(if edited {
         format!(
             "I edited your plan and approved my version (version {}):\n\n{}\nCarry out this version, reporting progress with update_plan.",
@@ -60,7 +60,7 @@ fn approved(plan: &Plan, edited: bool) -> ChatMessage {
 }
 
 /// What the agent is told of a rejection with a reason; none when the thread ends there.
-fn rejected(plan: &Plan) -> Option<ChatMessage> {
+pub(super) fn rejected(plan: &Plan) -> Option<ChatMessage> {
     let reason = plan.reason.as_deref()?;
     (plan.version < MAX_VERSIONS).then(|| {
         ChatMessage::user(format!(

@@ -106,25 +106,49 @@ pub(super) struct ResumeArgs {
 
 /// `cove run TASK`: a new thread, run until it ends.
 pub(super) async fn run(inv: &Invocation, args: RunArgs) -> Result<ExitCode, CliError> {
-    let model = args
-        .model
-        .clone()
+    let thread = new_thread(
+        inv,
+        &args.task,
+        args.model.clone(),
+        args.tool_calls.clone(),
+        &args.sandbox,
+    )?;
+    let input = ChatMessage::user(args.task);
+    let plan_first = args.plan || inv.file.plan.unwrap_or(false);
+    drive(
+        inv,
+        thread,
+        Some(input),
+        &args.sandbox,
+        &args.run,
+        plan_first,
+    )
+    .await
+}
+
+/// A new thread for `task`, with its model (the flag's, `cove.toml`'s or the environment's
+/// default), tool-call format and sandbox (a local one gets a workspace named after it).
+pub(super) fn new_thread(
+    inv: &Invocation,
+    task: &str,
+    model: Option<String>,
+    tool_calls: Option<String>,
+    sandbox: &SandboxArgs,
+) -> Result<Thread, CliError> {
+    let model = model
         .or_else(|| inv.file.model.clone())
         .map(|m| ModelChoice::parse(&m))
         .transpose()?
         .unwrap_or_else(ModelChoice::default_for_environment);
     // Fail on a missing key before starting a sandbox.
     choice::connect(&model)?;
-    let mode = args
-        .tool_calls
-        .clone()
+    let mode = tool_calls
         .or_else(|| inv.file.tool_calls.clone())
         .unwrap_or_else(|| "native".into());
     let mode = ToolMode::parse(&mode).ok_or_else(|| {
         CliError::Usage(format!("--tool-calls must be native or xml, not {mode:?}"))
     })?;
-    let title: String = args
-        .task
+    let title: String = task
         .lines()
         .next()
         .unwrap_or_default()
@@ -138,25 +162,14 @@ pub(super) async fn run(inv: &Invocation, args: RunArgs) -> Result<ExitCode, Cli
         .workspaces
         .clone()
         .unwrap_or_else(|| config::data_dir().join("workspaces"));
-    let (spec, _) = sandbox_choice::choose(inv, &args.sandbox, || workspaces.join(&id))?;
-    let thread = inv.store.create_thread(NewThread {
+    let (spec, _) = sandbox_choice::choose(inv, sandbox, || workspaces.join(&id))?;
+    Ok(inv.store.create_thread(NewThread {
         id,
         title,
         model: model.label(),
         tool_mode: mode.as_str().to_string(),
         sandbox: spec.label(),
-    })?;
-    let input = ChatMessage::user(args.task);
-    let plan_first = args.plan || inv.file.plan.unwrap_or(false);
-    drive(
-        inv,
-        thread,
-        Some(input),
-        &args.sandbox,
-        &args.run,
-        plan_first,
-    )
-    .await
+    })?)
 }
 
 /// `cove reply THREAD TEXT`: the answer to a paused thread's question (its next run), or the
@@ -317,17 +330,35 @@ async fn open_sandbox(
     Ok(sandbox)
 }
 
-/// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
-/// interactive terminal, then running on). With `plan_first`, or while the thread's plan is
-/// not approved yet, the agent must have a plan approved before it changes anything.
-pub(super) async fn drive(
+/// A thread's next run, ready to start: its agent over its sandbox, with its MCP servers.
+pub(super) struct Prepared {
+    pub(super) agent: Arc<Agent>,
+    pub(super) sandbox: Sandbox,
+    mcp: Option<Arc<crate::mcp::McpHub>>,
+}
+
+impl Prepared {
+    /// Ends the MCP servers and closes the sandbox (a local one stops).
+    pub(super) async fn close(self) {
+        drop(self.agent);
+        if let Some(hub) = &self.mcp {
+            hub.shutdown().await;
+        }
+        self.sandbox.close().await;
+    }
+}
+
+/// Opens `thread`'s sandbox, starts its MCP servers and builds its agent. With
+/// `plan_first`, or while the thread's plan is not approved yet, the agent must have a plan
+/// approved before it changes anything.
+pub(super) async fn prepare(
     inv: &Invocation,
-    thread: Thread,
-    mut input: Option<ChatMessage>,
+    thread: &Thread,
+    answering: bool,
     sandbox_args: &SandboxArgs,
     flags: &RunFlags,
     plan_first: bool,
-) -> Result<ExitCode, CliError> {
+) -> Result<Prepared, CliError> {
     let plan_first = plan_first
         || inv
             .store
@@ -349,7 +380,7 @@ pub(super) async fn drive(
     let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
     // The servers start while the sandbox does.
     let mcp = super::mcp::start(inv, &flags.mcp_config);
-    let sandbox = open_sandbox(inv, &thread, input.is_some(), sandbox_args).await?;
+    let sandbox = open_sandbox(inv, thread, answering, sandbox_args).await?;
     let workspace_label = sandbox
         .client
         .info()
@@ -380,13 +411,41 @@ pub(super) async fn drive(
         Agent::new(config, provider, inv.store.clone(), sandbox.client.clone())
             .with_registry(Arc::new(registry)),
     );
+    Ok(Prepared {
+        agent,
+        sandbox,
+        mcp,
+    })
+}
+
+/// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
+/// interactive terminal, then running on).
+pub(super) async fn drive(
+    inv: &Invocation,
+    thread: Thread,
+    mut input: Option<ChatMessage>,
+    sandbox_args: &SandboxArgs,
+    flags: &RunFlags,
+    plan_first: bool,
+) -> Result<ExitCode, CliError> {
+    let prepared = prepare(
+        inv,
+        &thread,
+        input.is_some(),
+        sandbox_args,
+        flags,
+        plan_first,
+    )
+    .await?;
+    let agent = prepared.agent.clone();
     let interactive = !inv.printer.json() && !flags.no_prompt && std::io::stdin().is_terminal();
     let mut renderer = Renderer::terminal(inv.printer.json());
     let code = loop {
         let mut run = match agent.start(&thread, input.take()) {
             Ok(run) => run,
             Err(e) => {
-                sandbox.close().await;
+                drop(agent);
+                prepared.close().await;
                 return Err(e.into());
             }
         };
@@ -465,14 +524,11 @@ pub(super) async fn drive(
             }
         }
     };
-    if let SandboxSpec::Local { workspace } = &sandbox.spec {
+    if let SandboxSpec::Local { workspace } = &prepared.sandbox.spec {
         renderer.workspace(workspace);
     }
     drop(agent);
-    if let Some(hub) = &mcp {
-        hub.shutdown().await;
-    }
-    sandbox.close().await;
+    prepared.close().await;
     Ok(code)
 }
 

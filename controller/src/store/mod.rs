@@ -7,6 +7,7 @@
 //! The schema is versioned (`schema.rs`): opening a database upgrades it, and a database
 //! written by a newer Cove is refused rather than touched.
 
+mod events;
 mod knowledge;
 mod messages;
 mod plans;

@@ -127,6 +127,17 @@ CREATE TABLE grants (
     PRIMARY KEY (thread_id, fingerprint)
 );
 ",
+    // 4: the events of a thread's runs as `cove serve` streamed them, numbered through the
+    // thread, so a client that reconnects gets exactly those it missed.
+    "
+CREATE TABLE events (
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    seq INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+",
 ];
 
 /// The version this build writes.
