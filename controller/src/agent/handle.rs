@@ -100,10 +100,8 @@ impl RunController {
 /// A run under way. Dropping the handle stops the run, as [`RunHandle::stop`] does.
 #[derive(Debug)]
 pub struct RunHandle {
-    thread_id: String,
     run_id: String,
-    store: Arc<Store>,
-    control: Arc<RunControl>,
+    controller: RunController,
     events: UnboundedReceiver<RunEvent>,
     task: Option<JoinHandle<Result<RunOutcome, RunError>>>,
 }
@@ -118,10 +116,12 @@ impl RunHandle {
         task: JoinHandle<Result<RunOutcome, RunError>>,
     ) -> Self {
         RunHandle {
-            thread_id,
             run_id,
-            store,
-            control,
+            controller: RunController {
+                thread_id,
+                store,
+                control,
+            },
             events,
             task: Some(task),
         }
@@ -129,7 +129,7 @@ impl RunHandle {
 
     /// The thread it runs.
     pub fn thread_id(&self) -> &str {
-        &self.thread_id
+        &self.controller.thread_id
     }
 
     /// The run's id in the store.
@@ -144,16 +144,12 @@ impl RunHandle {
 
     /// What answers the run while another task reads its events.
     pub fn controller(&self) -> RunController {
-        RunController {
-            thread_id: self.thread_id.clone(),
-            store: self.store.clone(),
-            control: self.control.clone(),
-        }
+        self.controller.clone()
     }
 
     /// See [`RunController::reply`].
     pub fn reply(&self, message: &ChatMessage) -> Result<bool, StoreError> {
-        self.controller().reply(message)
+        self.controller.reply(message)
     }
 
     /// See [`RunController::permit`].
@@ -163,12 +159,12 @@ impl RunHandle {
         decision: Decision,
         reason: Option<&str>,
     ) -> Result<Decided, DecideError> {
-        self.controller().permit(request_id, decision, reason)
+        self.controller.permit(request_id, decision, reason)
     }
 
     /// See [`RunController::stop`].
     pub fn stop(&self) {
-        self.control.stop.send_replace(true);
+        self.controller.stop();
     }
 
     /// Reads every event to the end of the run, then returns them with how it ended.

@@ -139,17 +139,15 @@ pub struct Web {
 
 #[derive(Debug, Deserialize)]
 struct EngineAnswer {
+    /// The page's title, for a message when it holds no results.
+    #[serde(default)]
+    title: String,
     #[serde(default)]
     results: Vec<SearchHit>,
     #[serde(default)]
     blocked: Option<String>,
     #[serde(default)]
     empty: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct PageTitle {
-    title: String,
 }
 
 impl Web {
@@ -334,8 +332,10 @@ impl Web {
         let template = self.settings.search_url.as_deref().unwrap_or(engine.url);
         let encoded: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
         let page_url = template.replace("{query}", &encoded);
+        // The engine's answer and the page's title, in one look at the page.
+        let script = format!("Object.assign({{title: document.title}}, {})", engine.read);
         let read = browser
-            .read_in_background::<EngineAnswer>(&page_url, engine.read)
+            .read_in_background::<EngineAnswer>(&page_url, &script)
             .await?;
         let answer = read.value;
         let takeover = format!(
@@ -348,14 +348,9 @@ impl Web {
             )));
         }
         if answer.results.is_empty() && !answer.empty {
-            let title = browser
-                .read_in_background::<PageTitle>(&page_url, "({title: document.title})")
-                .await
-                .map(|t| t.value.title)
-                .unwrap_or_default();
             return Err(WebError::Blocked(format!(
-                "{}'s page ({title:?} at {}) has no results coved can read: a consent wall or a check, or the engine changed its layout; {takeover}",
-                engine.name, read.url
+                "{}'s page ({:?} at {}) has no results coved can read: a consent wall or a check, or the engine changed its layout; {takeover}",
+                engine.name, answer.title, read.url
             )));
         }
         let mut results: Vec<SearchHit> = Vec::new();
