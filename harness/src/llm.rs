@@ -253,6 +253,9 @@ pub enum Chunking {
     Awkward,
     /// One write per SSE event, as real providers send them (for benchmarks).
     PerEvent,
+    /// One write per SSE event with this pause before each, as a model that takes its
+    /// time: a watcher sees the answer grow.
+    Paced(Duration),
 }
 
 #[derive(Default)]
@@ -725,7 +728,7 @@ fn sse(text: String, cut_after: Option<usize>, chunking: Chunking) -> Response {
     while at < end {
         let n = match chunking {
             Chunking::Awkward => CHUNKS[i % CHUNKS.len()],
-            Chunking::PerEvent => bytes[at..end]
+            Chunking::PerEvent | Chunking::Paced(_) => bytes[at..end]
                 .windows(2)
                 .position(|w| w == b"\n\n")
                 .map_or(end - at, |p| p + 2),
@@ -736,11 +739,18 @@ fn sse(text: String, cut_after: Option<usize>, chunking: Chunking) -> Response {
         i += 1;
     }
     let cut = cut_after.is_some();
+    let pause = match chunking {
+        Chunking::Paced(pause) => Some(pause),
+        Chunking::Awkward | Chunking::PerEvent => None,
+    };
     let stream =
-        futures_util::stream::unfold((pieces.into_iter(), cut), |(mut it, cut)| async move {
+        futures_util::stream::unfold((pieces.into_iter(), cut), move |(mut it, cut)| async move {
             match it.next() {
                 Some(piece) => {
-                    tokio::task::yield_now().await;
+                    match pause {
+                        Some(pause) => tokio::time::sleep(pause).await,
+                        None => tokio::task::yield_now().await,
+                    }
                     Some((Ok::<Bytes, std::io::Error>(piece), (it, cut)))
                 }
                 // A cut stream ends in an error, which drops the connection mid-body.

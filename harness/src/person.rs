@@ -26,6 +26,8 @@ pub struct Person {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
     session: String,
     next_id: u64,
+    /// URLs of the requests the tab made (with [`Person::watch_requests`]).
+    requests: Vec<String>,
     _profile: TempDir,
 }
 
@@ -72,6 +74,7 @@ impl Person {
             socket,
             session: String::new(),
             next_id: 0,
+            requests: Vec::new(),
             _profile: profile,
         };
         let targets = person.call("Target.getTargets", json!({}), false).await?;
@@ -115,6 +118,11 @@ impl Person {
                 .ok_or_else(|| anyhow!("{method}: the browser closed the connection"))??;
             let Message::Text(text) = next else { continue };
             let answer: Value = serde_json::from_str(text.as_str())?;
+            if answer["method"] == "Network.requestWillBeSent"
+                && let Some(url) = answer["params"]["request"]["url"].as_str()
+            {
+                self.requests.push(url.to_string());
+            }
             if answer["id"] != id {
                 continue;
             }
@@ -158,6 +166,130 @@ impl Person {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         bail!("{expression} did not become true within {limit:?}")
+    }
+
+    /// Records every request the tab makes from now on (see [`Person::requests`]).
+    pub async fn watch_requests(&mut self) -> Result<()> {
+        self.call("Network.enable", json!({}), true).await?;
+        Ok(())
+    }
+
+    /// The URLs the tab requested since [`Person::watch_requests`] (read as the browser
+    /// reported them, so up to the last call).
+    pub async fn requests(&mut self) -> Result<Vec<String>> {
+        // A round trip collects the reports sent before it.
+        self.eval("1").await?;
+        Ok(self.requests.clone())
+    }
+
+    /// The window's size, as a person resizes it.
+    pub async fn resize(&mut self, width: u32, height: u32) -> Result<()> {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+            true,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Reloads the tab, as the reload button does, and waits for the load.
+    pub async fn reload(&mut self) -> Result<()> {
+        self.call("Page.reload", json!({}), true).await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.wait_until("document.readyState === 'complete'", CALL)
+            .await
+    }
+
+    /// A PNG of what the tab shows.
+    pub async fn screenshot(&mut self) -> Result<Vec<u8>> {
+        use base64::Engine;
+        let shot = self
+            .call("Page.captureScreenshot", json!({"format": "png"}), true)
+            .await?;
+        let data = shot["data"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no screenshot data"))?;
+        Ok(base64::engine::general_purpose::STANDARD.decode(data)?)
+    }
+
+    /// Clicks the middle of the first element `selector` matches, with the mouse.
+    pub async fn click(&mut self, selector: &str) -> Result<()> {
+        let at = self
+            .eval(&format!(
+                "(() => {{ const e = document.querySelector({sel}); if (!e) return null; e.scrollIntoView({{block: 'center'}}); const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()",
+                sel = serde_json::to_string(selector)?
+            ))
+            .await?;
+        let (Some(x), Some(y)) = (at[0].as_f64(), at[1].as_f64()) else {
+            bail!("nothing matches {selector}");
+        };
+        for kind in ["mouseMoved", "mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+                true,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Types `text` where the focus is, as a keyboard would insert it.
+    pub async fn type_text(&mut self, text: &str) -> Result<()> {
+        self.call("Input.insertText", json!({"text": text}), true)
+            .await?;
+        Ok(())
+    }
+
+    /// Presses and releases a key: `Enter`, `Tab`, `Escape`, `ArrowRight`, … (with Shift
+    /// when `shift`).
+    pub async fn press(&mut self, key: &str, shift: bool) -> Result<()> {
+        let (code, text, vk) = match key {
+            "Enter" => ("Enter", "\r", 13),
+            "Tab" => ("Tab", "", 9),
+            "Escape" => ("Escape", "", 27),
+            "ArrowRight" => ("ArrowRight", "", 39),
+            "ArrowLeft" => ("ArrowLeft", "", 37),
+            " " => ("Space", " ", 32),
+            other => bail!("no key {other:?} in this keyboard"),
+        };
+        let modifiers = if shift { 8 } else { 0 };
+        let mut down = json!({"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk, "modifiers": modifiers});
+        if !text.is_empty() {
+            down["text"] = json!(text);
+        }
+        self.call("Input.dispatchKeyEvent", down, true).await?;
+        self.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk, "modifiers": modifiers}),
+            true,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Gives the file input `selector` these files, as the file picker would.
+    pub async fn choose_files(&mut self, selector: &str, files: &[&std::path::Path]) -> Result<()> {
+        let document = self
+            .call("DOM.getDocument", json!({"depth": 0}), true)
+            .await?;
+        let root = document["root"]["nodeId"].clone();
+        let node = self
+            .call(
+                "DOM.querySelector",
+                json!({"nodeId": root, "selector": selector}),
+                true,
+            )
+            .await?;
+        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        self.call(
+            "DOM.setFileInputFiles",
+            json!({"files": files, "nodeId": node["nodeId"]}),
+            true,
+        )
+        .await?;
+        Ok(())
     }
 
     /// Closes the browser.

@@ -122,10 +122,11 @@ pub enum ResponseBody {
     Bytes(&'static str),
 }
 
-/// One route of the daemon.
+/// One route of an API: the daemon's ([`Op`]) or `cove serve`'s
+/// ([`crate::serve::ServeOp`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Endpoint {
-    pub op: Op,
+pub struct Endpoint<O: 'static = Op> {
+    pub op: O,
     pub method: Method,
     /// Path with `{param}` placeholders, in axum's and OpenAPI's shared syntax.
     pub path: &'static str,
@@ -138,11 +139,13 @@ pub struct Endpoint {
     pub response: ResponseBody,
 }
 
-fn reference<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+/// A schema by reference to `components/schemas`.
+pub fn reference<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
 }
 
-fn inline<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+/// A schema written out in place (query strings, whose properties become parameters).
+pub fn inline<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     T::json_schema(generator)
 }
 
@@ -547,7 +550,7 @@ pub fn path_params(path: &str) -> Vec<&str> {
         .collect()
 }
 
-fn op_id(op: Op) -> String {
+fn op_id(op: impl std::fmt::Debug) -> String {
     let name = format!("{op:?}");
     let mut out = String::new();
     for (i, c) in name.chars().enumerate() {
@@ -595,12 +598,24 @@ fn query_parameters(schema: &Schema) -> Vec<Value> {
 
 /// The OpenAPI 3.1 document describing [`ENDPOINTS`], for a daemon of the given version.
 pub fn openapi_document(daemon_version: &str) -> Value {
+    render_openapi(
+        ENDPOINTS,
+        json!({
+            "title": "coved",
+            "version": daemon_version,
+            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; previews are served on origins of their own, `p<port>-<run>.<base>` (a server the agent started inside the sandbox) and `files-<run>.<base>` (the workspace's files, read-only), and take the preview token of `/v1/preview/expose` (one per origin, traded for a cookie; cross-origin requests other than navigations are refused) or the bearer token; `/preview/` and `/proxy/{port}/` on this origin serve the bearer token's holder and send browsers to those origins. With `--public-url`, requests for other hosts answer 421.",
+        }),
+    )
+}
+
+/// The OpenAPI 3.1 document of the routes `endpoints`, under `info`.
+pub fn render_openapi<O: std::fmt::Debug + Copy>(endpoints: &[Endpoint<O>], info: Value) -> Value {
     let mut generator = SchemaSettings::draft2020_12()
         .with(|s| s.definitions_path = "/components/schemas".into())
         .into_generator();
     let error_ref = generator.subschema_for::<ErrorEnvelope>();
     let mut paths = Map::new();
-    for ep in ENDPOINTS {
+    for ep in endpoints {
         let mut parameters: Vec<Value> = path_params(ep.path)
             .into_iter()
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
@@ -654,11 +669,7 @@ pub fn openapi_document(daemon_version: &str) -> Value {
     }
     json!({
         "openapi": "3.1.0",
-        "info": {
-            "title": "coved",
-            "version": daemon_version,
-            "description": "The Cove sandbox daemon: shell sessions, files, browser, vision and browser takeover over authenticated HTTP. The takeover page (`GET /takeover?token=`) and its WebSocket (`GET /takeover/ws`) take the takeover token instead of the bearer token; previews are served on origins of their own, `p<port>-<run>.<base>` (a server the agent started inside the sandbox) and `files-<run>.<base>` (the workspace's files, read-only), and take the preview token of `/v1/preview/expose` (one per origin, traded for a cookie; cross-origin requests other than navigations are refused) or the bearer token; `/preview/` and `/proxy/{port}/` on this origin serve the bearer token's holder and send browsers to those origins. With `--public-url`, requests for other hosts answer 421.",
-        },
+        "info": info,
         "paths": paths,
         "components": {
             "schemas": generator.take_definitions(true),

@@ -53,6 +53,9 @@ pub struct RunEvent {
 pub enum EventKind {
     /// A run began.
     ThreadRunStart { model: String, sandbox: String },
+    /// The person's message to the agent: the task or a later message that starts the run,
+    /// or a reply that ends a takeover the run waits on.
+    UserMessage { text: String },
     /// The model is about to be called for the `iteration`-th time in this run (from 1).
     AssistantResponseStart { iteration: u32 },
     /// A piece of the model's answer, as it streams.
@@ -185,6 +188,7 @@ impl EventKind {
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::ThreadRunStart { .. } => "thread_run_start",
+            EventKind::UserMessage { .. } => "user_message",
             EventKind::AssistantResponseStart { .. } => "assistant_response_start",
             EventKind::AssistantText { .. } => "assistant_text",
             EventKind::LlmRetry { .. } => "llm_retry",

@@ -10,6 +10,7 @@ pub mod files;
 pub mod info;
 pub mod plan;
 pub mod preview;
+pub mod serve;
 pub mod shell;
 pub mod takeover;
 pub mod vision;

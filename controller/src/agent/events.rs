@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::store::{Store, now_ms};
 
 /// The event as stored: a takeover's link and token are for the person, not the database.
-fn redacted(event: &RunEvent) -> std::borrow::Cow<'_, RunEvent> {
+pub(crate) fn redacted(event: &RunEvent) -> std::borrow::Cow<'_, RunEvent> {
     match &event.kind {
         EventKind::Takeover {
             text, expires_at, ..

@@ -513,6 +513,9 @@ impl Agent {
                 self.store
                     .close_requests(&live.thread.id, kind, Decision::Answered, None)?;
             }
+            emitter.emit(EventKind::UserMessage {
+                text: message.text(),
+            });
             live.record(&self.store, message)?;
         }
         for iteration in 1..=self.config.max_iterations {
@@ -972,6 +975,9 @@ impl Agent {
             }
             HandBack::Replied(replies) => {
                 for (id, message) in replies {
+                    live.emitter.emit(EventKind::UserMessage {
+                        text: message.text(),
+                    });
                     live.history.push(Entry::new(id, message, &live.counter));
                 }
             }

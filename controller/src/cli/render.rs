@@ -171,6 +171,8 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 self.line(&text);
                 self.spinner.set(Some("thinking"));
             }
+            // The person typed it; the terminal shows it already.
+            EventKind::UserMessage { .. } => {}
             EventKind::AssistantResponseStart { .. } => self.spinner.set(Some("thinking")),
             EventKind::AssistantText { text } => {
                 let _ = write!(self.out, "{text}");

@@ -15,6 +15,7 @@ mod requests;
 mod runs;
 mod sandboxes;
 mod schema;
+mod screenshots;
 mod threads;
 
 use std::path::Path;

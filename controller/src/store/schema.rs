@@ -138,6 +138,17 @@ CREATE TABLE events (
     PRIMARY KEY (thread_id, seq)
 );
 ",
+    // 5: the browser as each browser tool call of a served thread left it (a JPEG), so the
+    // page shows it beside the call, after the run and the sandbox are gone too.
+    "
+CREATE TABLE screenshots (
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    call_id TEXT NOT NULL,
+    jpeg BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, call_id)
+);
+",
 ];
 
 /// The version this build writes.

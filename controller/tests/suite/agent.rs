@@ -144,6 +144,7 @@ async fn a_task_plans_acts_asks_and_completes_in_every_wire_and_mode() {
                 names(&events),
                 [
                     "thread_run_start",
+                    "user_message",
                     "assistant_response_start",
                     "tool_started",
                     "tool_completed",

@@ -13,6 +13,7 @@ use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binar
 use serde_json::{Value, json};
 
 mod mcp;
+mod page;
 mod serve;
 mod skills;
 mod web;

@@ -14,16 +14,16 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::Cove;
 
 /// A running `cove serve`.
-struct Server {
+pub(super) struct Server {
     child: tokio::process::Child,
-    base: String,
-    token: String,
-    login: String,
+    pub(super) base: String,
+    pub(super) token: String,
+    pub(super) login: String,
     http: reqwest::Client,
 }
 
 impl Server {
-    async fn start(cove: &Cove, extra: &[&str]) -> Server {
+    pub(super) async fn start(cove: &Cove, extra: &[&str]) -> Server {
         let ws = cove.workspace.to_str().unwrap().to_string();
         let mut args = vec![
             "--json",
@@ -52,11 +52,11 @@ impl Server {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(super) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let response = self
             .http
             .post(self.url(path))
@@ -69,7 +69,7 @@ impl Server {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, path: &str) -> (u16, Value) {
+    pub(super) async fn get(&self, path: &str) -> (u16, Value) {
         let response = self
             .http
             .get(self.url(path))
@@ -81,14 +81,14 @@ impl Server {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
-    async fn create(&self, body: Value) -> String {
+    pub(super) async fn create(&self, body: Value) -> String {
         let (status, thread) = self.post("/v1/threads", body).await;
         assert_eq!(status, 201, "{thread}");
         thread["id"].as_str().unwrap().to_string()
     }
 
     /// Opens the thread's event stream after event `after`.
-    async fn stream(&self, thread: &str, after: Option<u64>) -> Sse {
+    pub(super) async fn stream(&self, thread: &str, after: Option<u64>) -> Sse {
         let mut request = self
             .http
             .get(self.url(&format!("/v1/threads/{thread}/events")))
@@ -110,15 +110,15 @@ impl Server {
         }
     }
 
-    async fn kill(mut self) {
+    pub(super) async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
 }
 
 /// One event of a stream: its id and its JSON.
-type Frame = (u64, Value);
+pub(super) type Frame = (u64, Value);
 
-struct Sse {
+pub(super) struct Sse {
     body: std::pin::Pin<
         Box<dyn futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>,
     >,
@@ -127,7 +127,7 @@ struct Sse {
 
 impl Sse {
     /// The next event (keep-alive comments skipped), within 60 s.
-    async fn next(&mut self) -> Frame {
+    pub(super) async fn next(&mut self) -> Frame {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let frame: String = self.buffer.drain(..end + 2).collect();
@@ -155,7 +155,7 @@ impl Sse {
     }
 
     /// Events up to and including the first of type `kind`.
-    async fn until(&mut self, kind: &str) -> Vec<Frame> {
+    pub(super) async fn until(&mut self, kind: &str) -> Vec<Frame> {
         let mut frames = Vec::new();
         loop {
             let frame = self.next().await;

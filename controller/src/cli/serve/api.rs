@@ -2,17 +2,24 @@
 //! (reply, permission decisions, plan approval), stop and resume. Errors are
 //! `{"error": {"code", "message"}}`, the message saying what to do.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use cove_protocol::serve::{
+    Accepted, MessageList, NewThreadRequest, PermitRequest, PermitResponse, PlanAnswer,
+    RejectRequest, ReplyRequest, ReplyResponse, ThreadList, ThreadView, Upload, UploadQuery,
+    WaitingRequest,
+};
+use serde_json::json;
 
 use super::ServeState;
-use super::runs::launch;
+use super::runs::{Input, launch};
 use crate::cli::plan::{approved, rejected};
 use crate::cli::run::new_thread;
 use crate::llm::ChatMessage;
@@ -22,15 +29,19 @@ use crate::store::{DecideError, Decision, PlanError, RequestKind, StoreError, Th
 #[derive(Debug)]
 pub(super) struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: Cow<'static, str>,
     message: String,
 }
 
 impl ApiError {
-    pub(super) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn new(
+        status: StatusCode,
+        code: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
         ApiError {
             status,
-            code,
+            code: code.into(),
             message: message.into(),
         }
     }
@@ -39,7 +50,7 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, code, message)
     }
 
-    fn bad(message: impl Into<String>) -> Self {
+    pub(super) fn bad(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
 }
@@ -51,6 +62,41 @@ impl IntoResponse for ApiError {
             Json(json!({"error": {"code": self.code, "message": self.message}})),
         )
             .into_response()
+    }
+}
+
+/// A JSON body (an empty one reads as `{}`); one that does not parse is the caller's error,
+/// said in this API's envelope.
+pub(super) struct ApiJson<T>(pub(super) T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::bad(e.body_text()))?;
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
+        serde_json::from_slice(text)
+            .map(ApiJson)
+            .map_err(|e| ApiError::bad(format!("the JSON body does not fit: {e}")))
+    }
+}
+
+/// A query string, likewise.
+pub(super) struct ApiQuery<T>(pub(super) T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| ApiError::bad(e.body_text()))
     }
 }
 
@@ -114,47 +160,49 @@ impl From<DecideError> for ApiError {
 
 /// A thread as the API shows it: the stored row, whether it runs now, what it waits for and
 /// the number of its newest event.
-fn view(state: &ServeState, thread: &Thread) -> Result<Value, ApiError> {
-    let waiting: Vec<Value> = state
+fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
+    let waiting = state
         .inv
         .store
         .waiting_requests(&thread.id)?
         .into_iter()
-        .map(|r| {
-            json!({
-                "id": r.id, "kind": r.kind.as_str(), "tool": r.tool, "summary": r.summary,
-                "why": r.why, "arguments": r.arguments, "created_at": r.created_at,
-                "decision": r.decision.map(|d| d.as_str()),
-            })
+        .map(|r| WaitingRequest {
+            id: r.id,
+            kind: r.kind.as_str().to_string(),
+            tool: Some(r.tool).filter(|t| !t.is_empty()),
+            summary: r.summary,
+            why: Some(r.why).filter(|w| !w.is_empty()),
+            arguments: Some(r.arguments).filter(|a| !a.is_null()),
+            created_at: r.created_at,
+            decision: r.decision.map(|d| d.as_str().to_string()),
         })
         .collect();
-    let mut value = serde_json::to_value(thread).unwrap_or(Value::Null);
-    value["running"] = json!(state.live.get(&thread.id).is_some());
-    value["waiting"] = json!(waiting);
-    value["last_event"] = json!(state.inv.store.last_event(&thread.id)?);
-    Ok(value)
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewTask {
-    task: String,
-    model: Option<String>,
-    tool_calls: Option<String>,
-    #[serde(default)]
-    plan: bool,
+    Ok(ThreadView {
+        id: thread.id.clone(),
+        title: thread.title.clone(),
+        created_at: thread.created_at,
+        updated_at: thread.updated_at,
+        model: thread.model.clone(),
+        tool_mode: thread.tool_mode.clone(),
+        sandbox: thread.sandbox.clone(),
+        status: thread.status.as_str().to_string(),
+        running: state.live.get(&thread.id).is_some(),
+        waiting,
+        last_event: state.inv.store.last_event(&thread.id)?,
+    })
 }
 
 /// `POST /v1/threads`: a thread for the task, started at once.
 pub(super) async fn create_thread(
     State(state): State<Arc<ServeState>>,
-    Json(body): Json<NewTask>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    ApiJson(body): ApiJson<NewThreadRequest>,
+) -> Result<(StatusCode, Json<ThreadView>), ApiError> {
     if body.task.trim().is_empty() {
         return Err(ApiError::bad(
             "the task is empty: say what the agent should do",
         ));
     }
+    let attachments = state.uploads.take(&body.attachments)?;
     let thread = new_thread(
         &state.inv,
         &body.task,
@@ -166,7 +214,10 @@ pub(super) async fn create_thread(
     launch(
         &state,
         thread.clone(),
-        Some(ChatMessage::user(body.task)),
+        Input {
+            message: Some(ChatMessage::user(body.task)),
+            attachments,
+        },
         plan_first,
     )?;
     Ok((StatusCode::CREATED, Json(view(&state, &thread)?)))
@@ -175,20 +226,22 @@ pub(super) async fn create_thread(
 /// `GET /v1/threads`: every thread, newest first.
 pub(super) async fn list_threads(
     State(state): State<Arc<ServeState>>,
-) -> Result<Json<Value>, ApiError> {
-    let threads = state.inv.store.threads()?;
-    let rows: Vec<Value> = threads
+) -> Result<Json<ThreadList>, ApiError> {
+    let threads = state
+        .inv
+        .store
+        .threads()?
         .iter()
         .map(|t| view(&state, t))
         .collect::<Result<_, _>>()?;
-    Ok(Json(json!({ "threads": rows })))
+    Ok(Json(ThreadList { threads }))
 }
 
 /// `GET /v1/threads/{id}`.
 pub(super) async fn get_thread(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ThreadView>, ApiError> {
     let thread = state.inv.store.thread(&id)?;
     Ok(Json(view(&state, &thread)?))
 }
@@ -197,16 +250,16 @@ pub(super) async fn get_thread(
 pub(super) async fn messages(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<MessageList>, ApiError> {
     let thread = state.inv.store.thread(&id)?;
-    let messages = state.inv.store.messages(&thread.id)?;
-    Ok(Json(json!({ "messages": messages })))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct Reply {
-    text: String,
+    let messages = state
+        .inv
+        .store
+        .messages(&thread.id)?
+        .into_iter()
+        .map(|m| serde_json::to_value(m).unwrap_or_default())
+        .collect();
+    Ok(Json(MessageList { messages }))
 }
 
 /// `POST /v1/threads/{id}/reply`: ends the takeover a running thread waits on; or, when the
@@ -214,17 +267,28 @@ pub(super) struct Reply {
 pub(super) async fn reply(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-    Json(body): Json<Reply>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    ApiJson(body): ApiJson<ReplyRequest>,
+) -> Result<(StatusCode, Json<ReplyResponse>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
     if body.text.trim().is_empty() {
         return Err(ApiError::bad("the reply is empty"));
     }
-    let message = ChatMessage::user(body.text);
+    let attachments = state.uploads.take(&body.attachments)?;
     match state.live.get(&thread.id) {
         Some(Some(run)) => {
-            if run.reply(&message)? {
-                return Ok((StatusCode::OK, Json(json!({"delivered": "run"}))));
+            if !attachments.is_empty() {
+                return Err(ApiError::conflict(
+                    "not_waiting",
+                    "files go with a new message, not with handing the browser back: send them once the run has ended",
+                ));
+            }
+            if run.controller.reply(&ChatMessage::user(body.text))? {
+                return Ok((
+                    StatusCode::OK,
+                    Json(ReplyResponse {
+                        delivered: "run".into(),
+                    }),
+                ));
             }
             Err(ApiError::conflict(
                 "not_waiting",
@@ -242,13 +306,21 @@ pub(super) async fn reply(
             ),
         )),
         None => {
-            let plan_waits = state
-                .inv
-                .store
-                .waiting_requests(&thread.id)?
-                .iter()
-                .any(|r| r.kind == RequestKind::Plan);
-            if plan_waits {
+            // One answer per question, whichever tab sends it first: the check and the
+            // run's claim go together.
+            let _answering = state.answering.lock().await;
+            let waiting = state.inv.store.waiting_requests(&thread.id)?;
+            if let Some(question) = &body.answers
+                && !waiting
+                    .iter()
+                    .any(|r| &r.id == question && r.kind == RequestKind::Ask)
+            {
+                return Err(ApiError::conflict(
+                    "already_answered",
+                    format!("the question {question} was answered already (in another tab?)"),
+                ));
+            }
+            if waiting.iter().any(|r| r.kind == RequestKind::Plan) {
                 return Err(ApiError::conflict(
                     "plan_waiting",
                     format!(
@@ -257,17 +329,30 @@ pub(super) async fn reply(
                     ),
                 ));
             }
-            launch(&state, thread, Some(message), false)?;
-            Ok((StatusCode::ACCEPTED, Json(json!({"delivered": "new_run"}))))
+            launch(
+                &state,
+                thread,
+                Input {
+                    message: Some(ChatMessage::user(body.text)),
+                    attachments,
+                },
+                false,
+            )
+            .map_err(|e| match body.answers {
+                Some(question) => ApiError::conflict(
+                    "already_answered",
+                    format!("the question {question} was answered already (in another tab?)"),
+                ),
+                None => e,
+            })?;
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(ReplyResponse {
+                    delivered: "new_run".into(),
+                }),
+            ))
         }
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct Permit {
-    decision: String,
-    reason: Option<String>,
 }
 
 /// `POST /v1/threads/{id}/permissions/{request}`: allow_once, allow_for_thread or deny. The
@@ -275,8 +360,8 @@ pub(super) struct Permit {
 pub(super) async fn permit(
     State(state): State<Arc<ServeState>>,
     Path((id, request)): Path<(String, String)>,
-    Json(body): Json<Permit>,
-) -> Result<Json<Value>, ApiError> {
+    ApiJson(body): ApiJson<PermitRequest>,
+) -> Result<Json<PermitResponse>, ApiError> {
     let thread = state.inv.store.thread(&id)?;
     let decision: Decision = body.decision.parse().map_err(|_| {
         ApiError::bad(format!(
@@ -286,7 +371,9 @@ pub(super) async fn permit(
     })?;
     let live = state.live.get(&thread.id);
     let decided = match &live {
-        Some(Some(run)) => run.permit(&request, decision, body.reason.as_deref())?,
+        Some(Some(run)) => run
+            .controller
+            .permit(&request, decision, body.reason.as_deref())?,
         _ => state.inv.store.decide_request(
             &thread.id,
             &request,
@@ -296,31 +383,27 @@ pub(super) async fn permit(
     };
     if live.is_none() {
         // Its run ended (the server restarted): the decision takes effect as it resumes.
-        launch(&state, thread, None, false)?;
+        launch(&state, thread, Input::default(), false)?;
     }
-    let also: Vec<&str> = decided.also.iter().map(|r| r.id.as_str()).collect();
-    Ok(Json(json!({
-        "request": decided.request.id,
-        "decision": decision.as_str(),
-        "also": also,
-    })))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct Reject {
-    reason: Option<String>,
+    Ok(Json(PermitResponse {
+        request: decided.request.id,
+        decision: decision.as_str().to_string(),
+        also: decided.also.into_iter().map(|r| r.id).collect(),
+    }))
 }
 
 /// `POST /v1/threads/{id}/approve`: approves the waiting plan; the thread runs on.
 pub(super) async fn approve(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
     let plan = state.inv.store.approve_plan(&thread.id, None)?;
-    launch(&state, thread, Some(approved(&plan, false)), false)?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"plan": plan}))))
+    launch(&state, thread, Input::text(approved(&plan, false)), false)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(PlanAnswer { plan, ended: false }),
+    ))
 }
 
 /// `POST /v1/threads/{id}/reject`: rejects the waiting plan; with a reason the agent
@@ -328,34 +411,36 @@ pub(super) async fn approve(
 pub(super) async fn reject(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-    body: Option<Json<Reject>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    ApiJson(body): ApiJson<RejectRequest>,
+) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
-    let reason = body.and_then(|b| b.0.reason);
+    let reason = body.reason;
     let plan = state.inv.store.reject_plan(&thread.id, reason.as_deref())?;
     let ended = match rejected(&plan) {
         Some(message) => {
-            launch(&state, thread, Some(message), false)?;
+            launch(&state, thread, Input::text(message), false)?;
             false
         }
         None => true,
     };
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"plan": plan, "ended": ended})),
-    ))
+    Ok((StatusCode::ACCEPTED, Json(PlanAnswer { plan, ended })))
 }
 
 /// `POST /v1/threads/{id}/stop`.
 pub(super) async fn stop(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
     match state.live.get(&thread.id) {
         Some(Some(run)) => {
-            run.stop();
-            Ok((StatusCode::ACCEPTED, Json(json!({"stopping": true}))))
+            run.controller.stop();
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(Accepted {
+                    state: "stopping".into(),
+                }),
+            ))
         }
         Some(None) => Err(ApiError::conflict(
             "starting",
@@ -372,8 +457,23 @@ pub(super) async fn stop(
 pub(super) async fn resume(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
-    launch(&state, thread, None, false)?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"resumed": true}))))
+    launch(&state, thread, Input::default(), false)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            state: "resumed".into(),
+        }),
+    ))
+}
+
+/// `POST /v1/uploads?name=`: holds a file for a task or reply that names it.
+pub(super) async fn upload(
+    State(state): State<Arc<ServeState>>,
+    ApiQuery(query): ApiQuery<UploadQuery>,
+    body: Body,
+) -> Result<(StatusCode, Json<Upload>), ApiError> {
+    let upload = state.uploads.put(&query.name, body).await?;
+    Ok((StatusCode::CREATED, Json(upload)))
 }

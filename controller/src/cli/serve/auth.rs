@@ -70,6 +70,19 @@ impl Auth {
         Some(session)
     }
 
+    /// Trades the API token, typed into the login page, for a session.
+    pub(super) fn log_in_with_token(&self, token: &str) -> Option<String> {
+        if !same(token.trim(), &self.token) {
+            return None;
+        }
+        let session = new_id(32);
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.clone());
+        Some(session)
+    }
+
     fn bearer_ok(&self, headers: &HeaderMap) -> bool {
         headers
             .get(AUTHORIZATION)
@@ -104,7 +117,7 @@ fn session_cookie(headers: &HeaderMap) -> Option<String> {
 
 /// Whether the request's `Origin`, when it has one, is this server's own (the `Host` it was
 /// sent to).
-fn same_origin(headers: &HeaderMap) -> bool {
+pub(super) fn same_origin(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
         return true;
     };
@@ -133,6 +146,11 @@ pub(super) async fn guard(
         .into_response();
     }
     if !state.auth.bearer_ok(headers) && !state.auth.cookie_ok(headers) {
+        if !request.uri().path().starts_with("/v1/") {
+            return super::page::login_help(
+                "This page needs the login link cove serve printed when it started.",
+            );
+        }
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",

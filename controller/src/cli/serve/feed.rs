@@ -9,15 +9,17 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use cove_protocol::events::RunEvent;
+use cove_protocol::serve::EventsQuery;
 use futures_util::Stream;
 use tokio::sync::watch;
 
 use super::ServeState;
-use super::api::ApiError;
+use super::api::{ApiError, ApiQuery};
+use crate::agent::events::redacted;
 use crate::store::{Store, StoreError};
 
 /// Events read from the store per step of a stream.
@@ -40,8 +42,11 @@ impl Feeds {
         Ok(sender)
     }
 
-    /// Stores `event` under the thread's next number and tells the streams.
-    pub(super) fn publish(&self, store: &Store, mut event: RunEvent) -> Result<u64, StoreError> {
+    /// Stores `event` under the thread's next number and tells the streams. A takeover's
+    /// link and token are left out: they are secrets of the person, asked for through
+    /// `POST /v1/threads/{id}/takeover`.
+    pub(super) fn publish(&self, store: &Store, event: RunEvent) -> Result<u64, StoreError> {
+        let mut event = redacted(&event).into_owned();
         let thread = event.thread_id.clone();
         let run = event.run_id.clone();
         let stored = store.append_event(&thread, &run, |seq| {
@@ -63,17 +68,12 @@ impl Feeds {
     }
 }
 
-#[derive(serde::Deserialize)]
-pub(super) struct After {
-    after: Option<u64>,
-}
-
 /// `GET /v1/threads/{id}/events`: the thread's events after `Last-Event-ID` (or `?after=`),
 /// then each new one as it happens.
 pub(super) async fn events(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
-    Query(query): Query<After>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let thread = state.inv.store.thread(&id)?;

@@ -1,13 +1,17 @@
-//! `cove serve`: the engine behind an HTTP API, for front ends other than the terminal.
-//! Runs belong to the server, not to a connection; their events are stored and streamed
-//! as Server-Sent Events that resume where a client left off.
-//!
-//! Not built yet: the web page (`/` says so), attachments and workspace files.
+//! `cove serve`: the engine behind an HTTP API and a web page, for people who would rather
+//! watch and steer in a browser tab and for other front ends. Runs belong to the server,
+//! not to a connection; their events are stored and streamed as Server-Sent Events that
+//! resume where a client left off. The API's routes come from the protocol's
+//! [`SERVE_ENDPOINTS`] table, which also renders `/v1/openapi.json`.
 
 mod api;
 mod auth;
+mod browser;
 mod feed;
+mod page;
 mod runs;
+mod uploads;
+mod workspace;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -17,10 +21,12 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::http::header::{LOCATION, SET_COOKIE};
-use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter, get, on};
 use clap::Args;
+use cove_protocol::api::{Endpoint, Method};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
+use cove_protocol::serve::{SERVE_ENDPOINTS, ServeOp};
 use serde_json::json;
 
 use super::run::RunFlags;
@@ -30,6 +36,8 @@ use crate::store::RunState;
 use auth::{Auth, COOKIE_NAME};
 use feed::Feeds;
 use runs::Live;
+use uploads::Uploads;
+use workspace::Sandboxes;
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
@@ -55,6 +63,11 @@ pub(super) struct ServeState {
     auth: Auth,
     feeds: Feeds,
     live: Live,
+    uploads: Uploads,
+    /// Sandboxes opened to show threads' files while no run has them.
+    sandboxes: Sandboxes,
+    /// Held while a reply is checked against what the thread waits for and its run starts.
+    answering: tokio::sync::Mutex<()>,
 }
 
 #[derive(serde::Deserialize)]
@@ -62,58 +75,116 @@ struct LoginQuery {
     token: String,
 }
 
+/// The answer that sets the session cookie and opens the page.
+fn logged_in(session: &str) -> Response {
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (
+                SET_COOKIE,
+                format!("{COOKIE_NAME}={session}; HttpOnly; SameSite=Strict; Path=/"),
+            ),
+            (LOCATION, "/".to_string()),
+        ],
+    )
+        .into_response()
+}
+
 /// `GET /login?token=...`: trades a login link's one-time secret for the session cookie.
 async fn login(State(state): State<Arc<ServeState>>, Query(query): Query<LoginQuery>) -> Response {
     match state.auth.log_in(&query.token) {
-        Some(session) => (
-            StatusCode::SEE_OTHER,
-            [
-                (
-                    SET_COOKIE,
-                    format!("{COOKIE_NAME}={session}; HttpOnly; SameSite=Strict; Path=/"),
-                ),
-                (LOCATION, "/".to_string()),
-            ],
-        )
-            .into_response(),
-        None => (
-            StatusCode::UNAUTHORIZED,
-            Html("<!doctype html><title>Cove</title><p>This login link was used already or is not this server's. Each start of <code>cove serve</code> prints a new one; for another, restart it."),
-        )
-            .into_response(),
+        Some(session) => logged_in(&session),
+        None => page::login_help(
+            "This login link was used already, or is not this server's: each works once.",
+        ),
     }
 }
 
-/// `GET /`: the web page is not built yet.
-async fn index() -> Html<&'static str> {
-    Html(
-        "<!doctype html><title>Cove</title><p>cove serve is running. Its web page is not built yet; use the API (<code>/v1/threads</code>, see the README).",
+/// `POST /login` (the login page's form): trades the API token for the session cookie.
+async fn login_with_token(
+    State(state): State<Arc<ServeState>>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<LoginQuery>,
+) -> Response {
+    if !auth::same_origin(&headers) {
+        return api::ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_origin",
+            "log in from this server's own page",
+        )
+        .into_response();
+    }
+    match state.auth.log_in_with_token(&form.token) {
+        Some(session) => logged_in(&session),
+        None => page::login_help("That is not this server's API token."),
+    }
+}
+
+fn filter(method: Method) -> MethodFilter {
+    match method {
+        Method::Get => MethodFilter::GET,
+        Method::Post => MethodFilter::POST,
+        Method::Put => MethodFilter::PUT,
+        Method::Delete => MethodFilter::DELETE,
+    }
+}
+
+/// The handler serving one row of the table.
+fn handler(endpoint: &Endpoint<ServeOp>) -> MethodRouter<Arc<ServeState>> {
+    let m = filter(endpoint.method);
+    match endpoint.op {
+        ServeOp::OpenApi => on(m, openapi),
+        ServeOp::ThreadsList => on(m, api::list_threads),
+        ServeOp::ThreadsCreate => on(m, api::create_thread),
+        ServeOp::ThreadGet => on(m, api::get_thread),
+        ServeOp::ThreadMessages => on(m, api::messages),
+        ServeOp::ThreadEvents => on(m, feed::events),
+        ServeOp::ThreadReply => on(m, api::reply),
+        ServeOp::ThreadPermit => on(m, api::permit),
+        ServeOp::ThreadApprove => on(m, api::approve),
+        ServeOp::ThreadReject => on(m, api::reject),
+        ServeOp::ThreadStop => on(m, api::stop),
+        ServeOp::ThreadResume => on(m, api::resume),
+        ServeOp::ThreadTakeover => on(m, browser::takeover),
+        ServeOp::ThreadFiles => on(m, workspace::list),
+        ServeOp::ThreadFileContent => on(m, workspace::content),
+        ServeOp::ThreadScreenshot => on(m, browser::screenshot),
+        ServeOp::Upload => on(m, api::upload),
+    }
+}
+
+/// `GET /v1/openapi.json`.
+async fn openapi() -> axum::Json<serde_json::Value> {
+    axum::Json(cove_protocol::serve::openapi_document(env!(
+        "CARGO_PKG_VERSION"
+    )))
+}
+
+async fn unknown_route() -> api::ApiError {
+    api::ApiError::new(
+        StatusCode::NOT_FOUND,
+        "unknown_route",
+        "no such route; see /v1/openapi.json",
     )
 }
 
 fn router(state: Arc<ServeState>) -> Router {
-    let api = Router::new()
-        .route(
-            "/v1/threads",
-            get(api::list_threads).post(api::create_thread),
-        )
-        .route("/v1/threads/{id}", get(api::get_thread))
-        .route("/v1/threads/{id}/messages", get(api::messages))
-        .route("/v1/threads/{id}/events", get(feed::events))
-        .route("/v1/threads/{id}/reply", post(api::reply))
-        .route("/v1/threads/{id}/permissions/{request}", post(api::permit))
-        .route("/v1/threads/{id}/approve", post(api::approve))
-        .route("/v1/threads/{id}/reject", post(api::reject))
-        .route("/v1/threads/{id}/stop", post(api::stop))
-        .route("/v1/threads/{id}/resume", post(api::resume))
-        .route("/", get(index))
+    let mut protected = Router::new();
+    for endpoint in SERVE_ENDPOINTS {
+        protected = protected.route(endpoint.path, handler(endpoint));
+    }
+    let protected = protected
+        .route("/", get(page::index))
+        .fallback(unknown_route)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::guard,
         ));
     Router::new()
-        .route("/login", get(login))
-        .merge(api)
+        .route("/login", get(login).post(login_with_token))
+        .route("/app.js", get(page::script))
+        .route("/app.css", get(page::style))
+        .merge(protected)
         .with_state(state)
 }
 
@@ -162,6 +233,9 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
         auth: Auth::new(args.token),
         feeds: Feeds::default(),
         live: Live::default(),
+        uploads: Uploads::new(crate::config::data_dir().join("serve/uploads")),
+        sandboxes: Sandboxes::default(),
+        answering: tokio::sync::Mutex::new(()),
     });
     interrupt_leftovers(&state)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -181,10 +255,22 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
         println!("open in your browser (works once): {login}");
         println!("API token (Authorization: Bearer): {}", state.auth.token);
     }
+    let janitor = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+            loop {
+                tick.tick().await;
+                state.sandboxes.close_idle(false).await;
+            }
+        })
+    };
     let stopping = {
         let state = state.clone();
         async move {
             let _ = tokio::signal::ctrl_c().await;
+            janitor.abort();
+            state.sandboxes.close_idle(true).await;
             for run in state.live.all() {
                 run.stop();
             }

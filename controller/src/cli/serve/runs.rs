@@ -1,36 +1,50 @@
 //! The runs `cove serve` owns: each in a task of the server, not of a connection, so
 //! closing or reloading a page never stops one. A thread runs one run at a time; its
-//! events go to the feed, its inputs (a reply to a takeover, permission decisions, stop)
-//! through its controller.
+//! events go to the feed (the browser's picture after each browser call kept beside them),
+//! its inputs (a reply to a takeover, permission decisions, stop) through its controller.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use cove_protocol::client::CovedClient;
 use cove_protocol::events::{EventKind, RunEvent};
 
 use super::ServeState;
 use super::api::ApiError;
+use super::uploads::Staged;
 use crate::agent::RunController;
 use crate::cli::run::prepare;
 use crate::llm::ChatMessage;
 use crate::store::Thread;
 
+/// How long the server waits for the browser's picture after a browser call.
+const SCREENSHOT_WAIT: Duration = Duration::from_secs(5);
+
+/// What answers a live run, and the sandbox it works in.
+#[derive(Clone)]
+pub(super) struct LiveRun {
+    pub(super) controller: RunController,
+    pub(super) sandbox: CovedClient,
+}
+
 /// The threads running now, with what answers each (none while its sandbox opens) under
 /// the number of the claim that started it.
 #[derive(Default)]
 pub(super) struct Live {
-    runs: Mutex<HashMap<String, (u64, Option<RunController>)>>,
-    claims: std::sync::atomic::AtomicU64,
+    runs: Mutex<HashMap<String, (u64, Option<LiveRun>)>>,
+    claims: AtomicU64,
 }
 
 impl Live {
-    /// The controller of `thread`'s run, if one is running (`Some(None)` while it starts).
-    pub(super) fn get(&self, thread: &str) -> Option<Option<RunController>> {
+    /// `thread`'s run, if one is running (`Some(None)` while it starts).
+    pub(super) fn get(&self, thread: &str) -> Option<Option<LiveRun>> {
         self.runs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(thread)
-            .map(|(_, controller)| controller.clone())
+            .map(|(_, run)| run.clone())
     }
 
     /// Claims `thread` for a new run; none while another run has it.
@@ -39,17 +53,15 @@ impl Live {
         if runs.contains_key(thread) {
             return None;
         }
-        let claim = self
-            .claims
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let claim = self.claims.fetch_add(1, Ordering::Relaxed);
         runs.insert(thread.to_string(), (claim, None));
         Some(claim)
     }
 
-    fn set(&self, thread: &str, claim: u64, controller: RunController) {
+    fn set(&self, thread: &str, claim: u64, run: LiveRun) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(entry) = runs.get_mut(thread).filter(|(c, _)| *c == claim) {
-            entry.1 = Some(controller);
+            entry.1 = Some(run);
         }
     }
 
@@ -67,7 +79,7 @@ impl Live {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .values()
-            .filter_map(|(_, controller)| controller.clone())
+            .filter_map(|(_, run)| run.as_ref().map(|r| r.controller.clone()))
             .collect()
     }
 
@@ -77,11 +89,28 @@ impl Live {
     }
 }
 
+/// What a new run starts with: the person's message and the files they attached to it.
+#[derive(Default)]
+pub(super) struct Input {
+    pub(super) message: Option<ChatMessage>,
+    pub(super) attachments: Vec<Staged>,
+}
+
+impl Input {
+    /// A message without files.
+    pub(super) fn text(message: ChatMessage) -> Input {
+        Input {
+            message: Some(message),
+            attachments: Vec::new(),
+        }
+    }
+}
+
 /// Starts `thread`'s next run with `input` in a task of the server; refused while it runs.
 pub(super) fn launch(
     state: &Arc<ServeState>,
     thread: Thread,
-    input: Option<ChatMessage>,
+    input: Input,
     plan_first: bool,
 ) -> Result<(), ApiError> {
     let Some(claim) = state.live.claim(&thread.id) else {
@@ -102,18 +131,19 @@ pub(super) fn launch(
     Ok(())
 }
 
-async fn run(
-    state: &Arc<ServeState>,
-    thread: Thread,
-    input: Option<ChatMessage>,
-    plan_first: bool,
-    claim: u64,
-) {
+async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: bool, claim: u64) {
     let inv = &state.inv;
+    let unsent = if input.message.is_some() {
+        "; the message was not sent (files attached to it are still held): send it again"
+    } else {
+        ""
+    };
+    // The sandbox opened to show the thread's files gives way to the run's own.
+    state.sandboxes.close(&thread.id).await;
     let prepared = match prepare(
         inv,
         &thread,
-        input.is_some(),
+        input.message.is_some(),
         &state.sandbox,
         &state.flags,
         plan_first,
@@ -122,11 +152,25 @@ async fn run(
     {
         Ok(prepared) => prepared,
         Err(e) => {
-            failed_to_start(state, &thread, e.to_string());
+            failed_to_start(state, &thread, format!("{e}{unsent}"));
             return;
         }
     };
-    let mut handle = match prepared.agent.start(&thread, input) {
+    let client = prepared.sandbox.client.clone();
+    let message = match input.message {
+        Some(message) if !input.attachments.is_empty() => {
+            match super::uploads::deliver(&state.uploads, &client, &input.attachments).await {
+                Ok(note) => Some(ChatMessage::user(format!("{}\n\n{note}", message.text()))),
+                Err(e) => {
+                    failed_to_start(state, &thread, format!("{e}{unsent}"));
+                    prepared.close().await;
+                    return;
+                }
+            }
+        }
+        other => other,
+    };
+    let mut handle = match prepared.agent.start(&thread, message) {
         Ok(handle) => handle,
         Err(e) => {
             failed_to_start(state, &thread, e.to_string());
@@ -134,8 +178,18 @@ async fn run(
             return;
         }
     };
-    state.live.set(&thread.id, claim, handle.controller());
+    state.live.set(
+        &thread.id,
+        claim,
+        LiveRun {
+            controller: handle.controller(),
+            sandbox: client.clone(),
+        },
+    );
     while let Some(event) = handle.next_event().await {
+        if let Some(call) = browser_call_end(&event.kind) {
+            keep_screenshot(state, &client, &thread.id, call).await;
+        }
         if matches!(event.kind, EventKind::ThreadRunEnd { .. }) {
             // Whoever sees the run's end may start the next: the thread is free first (its
             // sandbox closes behind).
@@ -149,6 +203,38 @@ async fn run(
         tracing::warn!(error = %e, thread = %thread.id, "the run failed");
     }
     prepared.close().await;
+}
+
+/// The call id of a browser tool call that just ended.
+fn browser_call_end(kind: &EventKind) -> Option<&str> {
+    match kind {
+        EventKind::ToolCompleted { call_id, tool, .. }
+        | EventKind::ToolFailed { call_id, tool, .. }
+            if tool.starts_with("browser_") =>
+        {
+            Some(call_id)
+        }
+        _ => None,
+    }
+}
+
+/// Keeps the browser's picture as call `call` left it, before its end is announced, so a
+/// page that hears of the call can show it. A browser that cannot be seen is no error.
+async fn keep_screenshot(state: &ServeState, sandbox: &CovedClient, thread: &str, call: &str) {
+    let jpeg = match tokio::time::timeout(SCREENSHOT_WAIT, sandbox.screenshot()).await {
+        Ok(Ok(jpeg)) => jpeg,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "no screenshot after a browser call");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!("the screenshot took too long");
+            return;
+        }
+    };
+    if let Err(e) = state.inv.store.add_screenshot(thread, call, &jpeg) {
+        tracing::warn!(error = %e, "cannot keep a screenshot");
+    }
 }
 
 /// A run that could not start (no sandbox, no model key) is an `error` event of the thread,

@@ -1,0 +1,91 @@
+//! The thread's browser for the page: the picture each browser call left, and the link of a
+//! takeover, so the person can drive the agent's browser.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use cove_protocol::serve::TakeoverLink;
+use cove_protocol::takeover::StartTakeover;
+
+use super::ServeState;
+use super::api::ApiError;
+use crate::store::RequestKind;
+
+/// `GET /v1/threads/{id}/screenshots/{call}`: the JPEG, `latest` for the newest.
+pub(super) async fn screenshot(
+    State(state): State<Arc<ServeState>>,
+    Path((id, call)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let thread = state.inv.store.thread(&id)?;
+    let store = &state.inv.store;
+    let (jpeg, cache) = if call == "latest" {
+        (
+            store.latest_screenshot(&thread.id)?.map(|(_, jpeg)| jpeg),
+            "no-store",
+        )
+    } else {
+        // A call's picture never changes.
+        (
+            store.screenshot(&thread.id, &call)?,
+            "private, max-age=86400, immutable",
+        )
+    };
+    let jpeg = jpeg.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no screenshot: the thread's browser calls left none (yet)",
+        )
+    })?;
+    Ok(([(CONTENT_TYPE, "image/jpeg"), (CACHE_CONTROL, cache)], jpeg).into_response())
+}
+
+/// `POST /v1/threads/{id}/takeover`: the takeover the agent asked for, or a new one of the
+/// running thread's browser (the agent's browser calls wait until it is handed back).
+pub(super) async fn takeover(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+) -> Result<Json<TakeoverLink>, ApiError> {
+    let thread = state.inv.store.thread(&id)?;
+    let Some(Some(run)) = state.live.get(&thread.id) else {
+        return Err(ApiError::conflict(
+            "not_running",
+            format!(
+                "thread {} is not running, so its browser is closed; resume it or send a message first",
+                thread.id
+            ),
+        ));
+    };
+    let asked_by_agent = state
+        .inv
+        .store
+        .waiting_requests(&thread.id)?
+        .iter()
+        .any(|r| r.kind == RequestKind::Takeover);
+    // coved answers with the takeover under way when there is one.
+    let grant = run
+        .sandbox
+        .takeover_start(&StartTakeover {
+            message: Some("You have the agent's browser. Press Done to hand it back.".into()),
+            ttl_secs: None,
+        })
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                e.code()
+                    .map(|c| c.as_str().to_string())
+                    .unwrap_or_else(|| "sandbox_unavailable".into()),
+                format!("the sandbox could not hand over its browser: {e}"),
+            )
+        })?;
+    Ok(Json(TakeoverLink {
+        url: grant.url,
+        expires_at: Some(grant.expires_at),
+        asked_by_agent,
+    }))
+}

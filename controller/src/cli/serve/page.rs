@@ -1,0 +1,92 @@
+//! The web page, embedded in the binary: plain HTML, CSS and JavaScript in `page/`, no build
+//! step. It talks to this server only: the Content-Security-Policy lets it load and
+//! connect to its own origin and nothing else.
+
+use axum::http::StatusCode;
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
+};
+use axum::response::{IntoResponse, Response};
+
+const INDEX: &str = include_str!("page/index.html");
+const SCRIPT: &str = include_str!("page/app.js");
+const STYLE: &str = include_str!("page/app.css");
+
+/// What the page may load: its own origin only. Frames are the workspace previews, which
+/// the server sends with a sandbox of their own.
+const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (CONTENT_TYPE, "text/html; charset=utf-8"),
+            (CACHE_CONTROL, "no-store"),
+            (CONTENT_SECURITY_POLICY, POLICY),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            // A form posted from the page must carry its origin (no-referrer would send `null`).
+            (REFERRER_POLICY, "same-origin"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /`.
+pub(super) async fn index() -> Response {
+    html(StatusCode::OK, INDEX.to_string())
+}
+
+/// `GET /app.js`.
+pub(super) async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /app.css`.
+pub(super) async fn style() -> Response {
+    asset("text/css; charset=utf-8", STYLE)
+}
+
+fn asset(mime: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, mime),
+            // A newer cove serves newer files under the same names.
+            (CACHE_CONTROL, "no-cache"),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A 401 page for a person without a session: why, and the two ways in.
+pub(super) fn login_help(why: &str) -> Response {
+    let body = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Cove: log in</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
+<body class="login"><main class="login-box">
+<h1>Cove</h1>
+<p id="why">{why}</p>
+<p>When <code>cove serve</code> starts it prints a line such as</p>
+<pre>open in your browser (works once): http://127.0.0.1:7800/login?token=…</pre>
+<p>Open that link in this browser. Each link works once; a new one is printed at every start of the server.</p>
+<form method="post" action="/login">
+<label for="token">Or paste the API token it printed (<code>API token (Authorization: Bearer): …</code>):</label>
+<input id="token" name="token" type="password" autocomplete="off" required>
+<button type="submit">Log in</button>
+</form>
+</main></body></html>"#,
+        why = escape(why)
+    );
+    html(StatusCode::UNAUTHORIZED, body)
+}
+
+/// Text made safe inside HTML.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

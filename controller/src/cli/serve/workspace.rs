@@ -1,0 +1,261 @@
+//! A thread's workspace files over the API: listed and read through its sandbox. While a
+//! run works in it, the run's sandbox answers; otherwise the server opens the sandbox (a
+//! local one starts its coved) and closes it after a minute without use.
+//!
+//! Workspace files are what the agent made, often from the web: they are served so that
+//! nothing in them can act as this server's page. Every answer is `nosniff`; HTML and SVG
+//! come with `Content-Security-Policy: sandbox` (an origin of their own, no scripts);
+//! anything not known to be safe to show is an attachment.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use cove_protocol::client::{ClientError, CovedClient};
+use cove_protocol::files::{ListQuery, ListResponse};
+use cove_protocol::serve::FileContentQuery;
+use tokio::sync::Mutex;
+
+use super::ServeState;
+use super::api::{ApiError, ApiQuery};
+use crate::cli::sandbox_choice::{self, coved_log};
+use crate::sandbox::{Sandbox, SandboxSpec};
+use crate::store::Thread;
+
+/// How long a sandbox opened for its files stays open unused.
+const IDLE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Sandboxes the server opened to show threads' files, by thread.
+#[derive(Default)]
+pub(super) struct Sandboxes {
+    open: Mutex<HashMap<String, (Sandbox, Instant)>>,
+}
+
+impl Sandboxes {
+    /// Closes `thread`'s, if open.
+    pub(super) async fn close(&self, thread: &str) {
+        let sandbox = self.open.lock().await.remove(thread);
+        if let Some((sandbox, _)) = sandbox {
+            sandbox.close().await;
+        }
+    }
+
+    /// Closes those unused for a minute (or all).
+    pub(super) async fn close_idle(&self, all: bool) {
+        let idle: Vec<Sandbox> = {
+            let mut open = self.open.lock().await;
+            let names: Vec<String> = open
+                .iter()
+                .filter(|(_, (_, used))| all || used.elapsed() > IDLE_LIMIT)
+                .map(|(name, _)| name.clone())
+                .collect();
+            names
+                .iter()
+                .filter_map(|n| open.remove(n).map(|(s, _)| s))
+                .collect()
+        };
+        for sandbox in idle {
+            sandbox.close().await;
+        }
+    }
+}
+
+/// A client of `thread`'s sandbox: the running run's, or one opened for the request.
+async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedClient, ApiError> {
+    if let Some(Some(run)) = state.live.get(&thread.id) {
+        return Ok(run.sandbox);
+    }
+    let mut open = state.sandboxes.open.lock().await;
+    if let Some((sandbox, used)) = open.get_mut(&thread.id) {
+        *used = Instant::now();
+        return Ok(sandbox.client.clone());
+    }
+    let spec = SandboxSpec::from_label(&thread.sandbox);
+    let token = state.sandbox.sandbox_token.clone().or_else(|| match &spec {
+        SandboxSpec::Remote { url } => state.inv.file.token_for(url),
+        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } => None,
+    });
+    let sandbox = sandbox_choice::open(&state.inv, spec, token, Some(&coved_log()))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "sandbox_unavailable",
+                format!("cannot open the thread's sandbox to read its files: {e}"),
+            )
+        })?;
+    let client = sandbox.client.clone();
+    open.insert(thread.id.clone(), (sandbox, Instant::now()));
+    Ok(client)
+}
+
+/// A sandbox's refusal, passed on with its code (not_found, path_outside_workspace, …).
+fn from_sandbox(error: ClientError) -> ApiError {
+    match error {
+        ClientError::Api {
+            status,
+            code,
+            message,
+            ..
+        } => ApiError::new(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+            code.as_str().to_string(),
+            message,
+        ),
+        other => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "sandbox_unavailable",
+            format!("the sandbox did not answer: {other}"),
+        ),
+    }
+}
+
+/// `GET /v1/threads/{id}/files`.
+pub(super) async fn list(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<ListResponse>, ApiError> {
+    let thread = state.inv.store.thread(&id)?;
+    let sandbox = sandbox_of(&state, &thread).await?;
+    Ok(Json(sandbox.list(&query).await.map_err(from_sandbox)?))
+}
+
+/// How a file may be shown: its type, and whether it needs a sandbox of its own.
+fn shown_as(path: &str) -> Option<(&'static str, bool)> {
+    let ext = path
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    let name = path.rsplit('/').next().unwrap_or(path);
+    Some(match ext.as_str() {
+        "html" | "htm" => ("text/html; charset=utf-8", true),
+        "svg" => ("image/svg+xml", true),
+        "png" => ("image/png", false),
+        "jpg" | "jpeg" => ("image/jpeg", false),
+        "gif" => ("image/gif", false),
+        "webp" => ("image/webp", false),
+        "pdf" => ("application/pdf", false),
+        "txt" | "md" | "markdown" | "csv" | "tsv" | "json" | "jsonl" | "log" | "py" | "rs"
+        | "js" | "mjs" | "ts" | "tsx" | "jsx" | "css" | "sh" | "bash" | "yaml" | "yml" | "toml"
+        | "ini" | "cfg" | "conf" | "xml" | "sql" | "c" | "h" | "cpp" | "hpp" | "go" | "java"
+        | "kt" | "rb" | "php" | "pl" | "r" | "lua" | "swift" | "diff" | "patch" | "env"
+        | "gitignore" | "dockerfile" | "mk" | "tex" | "rst" | "org" => {
+            ("text/plain; charset=utf-8", false)
+        }
+        _ if matches!(
+            name,
+            "Makefile" | "Dockerfile" | "README" | "LICENSE" | "todo" | "Procfile"
+        ) =>
+        {
+            ("text/plain; charset=utf-8", false)
+        }
+        _ => return None,
+    })
+}
+
+/// `filename*=` of Content-Disposition (RFC 6266 / 5987).
+fn disposition(kind: &str, path: &str) -> HeaderValue {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let encoded: String = name
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&format!("{kind}; filename*=UTF-8''{encoded}"))
+        .unwrap_or(HeaderValue::from_static("attachment"))
+}
+
+/// `GET /v1/threads/{id}/files/content?path=&download=`.
+pub(super) async fn content(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<FileContentQuery>,
+) -> Result<Response, ApiError> {
+    let thread = state.inv.store.thread(&id)?;
+    let sandbox = sandbox_of(&state, &thread).await?;
+    let upstream = sandbox
+        .download_response(&query.path)
+        .await
+        .map_err(from_sandbox)?;
+    let length = upstream.headers().get(CONTENT_LENGTH).cloned();
+    let shown = if query.download {
+        None
+    } else {
+        shown_as(&query.path)
+    };
+    let mut response = Response::new(Body::from_stream(upstream.bytes_stream())).into_response();
+    let headers = response.headers_mut();
+    if let Some(length) = length {
+        headers.insert(CONTENT_LENGTH, length);
+    }
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    match shown {
+        Some((mime, sandboxed)) => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(mime));
+            headers.insert(CONTENT_DISPOSITION, disposition("inline", &query.path));
+            if sandboxed {
+                headers.insert(
+                    "content-security-policy",
+                    HeaderValue::from_static(
+                        "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:",
+                    ),
+                );
+            }
+        }
+        None => {
+            headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            headers.insert(CONTENT_DISPOSITION, disposition("attachment", &query.path));
+        }
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_and_svg_are_sandboxed_and_unknown_types_are_attachments() {
+        assert_eq!(
+            shown_as("site/index.HTML"),
+            Some(("text/html; charset=utf-8", true))
+        );
+        assert_eq!(shown_as("logo.svg"), Some(("image/svg+xml", true)));
+        assert_eq!(
+            shown_as("report.md"),
+            Some(("text/plain; charset=utf-8", false))
+        );
+        assert_eq!(
+            shown_as("src/Makefile"),
+            Some(("text/plain; charset=utf-8", false))
+        );
+        assert_eq!(shown_as("a.exe"), None);
+        assert_eq!(shown_as("noext"), None);
+    }
+
+    #[test]
+    fn file_names_are_encoded_for_the_header() {
+        assert_eq!(
+            disposition("attachment", "out/r é.csv"),
+            "attachment; filename*=UTF-8''r%20%C3%A9.csv"
+        );
+    }
+}
