@@ -11,6 +11,7 @@ pub mod images;
 pub mod live;
 pub mod llm;
 pub mod mcp_servers;
+pub mod openapi;
 pub mod person;
 pub mod preview;
 pub mod procs;

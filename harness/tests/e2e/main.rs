@@ -213,6 +213,7 @@ async fn a_task_plans_acts_browses_looks_asks_and_completes() {
                 kinds(&first),
                 [
                     "thread_run_start",
+                    "user_message",
                     "assistant_response_start",
                     "tool_started",
                     "tool_completed",
@@ -302,6 +303,7 @@ async fn a_task_plans_acts_browses_looks_asks_and_completes() {
                 kinds(&second),
                 [
                     "thread_run_start",
+                    "user_message",
                     "assistant_response_start",
                     "tool_started",
                     "tool_completed",
@@ -311,6 +313,10 @@ async fn a_task_plans_acts_browses_looks_asks_and_completes() {
                 ]
             );
             assert!(llm.received()[6].all_text().contains("Blue, please."));
+            assert_eq!(
+                second[1]["text"], "Blue, please.",
+                "the answer is an event too"
+            );
             let threads = events(&cove.run(&["--json", "threads"]).await);
             assert_eq!(
                 threads[0]["waiting_for"],

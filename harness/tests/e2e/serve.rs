@@ -485,3 +485,338 @@ async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins()
     assert_eq!(status, 400, "{said}");
     server.kill().await;
 }
+
+impl Server {
+    /// A raw request with the token.
+    pub(super) async fn raw(&self, method: reqwest::Method, path: &str) -> reqwest::Response {
+        self.http
+            .request(method, self.url(path))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `POST /v1/uploads?name=NAME` with `body`.
+    async fn upload(&self, name: &str, body: &'static [u8]) -> (u16, Value) {
+        let response = self
+            .http
+            .post(self.url("/v1/uploads"))
+            .query(&[("name", name)])
+            .bearer_auth(&self.token)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test]
+async fn attachments_land_in_the_workspace_and_its_files_screenshots_are_served_safely() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let site = cove_harness::FixtureSite::start().await.unwrap();
+    let page = site.url("form.html");
+    cove.llm.push_fn(move |request| {
+        let said = request.last_message_text();
+        if !(said.contains("uploads/data.csv") && said.contains("uploads/data-2.csv")) {
+            return Turn::text("").call("complete", json!({"text": "NO FILES"}));
+        }
+        Turn::text("")
+            .call(
+                "create_file",
+                json!({"file_path": "site/index.html", "file_contents": "<h1>Hi</h1><script>document.title = 'ran'</script>"}),
+            )
+            .call("browser_navigate_to", json!({ "url": page }))
+    });
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "made"})));
+    let server = Server::start(&cove, &[]).await;
+
+    // Held files: a bad name and an unknown id are refused, and nothing starts.
+    let (status, said) = server.upload("../escape", b"x").await;
+    assert_eq!(status, 400, "{said}");
+    let (status, said) = server
+        .post(
+            "/v1/threads",
+            json!({"task": "Use the file", "attachments": ["0123abcd"]}),
+        )
+        .await;
+    assert_eq!(status, 400, "{said}");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("POST /v1/uploads")
+    );
+    let (_, listed) = server.get("/v1/threads").await;
+    assert_eq!(listed["threads"].as_array().unwrap().len(), 0);
+
+    // Two files of one name both land, the second under a new one.
+    let (status, first) = server.upload("data.csv", b"a,b\n1,2\n").await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["size"], 8);
+    let (_, second) = server.upload("data.csv", b"c\n3\n").await;
+    let thread = server
+        .create(json!({
+            "task": "Use the files",
+            "model": "openai/scripted",
+            "attachments": [first["id"], second["id"]],
+        }))
+        .await;
+    let mut sse = server.stream(&thread, None).await;
+    let events = sse.until("thread_run_end").await;
+    let complete = events
+        .iter()
+        .find(|(_, e)| e["type"] == "complete")
+        .unwrap();
+    assert_eq!(complete.1["text"], "made");
+    let told = events
+        .iter()
+        .find(|(_, e)| e["type"] == "user_message")
+        .unwrap();
+    assert!(
+        told.1["text"]
+            .as_str()
+            .unwrap()
+            .contains("uploads/data.csv (8 B), uploads/data-2.csv (4 B)"),
+        "{}",
+        told.1
+    );
+    assert_eq!(
+        std::fs::read_to_string(cove.workspace.join("uploads/data-2.csv")).unwrap(),
+        "c\n3\n"
+    );
+    // A held file goes once it is in a workspace.
+    let (status, _) = server
+        .post(
+            &format!("/v1/threads/{thread}/reply"),
+            json!({"text": "again", "attachments": [first["id"]]}),
+        )
+        .await;
+    assert_eq!(status, 400);
+
+    // The run has ended: the files are read through a sandbox opened for it.
+    let (status, listing) = server
+        .get(&format!("/v1/threads/{thread}/files?path=.&depth=3"))
+        .await;
+    assert_eq!(status, 200, "{listing}");
+    let paths: Vec<&str> = listing["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    for want in ["uploads/data.csv", "uploads/data-2.csv", "site/index.html"] {
+        assert!(paths.contains(&want), "{want} in {paths:?}");
+    }
+    let content = |path: &str| format!("/v1/threads/{thread}/files/content?path={path}");
+    let html = server
+        .raw(reqwest::Method::GET, &content("site/index.html"))
+        .await;
+    assert_eq!(html.status(), 200);
+    assert_eq!(html.headers()["content-type"], "text/html; charset=utf-8");
+    assert_eq!(html.headers()["x-content-type-options"], "nosniff");
+    let policy = html.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        policy.starts_with("sandbox;") && policy.contains("default-src 'none'"),
+        "{policy}"
+    );
+    let saved = server
+        .raw(
+            reqwest::Method::GET,
+            &format!("{}&download=true", content("uploads/data.csv")),
+        )
+        .await;
+    assert_eq!(
+        saved.headers()["content-disposition"],
+        "attachment; filename*=UTF-8''data.csv"
+    );
+    assert_eq!(saved.headers()["content-type"], "application/octet-stream");
+    assert_eq!(saved.text().await.unwrap(), "a,b\n1,2\n");
+    let outside = server
+        .raw(reqwest::Method::GET, &content("../../etc/passwd"))
+        .await;
+    let status = outside.status().as_u16();
+    let said: Value = outside.json().await.unwrap();
+    assert!((400..500).contains(&status), "{status} {said}");
+    assert_eq!(said["error"]["code"], "path_outside_workspace", "{said}");
+    let missing = server.raw(reqwest::Method::GET, &content("nope.txt")).await;
+    assert_eq!(missing.status(), 404);
+
+    // The browser as the browser call left it, and the newest.
+    let call = events
+        .iter()
+        .find(|(_, e)| e["type"] == "tool_completed" && e["tool"] == "browser_navigate_to")
+        .unwrap_or_else(|| panic!("{events:?}"))
+        .1["call_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for which in [call.as_str(), "latest"] {
+        let shot = server
+            .raw(
+                reqwest::Method::GET,
+                &format!("/v1/threads/{thread}/screenshots/{which}"),
+            )
+            .await;
+        assert_eq!(shot.status(), 200, "{which}");
+        assert_eq!(shot.headers()["content-type"], "image/jpeg");
+        let jpeg = shot.bytes().await.unwrap();
+        assert_eq!(&jpeg[..2], &[0xFF, 0xD8], "a JPEG");
+    }
+    let none = server
+        .raw(
+            reqwest::Method::GET,
+            &format!("/v1/threads/{thread}/screenshots/nope"),
+        )
+        .await;
+    assert_eq!(none.status(), 404);
+
+    // No run, no browser to take over.
+    let (status, said) = server
+        .post(&format!("/v1/threads/{thread}/takeover"), json!({}))
+        .await;
+    assert_eq!(status, 409, "{said}");
+    assert_eq!(said["error"]["code"], "not_running");
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_takeover_link_goes_to_whoever_asks_the_api_never_into_the_events() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    cove.llm.push(Turn::text("").call(
+        "web_browser_takeover",
+        json!({"text": "Please log in for me"}),
+    ));
+    cove.llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("logged in now") {
+            "thanks"
+        } else {
+            "NO NOTE"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let server = Server::start(&cove, &[]).await;
+    let thread = server
+        .create(json!({"task": "Log in", "model": "anthropic/scripted"}))
+        .await;
+    let mut sse = server.stream(&thread, None).await;
+    let asked = sse.until("takeover").await.pop().unwrap().1;
+    assert!(
+        asked["url"].is_null() && asked["token"].is_null(),
+        "{asked}"
+    );
+    let (status, link) = server
+        .post(&format!("/v1/threads/{thread}/takeover"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{link}");
+    assert_eq!(link["asked_by_agent"], true);
+    let url = link["url"].as_str().unwrap().to_string();
+    assert!(url.contains("/takeover?token="), "{url}");
+    let token = url.split("token=").nth(1).unwrap().to_string();
+    // The link opens the takeover page.
+    let page = reqwest::get(&url).await.unwrap();
+    assert_eq!(page.status(), 200);
+
+    // Handing back by a reply; the run goes on.
+    let (status, said) = server
+        .post(
+            &format!("/v1/threads/{thread}/reply"),
+            json!({"text": "I am logged in now"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(said["delivered"], "run");
+    let rest = sse.until("thread_run_end").await;
+    assert!(
+        rest.iter()
+            .any(|(_, e)| e["type"] == "user_message" && e["text"] == "I am logged in now")
+    );
+    assert_eq!(
+        rest.iter()
+            .find(|(_, e)| e["type"] == "complete")
+            .unwrap()
+            .1["text"],
+        "thanks"
+    );
+    // Nothing stored carries the token.
+    let mut again = server.stream(&thread, None).await;
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    let mut all = String::new();
+    for _ in 0..view["last_event"].as_u64().unwrap() {
+        all.push_str(&again.next().await.1.to_string());
+    }
+    assert!(!all.contains(&token));
+    let db = std::fs::read(cove.home.path().join("cove.db")).unwrap();
+    let wal = std::fs::read(cove.home.path().join("cove.db-wal")).unwrap_or_default();
+    for bytes in [db, wal] {
+        assert!(
+            !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the takeover token is in the database"
+        );
+    }
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_question_is_answered_once_and_the_api_is_described_by_a_valid_openapi_document() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .push(Turn::text("").call("ask", json!({"text": "Which one?"})));
+    cove.llm.push(Turn::text("").call(
+        "execute_command",
+        json!({"command": "sleep 2", "timeout": 30}),
+    ));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "ok"})));
+    let server = Server::start(&cove, &[]).await;
+    let thread = server
+        .create(json!({"task": "Pick", "model": "openai/scripted"}))
+        .await;
+    let mut sse = server.stream(&thread, None).await;
+    sse.until("thread_run_end").await;
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    let question = view["waiting"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(view["waiting"][0]["kind"], "ask");
+    let reply = json!({"text": "the first", "answers": question});
+    let (status, said) = server
+        .post(&format!("/v1/threads/{thread}/reply"), reply.clone())
+        .await;
+    assert_eq!(status, 202, "{said}");
+    // The second tab's answer to the same question: refused, no second run.
+    let (status, said) = server
+        .post(&format!("/v1/threads/{thread}/reply"), reply.clone())
+        .await;
+    assert_eq!(status, 409, "{said}");
+    assert_eq!(said["error"]["code"], "already_answered");
+    sse.until("thread_run_end").await;
+    let (status, said) = server
+        .post(&format!("/v1/threads/{thread}/reply"), reply)
+        .await;
+    assert_eq!(status, 409, "after the run too: {said}");
+    // A body that does not fit is said in the API's envelope.
+    let (status, said) = server
+        .post(&format!("/v1/threads/{thread}/reply"), json!({"txt": "x"}))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(said["error"]["code"], "invalid_request", "{said}");
+
+    let (status, doc) = server.get("/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    for path in [
+        "/v1/threads",
+        "/v1/threads/{id}/events",
+        "/v1/threads/{id}/files/content",
+        "/v1/uploads",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path}");
+    }
+    // Checked by a validator no one here wrote (openapi-spec-validator, from PyPI).
+    cove_harness::openapi::validate(&doc).unwrap();
+    server.kill().await;
+}

@@ -144,6 +144,8 @@ async fn info_and_openapi_describe_the_daemon() {
 
     let doc = d.client.openapi().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
+    // Checked by a validator no one here wrote (openapi-spec-validator, from PyPI).
+    cove_harness::openapi::validate(&doc).unwrap();
     for ep in ENDPOINTS {
         let op = &doc["paths"][ep.path][ep.method.as_str().to_ascii_lowercase()];
         assert!(

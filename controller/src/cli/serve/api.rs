@@ -274,7 +274,15 @@ pub(super) async fn reply(
         return Err(ApiError::bad("the reply is empty"));
     }
     let attachments = state.uploads.take(&body.attachments)?;
-    match state.live.get(&thread.id) {
+    let live = state.live.get(&thread.id);
+    if let (Some(question), Some(_)) = (&body.answers, &live) {
+        // A run has started since the question: someone answered it.
+        return Err(ApiError::conflict(
+            "already_answered",
+            format!("the question {question} was answered already (in another tab?)"),
+        ));
+    }
+    match live {
         Some(Some(run)) => {
             if !attachments.is_empty() {
                 return Err(ApiError::conflict(
