@@ -29,7 +29,8 @@ pub fn workspace_binary(name: &str) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let release = dir.file_name().is_some_and(|n| n == "release");
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "--bin", name]);
+    // From any member's folder (a bench runs in its own): the whole workspace's bins.
+    cmd.args(["build", "--quiet", "--workspace", "--bin", name]);
     if release {
         cmd.arg("--release");
     }

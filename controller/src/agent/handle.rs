@@ -142,6 +142,11 @@ impl RunHandle {
         self.events.recv().await
     }
 
+    /// The next event if one is ready now (none also once the run has ended).
+    pub fn try_next_event(&mut self) -> Option<RunEvent> {
+        self.events.try_recv().ok()
+    }
+
     /// What answers the run while another task reads its events.
     pub fn controller(&self) -> RunController {
         self.controller.clone()

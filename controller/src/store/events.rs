@@ -13,26 +13,36 @@ pub struct StoredEvent {
 }
 
 impl Store {
-    /// Stores an event of `thread`'s run `run`; `make` gets its number and gives its JSON.
-    pub fn append_event(
+    /// Stores `count` events of `thread` under its next numbers, in one transaction:
+    /// `make` gets each one's index and number and gives its run's id and its JSON.
+    pub fn append_events(
         &self,
         thread: &str,
-        run: &str,
-        make: impl FnOnce(u64) -> String,
-    ) -> Result<StoredEvent, StoreError> {
-        let conn = self.conn();
-        let last: i64 = conn.query_row(
+        count: usize,
+        mut make: impl FnMut(usize, u64) -> (String, String),
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let last: i64 = tx.query_row(
             "SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?1",
             params![thread],
             |r| r.get(0),
         )?;
-        let seq = u64::try_from(last).unwrap_or(0) + 1;
-        let json = make(seq);
-        conn.execute(
-            "INSERT INTO events (thread_id, seq, run_id, event) VALUES (?1, ?2, ?3, ?4)",
-            params![thread, seq as i64, run, json],
-        )?;
-        Ok(StoredEvent { seq, json })
+        let first = u64::try_from(last).unwrap_or(0) + 1;
+        let mut stored = Vec::with_capacity(count);
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO events (thread_id, seq, run_id, event) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for i in 0..count {
+                let seq = first + i as u64;
+                let (run, json) = make(i, seq);
+                insert.execute(params![thread, seq as i64, run, json])?;
+                stored.push(StoredEvent { seq, json });
+            }
+        }
+        tx.commit()?;
+        Ok(stored)
     }
 
     /// `thread`'s events numbered above `after`, oldest first, at most `limit`.

@@ -24,6 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
+pub use events::StoredEvent;
 pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};
 pub use plans::{PlanDraft, PlanError};

@@ -538,3 +538,118 @@ async fn without_a_session_the_page_says_how_to_log_in() {
     tab.close().await;
     server.kill().await;
 }
+
+#[tokio::test]
+async fn a_thread_run_in_the_terminal_shows_its_stored_conversation() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    cove.llm
+        .push(Turn::text("Listing the workspace.").call("list_files", json!({})));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "listed"})));
+    let out = cove.start_task("List what is there", "xml").await;
+    assert_eq!(out.status.code(), Some(0), "{}", super::explain(&out));
+
+    let server = Server::start(&cove, &[]).await;
+    let mut tab = open_page(&server).await;
+    wait(
+        &mut tab,
+        "document.querySelectorAll('#threads button').length === 1",
+    )
+    .await;
+    tab.click("#threads button").await.unwrap();
+    wait(
+        &mut tab,
+        "(document.querySelector('.card.final') || {}).textContent?.includes('listed')",
+    )
+    .await;
+    assert_eq!(text_of(&mut tab, ".msg.user").await, "List what is there");
+    let said = text_of(&mut tab, ".msg.assistant").await;
+    assert!(said.contains("Listing the workspace."), "{said}");
+    assert!(!said.contains("function_calls"), "no XML shown: {said}");
+    // The agent's text comes before the call it made.
+    let order = tab
+        .eval("(() => { const t = Array.from(document.querySelectorAll('.msg.assistant')).find(m => m.textContent.includes('Listing')); const c = document.querySelector('details.card.tool.done[data-tool=\"list_files\"]'); return !!t && !!c && !!(t.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING); })()")
+        .await
+        .unwrap();
+    assert_eq!(order, Value::Bool(true));
+    tab.close().await;
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn the_agent_asks_for_its_browser_and_the_page_gives_the_takeover() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm.push(Turn::text("I need a hand.").call(
+        "web_browser_takeover",
+        json!({"text": "Please solve the captcha"}),
+    ));
+    cove.llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("Solved it") {
+            "thanks for the help"
+        } else {
+            "NO NOTE"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let server = Server::start(&cove, &[]).await;
+    let mut tab = open_page(&server).await;
+    send_message(&mut tab, "Sign me up").await;
+    wait(
+        &mut tab,
+        "document.getElementById('dialog').open && document.getElementById('dialog-title').textContent === 'The agent needs you in its browser'",
+    )
+    .await;
+    assert!(
+        text_of(&mut tab, "#dialog-body")
+            .await
+            .contains("Please solve the captcha")
+    );
+    tab.click("#dialog-actions .primary").await.unwrap();
+    wait(
+        &mut tab,
+        "!!document.querySelector('#dialog-body a.takeover-link')",
+    )
+    .await;
+    let link = tab
+        .eval("document.querySelector('#dialog-body a.takeover-link').href")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(link.contains("/takeover?token="), "{link}");
+    let opened = reqwest::get(&link).await.unwrap();
+    assert_eq!(opened.status(), 200, "the link opens the takeover page");
+
+    // The browser panel's button gives the same takeover.
+    tab.press("Escape", false).await.unwrap();
+    wait(&mut tab, "!document.getElementById('dialog').open").await;
+    tab.click("#tab-browser").await.unwrap();
+    tab.click("#takeover").await.unwrap();
+    wait(
+        &mut tab,
+        "!!document.querySelector('#takeover-link a.takeover-link')",
+    )
+    .await;
+    let again = tab
+        .eval("document.querySelector('#takeover-link a.takeover-link').href")
+        .await
+        .unwrap();
+    assert_eq!(again.as_str().unwrap(), link);
+
+    // Writing to the agent hands the browser back; the run goes on.
+    assert!(
+        text_of(&mut tab, "#composer-hint")
+            .await
+            .contains("hands the browser back")
+    );
+    send_message(&mut tab, "Solved it").await;
+    wait(
+        &mut tab,
+        "(document.querySelector('.card.final') || {}).textContent?.includes('thanks for the help')",
+    )
+    .await;
+    only_the_server(&mut tab, &server).await;
+    tab.close().await;
+    server.kill().await;
+}

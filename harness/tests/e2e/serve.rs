@@ -25,14 +25,14 @@ pub(super) struct Server {
 impl Server {
     pub(super) async fn start(cove: &Cove, extra: &[&str]) -> Server {
         let ws = cove.workspace.to_str().unwrap().to_string();
-        let mut args = vec![
-            "--json",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--workspace",
-            &ws,
-        ];
+        let mut args = vec!["--workspace", ws.as_str()];
+        args.extend_from_slice(extra);
+        Server::start_with(cove, &args).await
+    }
+
+    /// A server whose threads each get a workspace of their own.
+    pub(super) async fn start_with(cove: &Cove, extra: &[&str]) -> Server {
+        let mut args = vec!["--json", "serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let mut child = cove.command(&args).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -818,5 +818,77 @@ async fn a_question_is_answered_once_and_the_api_is_described_by_a_valid_openapi
     }
     // Checked by a validator no one here wrote (openapi-spec-validator, from PyPI).
     cove_harness::openapi::validate(&doc).unwrap();
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn runs_work_at_once_in_their_own_sandboxes_while_a_client_reads_nothing() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // Each thread writes its own name; the first also answers with thousands of events,
+    // more than a client that reads nothing can be sent ahead.
+    for _ in 0..6 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            let name = ["first", "second", "third"]
+                .into_iter()
+                .find(|n| text.contains(&format!("Write {n}")))
+                .unwrap_or("NONE");
+            let answered = request.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "assistant");
+            if answered {
+                return Turn::text("").call("complete", json!({"text": "written"}));
+            }
+            let said = if name == "first" {
+                "All work and no play makes a long answer. ".repeat(5_000)
+            } else {
+                String::new()
+            };
+            Turn::text(said).call(
+                "create_file",
+                json!({"file_path": "mine.txt", "file_contents": name}),
+            )
+        });
+    }
+    let server = Server::start_with(&cove, &[]).await;
+    let first = server
+        .create(json!({"task": "Write first", "model": "openai/scripted"}))
+        .await;
+    // A client that connects and never reads.
+    let stalled = server
+        .raw(reqwest::Method::GET, &format!("/v1/threads/{first}/events"))
+        .await;
+    let second = server
+        .create(json!({"task": "Write second", "model": "openai/scripted"}))
+        .await;
+    let third = server
+        .create(json!({"task": "Write third", "model": "openai/scripted"}))
+        .await;
+    let mut written = Vec::new();
+    for thread in [&first, &second, &third] {
+        let mut sse = server.stream(thread, None).await;
+        let events = sse.until("thread_run_end").await;
+        assert_eq!(events.last().unwrap().1["status"], "completed");
+        let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+        let workspace = view["sandbox"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("local:")
+            .unwrap()
+            .to_string();
+        assert!(workspace.ends_with(thread.as_str()), "{workspace}");
+        written.push(std::fs::read_to_string(format!("{workspace}/mine.txt")).unwrap());
+    }
+    written.sort();
+    assert_eq!(
+        written,
+        ["first", "second", "third"],
+        "each in its own workspace"
+    );
+    let (_, view) = server.get(&format!("/v1/threads/{first}")).await;
+    assert!(view["last_event"].as_u64().unwrap() > 20_000, "{view}");
+    drop(stalled);
     server.kill().await;
 }

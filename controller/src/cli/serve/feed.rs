@@ -3,8 +3,12 @@
 //! Server-Sent Events from where the client left off (`Last-Event-ID`), at its own pace, so
 //! a slow client never holds up a run and a client that reconnects misses nothing and gets
 //! nothing twice.
+//!
+//! While a thread runs, its newest events are also kept in memory (the tail), so clients
+//! that keep up are served without reading the database; one that falls further behind,
+//! or reads a thread that has finished, reads the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +16,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use cove_protocol::events::RunEvent;
+use cove_protocol::events::{EventKind, RunEvent};
 use cove_protocol::serve::EventsQuery;
 use futures_util::Stream;
 use tokio::sync::watch;
@@ -20,51 +24,106 @@ use tokio::sync::watch;
 use super::ServeState;
 use super::api::{ApiError, ApiQuery};
 use crate::agent::events::redacted;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoredEvent};
 
-/// Events read from the store per step of a stream.
+/// Events read per step of a stream.
 const BATCH: usize = 256;
+/// Events a running thread keeps in memory.
+const TAIL: usize = 4096;
 
-/// The newest event number of each thread that has a stream or a run.
+/// One thread's feed: the number of its newest event, and its newest events while it runs.
+struct Feed {
+    newest: watch::Sender<u64>,
+    tail: Mutex<VecDeque<StoredEvent>>,
+}
+
+impl Feed {
+    /// The events after `after` (at most `limit`), if the tail still holds the next one.
+    fn since(&self, after: u64, limit: usize) -> Option<Vec<StoredEvent>> {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let first = tail.front()?.seq;
+        if after + 1 < first {
+            return None;
+        }
+        let skip = usize::try_from(after + 1 - first).unwrap_or(usize::MAX);
+        Some(tail.iter().skip(skip).take(limit).cloned().collect())
+    }
+}
+
+/// The feeds of the threads that have a stream or a run.
 #[derive(Default)]
 pub(super) struct Feeds {
-    newest: Mutex<HashMap<String, watch::Sender<u64>>>,
+    feeds: Mutex<HashMap<String, Arc<Feed>>>,
 }
 
 impl Feeds {
-    fn sender(&self, store: &Store, thread: &str) -> Result<watch::Sender<u64>, StoreError> {
-        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(sender) = newest.get(thread) {
-            return Ok(sender.clone());
+    fn feed(&self, store: &Store, thread: &str) -> Result<Arc<Feed>, StoreError> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(feed) = feeds.get(thread) {
+            return Ok(feed.clone());
         }
-        let sender = watch::Sender::new(store.last_event(thread)?);
-        newest.insert(thread.to_string(), sender.clone());
-        Ok(sender)
+        let feed = Arc::new(Feed {
+            newest: watch::Sender::new(store.last_event(thread)?),
+            tail: Mutex::new(VecDeque::new()),
+        });
+        feeds.insert(thread.to_string(), feed.clone());
+        Ok(feed)
     }
 
-    /// Stores `event` under the thread's next number and tells the streams. A takeover's
-    /// link and token are left out: they are secrets of the person, asked for through
-    /// `POST /v1/threads/{id}/takeover`.
+    /// Stores `event` under the thread's next number and tells the streams.
     pub(super) fn publish(&self, store: &Store, event: RunEvent) -> Result<u64, StoreError> {
-        let mut event = redacted(&event).into_owned();
-        let thread = event.thread_id.clone();
-        let run = event.run_id.clone();
-        let stored = store.append_event(&thread, &run, |seq| {
+        self.publish_all(store, vec![event])
+    }
+
+    /// Stores `events` (of one thread) under its next numbers, in one transaction, and tells
+    /// the streams; the number of the last. A takeover's link and token are left out: they
+    /// are secrets of the person, asked for through `POST /v1/threads/{id}/takeover`.
+    pub(super) fn publish_all(
+        &self,
+        store: &Store,
+        events: Vec<RunEvent>,
+    ) -> Result<u64, StoreError> {
+        let Some(thread) = events.first().map(|e| e.thread_id.clone()) else {
+            return Ok(0);
+        };
+        let feed = self.feed(store, &thread)?;
+        let ended = events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::ThreadRunEnd { .. }));
+        let stored = store.append_events(&thread, events.len(), |i, seq| {
+            let mut event = redacted(&events[i]).into_owned();
             // One numbering for a client: the thread's, which the SSE id carries too.
             event.seq = seq;
-            serde_json::to_string(&event).unwrap_or_default()
+            (
+                event.run_id.clone(),
+                serde_json::to_string(&event).unwrap_or_default(),
+            )
         })?;
-        self.sender(store, &thread)?.send_replace(stored.seq);
-        Ok(stored.seq)
+        let last = stored.last().map_or(0, |e| e.seq);
+        {
+            let mut tail = feed.tail.lock().unwrap_or_else(|p| p.into_inner());
+            if ended {
+                // A finished thread's clients read the store, as they rarely need to.
+                tail.clear();
+            } else {
+                tail.extend(stored);
+                let over = tail.len().saturating_sub(TAIL);
+                tail.drain(..over);
+            }
+        }
+        feed.newest.send_replace(last);
+        Ok(last)
     }
 
     /// Follows the thread's newest event number.
-    pub(super) fn watch(
+    fn watch(
         &self,
         store: &Store,
         thread: &str,
-    ) -> Result<watch::Receiver<u64>, StoreError> {
-        Ok(self.sender(store, thread)?.subscribe())
+    ) -> Result<(Arc<Feed>, watch::Receiver<u64>), StoreError> {
+        let feed = self.feed(store, thread)?;
+        let receiver = feed.newest.subscribe();
+        Ok((feed, receiver))
     }
 }
 
@@ -84,22 +143,26 @@ pub(super) async fn events(
         .or(query.after)
         .unwrap_or(0);
     // Watch first, then read: an event stored in between is seen by the watch.
-    let watch = state.feeds.watch(&state.inv.store, &thread.id)?;
+    let (feed, watch) = state.feeds.watch(&state.inv.store, &thread.id)?;
     let stream = futures_util::stream::unfold(
-        (state, thread.id, after, watch, Vec::<Event>::new()),
-        |(state, thread, mut after, mut watch, mut ready)| async move {
+        (state, thread.id, after, (feed, watch), Vec::<Event>::new()),
+        |(state, thread, mut after, (feed, mut watch), mut ready)| async move {
             loop {
                 if let Some(event) = ready.pop() {
-                    return Some((Ok(event), (state, thread, after, watch, ready)));
+                    return Some((Ok(event), (state, thread, after, (feed, watch), ready)));
                 }
-                let store = state.inv.store.clone();
-                let id = thread.clone();
-                let batch =
-                    tokio::task::spawn_blocking(move || store.events_after(&id, after, BATCH))
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or_default();
+                let batch = match feed.since(after, BATCH) {
+                    Some(batch) => batch,
+                    None => {
+                        let store = state.inv.store.clone();
+                        let id = thread.clone();
+                        tokio::task::spawn_blocking(move || store.events_after(&id, after, BATCH))
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or_default()
+                    }
+                };
                 if batch.is_empty() {
                     // Nothing new: wait for the next event (or the server to stop); one
                     // stored since the read is there to be read now.

@@ -186,23 +186,41 @@ async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: 
             sandbox: client.clone(),
         },
     );
-    while let Some(event) = handle.next_event().await {
-        if let Some(call) = browser_call_end(&event.kind) {
+    // Events that came together are stored together (one transaction), up to one that
+    // needs something done first.
+    while let Some(first) = handle.next_event().await {
+        let mut batch = vec![first];
+        while batch.len() < PUBLISH_BATCH && !needs_care(&batch[batch.len() - 1].kind) {
+            match handle.try_next_event() {
+                Some(event) => batch.push(event),
+                None => break,
+            }
+        }
+        let Some(last) = batch.last() else { continue };
+        if let Some(call) = browser_call_end(&last.kind) {
             keep_screenshot(state, &client, &thread.id, call).await;
         }
-        if matches!(event.kind, EventKind::ThreadRunEnd { .. }) {
+        if matches!(last.kind, EventKind::ThreadRunEnd { .. }) {
             // Whoever sees the run's end may start the next: the thread is free first (its
             // sandbox closes behind).
             state.live.release(&thread.id, claim);
         }
-        if let Err(e) = state.feeds.publish(&inv.store, event) {
-            tracing::error!(error = %e, thread = %thread.id, "cannot store an event");
+        if let Err(e) = state.feeds.publish_all(&inv.store, batch) {
+            tracing::error!(error = %e, thread = %thread.id, "cannot store events");
         }
     }
     if let Err(e) = handle.outcome().await {
         tracing::warn!(error = %e, thread = %thread.id, "the run failed");
     }
     prepared.close().await;
+}
+
+/// Most events stored in one transaction.
+const PUBLISH_BATCH: usize = 512;
+
+/// Whether the server acts on the event before it is published (so it ends a batch).
+fn needs_care(kind: &EventKind) -> bool {
+    browser_call_end(kind).is_some() || matches!(kind, EventKind::ThreadRunEnd { .. })
 }
 
 /// The call id of a browser tool call that just ended.

@@ -41,6 +41,7 @@ const S = {
   dismissed: new Set(), // waiting ids whose dialog the person closed
   dialogFor: null,
   takeoverCards: [],
+  takeoverText: null,
   loggedOut: false,
 };
 
@@ -285,6 +286,7 @@ function clearTranscript() {
   S.requests.clear();
   S.asks = [];
   S.takeoverCards = [];
+  S.takeoverText = null;
   S.assistant = null;
   S.plan = null;
   S.planCard = null;
@@ -333,6 +335,10 @@ async function selectThread(id) {
   if (S.current !== id) return;
   setView(view);
   S.caughtUp = view.last_event === 0;
+  // A thread run from the terminal (`cove run`) has no served events: its stored
+  // conversation stands in for them.
+  if (view.last_event === 0 && view.status !== 'new') await replayStored(id);
+  if (S.current !== id) return;
   const source = new EventSource(threadPath(id, '/events'));
   S.source = source;
   const upTo = view.last_event;
@@ -361,6 +367,47 @@ async function selectThread(id) {
   };
   loadFiles();
   loadScreenshot();
+}
+
+/** Shows a thread's stored messages: its runs' events, the agent's text and, for threads
+ *  older than the user_message event, the person's messages. */
+async function replayStored(id) {
+  let list;
+  try {
+    list = await api('GET', threadPath(id, '/messages'));
+  } catch (e) {
+    return;
+  }
+  if (S.current !== id) return;
+  const stored = list.messages;
+  const told = stored.some((m) => m.kind === 'status' && m.content && m.content.type === 'user_message');
+  const textOf = (m) =>
+    (m.content.content || [])
+      .filter((part) => part.type === 'text')
+      .map((part) => part.text)
+      .join('');
+  // An answer is stored after the calls it made: its text goes where it began.
+  let slot = null;
+  for (const m of stored) {
+    if (m.kind === 'status' && m.content && m.content.type) {
+      if (m.content.type === 'assistant_response_start') {
+        if (slot && !slot.textContent) slot.remove();
+        slot = add(el('div', { class: 'msg assistant' }));
+      }
+      render(m.content);
+    } else if (m.kind === 'assistant') {
+      const text = textOf(m).replace(/<function_calls>[\s\S]*?(<\/function_calls>|$)/g, '').trim();
+      if (!text) continue;
+      const node = slot || add(el('div', { class: 'msg assistant' }));
+      markdown(node, text);
+      slot = null;
+    } else if (m.kind === 'user' && !told) {
+      const text = textOf(m);
+      if (text && !text.startsWith('<function_results>')) add(el('div', { class: 'msg user', text }));
+    }
+  }
+  if (slot && !slot.textContent) slot.remove();
+  endText();
 }
 
 function welcome() {
@@ -582,6 +629,7 @@ function render(event) {
         el('p', { class: 'muted', text: 'Press “Done — hand back to the agent” on that page when you are finished, or write to the agent below.' }),
       );
       S.takeoverCards.push(card);
+      S.takeoverText = event.text;
       break;
     }
     case 'takeover_ended':
@@ -904,7 +952,7 @@ function showDialog(waiting) {
     );
   } else if (waiting.kind === 'takeover') {
     $('dialog-title').textContent = 'The agent needs you in its browser';
-    body.append(el('p', { text: waiting.summary }));
+    body.append(el('p', { text: S.takeoverText || waiting.summary }));
     const where = el('div', { class: 'buttons' });
     body.append(where);
     actions.append(
