@@ -28,6 +28,7 @@ pub enum ServeOp {
     ThreadFiles,
     ThreadFileContent,
     ThreadScreenshot,
+    ThreadLatestScreenshot,
     Upload,
 }
 
@@ -356,7 +357,7 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
             ServeOp::ThreadFileContent,
             Method::Get,
             "/v1/threads/{id}/files/content",
-            "A workspace file's bytes: shown (text, images, PDF; HTML without its scripts, in a sandbox of its own) or, with download=true, as an attachment",
+            "A workspace file's bytes: shown when its type is safe to show (text, images; HTML and SVG without scripts, in a sandbox of their own), an attachment otherwise or with download=true",
             RequestBody::None,
             ResponseBody::Bytes("application/octet-stream"),
         )
@@ -364,8 +365,16 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
     row(
         ServeOp::ThreadScreenshot,
         Method::Get,
-        "/v1/threads/{id}/screenshots/{call}",
-        "The browser as a browser tool call `call` left it (JPEG); `latest` for the newest",
+        "/v1/threads/{id}/screenshots/{run}/{call}",
+        "The browser (JPEG) as browser tool call `call` of run `run` left it (the `run_id` and `call_id` of its tool_completed or tool_failed event)",
+        RequestBody::None,
+        ResponseBody::Bytes("image/jpeg"),
+    ),
+    row(
+        ServeOp::ThreadLatestScreenshot,
+        Method::Get,
+        "/v1/threads/{id}/screenshots/latest",
+        "The browser (JPEG) as the thread's newest browser tool call left it",
         RequestBody::None,
         ResponseBody::Bytes("image/jpeg"),
     ),
@@ -429,7 +438,7 @@ mod tests {
             assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
             assert!(ep.auth, "{} needs the token", ep.path);
         }
-        assert_eq!(ops.len(), 17, "a new ServeOp needs a row");
+        assert_eq!(ops.len(), 18, "a new ServeOp needs a row");
         let doc = openapi_document("0.0.0");
         let text = doc.to_string();
         let schemas = doc["components"]["schemas"].as_object().unwrap();

@@ -143,10 +143,11 @@ CREATE TABLE events (
     "
 CREATE TABLE screenshots (
     thread_id TEXT NOT NULL REFERENCES threads(id),
+    run_id TEXT NOT NULL,
     call_id TEXT NOT NULL,
     jpeg BLOB NOT NULL,
     created_at INTEGER NOT NULL,
-    PRIMARY KEY (thread_id, call_id)
+    PRIMARY KEY (thread_id, run_id, call_id)
 );
 ",
 ];

@@ -649,14 +649,16 @@ async fn attachments_land_in_the_workspace_and_its_files_screenshots_are_served_
     assert_eq!(missing.status(), 404);
 
     // The browser as the browser call left it, and the newest.
-    let call = events
+    let navigated = &events
         .iter()
         .find(|(_, e)| e["type"] == "tool_completed" && e["tool"] == "browser_navigate_to")
         .unwrap_or_else(|| panic!("{events:?}"))
-        .1["call_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+        .1;
+    let call = format!(
+        "{}/{}",
+        navigated["run_id"].as_str().unwrap(),
+        navigated["call_id"].as_str().unwrap()
+    );
     for which in [call.as_str(), "latest"] {
         let shot = server
             .raw(
@@ -672,7 +674,10 @@ async fn attachments_land_in_the_workspace_and_its_files_screenshots_are_served_
     let none = server
         .raw(
             reqwest::Method::GET,
-            &format!("/v1/threads/{thread}/screenshots/nope"),
+            &format!(
+                "/v1/threads/{thread}/screenshots/{}/nope",
+                navigated["run_id"].as_str().unwrap()
+            ),
         )
         .await;
     assert_eq!(none.status(), 404);
@@ -890,5 +895,71 @@ async fn runs_work_at_once_in_their_own_sandboxes_while_a_client_reads_nothing()
     let (_, view) = server.get(&format!("/v1/threads/{first}")).await;
     assert!(view["last_event"].as_u64().unwrap() > 20_000, "{view}");
     drop(stalled);
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_the_server_while_pages_watch_and_a_run_works() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm.push(Turn::text("").call(
+        "execute_command",
+        json!({"command": "sleep 30", "timeout": 60}),
+    ));
+    let mut server = Server::start(&cove, &[]).await;
+    let thread = server
+        .create(json!({"task": "Wait", "model": "openai/scripted"}))
+        .await;
+    let mut watching = server.stream(&thread, None).await;
+    watching.until("tool_started").await;
+    let _idle = server.stream(&thread, None).await;
+    let pid = rustix::process::Pid::from_raw(server.child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), server.child.wait())
+        .await
+        .expect("cove serve ends within 20 s of Ctrl-C, streams open or not")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    // The run was recorded as stopped, and the stream said so before it ended.
+    let rest = watching.until("thread_run_end").await;
+    assert_eq!(rest.last().unwrap().1["status"], "stopped");
+}
+
+#[tokio::test]
+async fn a_run_stopped_while_it_starts_never_begins() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "SHOULD NOT RUN"})));
+    let server = Server::start(&cove, &[]).await;
+    let thread = server
+        .create(json!({"task": "Wait", "model": "openai/scripted"}))
+        .await;
+    // At once: the run is still opening its sandbox.
+    let (status, said) = server
+        .post(&format!("/v1/threads/{thread}/stop"), json!({}))
+        .await;
+    assert_eq!(status, 202, "{said}");
+    let mut sse = server.stream(&thread, None).await;
+    loop {
+        let (_, event) = sse.next().await;
+        assert_ne!(
+            event["type"], "complete",
+            "the stopped run went on: {event}"
+        );
+        let stopped_early = event["type"] == "error"
+            && event["message"]
+                .as_str()
+                .unwrap()
+                .contains("stopped before it began");
+        let stopped = event["type"] == "thread_run_end" && event["status"] == "stopped";
+        if stopped_early || stopped {
+            break;
+        }
+    }
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    assert_eq!(view["running"], false, "{view}");
+    let (status, _) = server
+        .post(&format!("/v1/threads/{thread}/stop"), json!({}))
+        .await;
+    assert_eq!(status, 409, "nothing left to stop");
     server.kill().await;
 }

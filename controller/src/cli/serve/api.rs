@@ -19,7 +19,7 @@ use cove_protocol::serve::{
 use serde_json::json;
 
 use super::ServeState;
-use super::runs::{Input, launch};
+use super::runs::{Claim, Input, launch};
 use crate::cli::plan::{approved, rejected};
 use crate::cli::run::new_thread;
 use crate::llm::ChatMessage;
@@ -161,11 +161,14 @@ impl From<DecideError> for ApiError {
 /// A thread as the API shows it: the stored row, whether it runs now, what it waits for and
 /// the number of its newest event.
 fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
+    let running = state.live.get(&thread.id).is_some();
     let waiting = state
         .inv
         .store
         .waiting_requests(&thread.id)?
         .into_iter()
+        // A question whose thread runs again was answered: the run closes it as it begins.
+        .filter(|r| !(running && r.kind == RequestKind::Ask))
         .map(|r| WaitingRequest {
             id: r.id,
             kind: r.kind.as_str().to_string(),
@@ -186,7 +189,7 @@ fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
         tool_mode: thread.tool_mode.clone(),
         sandbox: thread.sandbox.clone(),
         status: thread.status.as_str().to_string(),
-        running: state.live.get(&thread.id).is_some(),
+        running,
         waiting,
         last_event: state.inv.store.last_event(&thread.id)?,
     })
@@ -377,22 +380,31 @@ pub(super) async fn permit(
             body.decision
         ))
     })?;
-    let live = state.live.get(&thread.id);
-    let decided = match &live {
+    let decided = match state.live.get(&thread.id) {
         Some(Some(run)) => run
             .controller
             .permit(&request, decision, body.reason.as_deref())?,
-        _ => state.inv.store.decide_request(
+        // The run starting takes the decision up as it begins.
+        Some(None) => state.inv.store.decide_request(
             &thread.id,
             &request,
             decision,
             body.reason.as_deref(),
         )?,
+        None => {
+            // Its run ended (the server restarted): the decision takes effect as it
+            // resumes, and is recorded only if it can.
+            let claim = Claim::take(&state, &thread.id)?;
+            let decided = state.inv.store.decide_request(
+                &thread.id,
+                &request,
+                decision,
+                body.reason.as_deref(),
+            )?;
+            claim.start(thread, Input::default(), false);
+            decided
+        }
     };
-    if live.is_none() {
-        // Its run ended (the server restarted): the decision takes effect as it resumes.
-        launch(&state, thread, Input::default(), false)?;
-    }
     Ok(Json(PermitResponse {
         request: decided.request.id,
         decision: decision.as_str().to_string(),
@@ -406,8 +418,9 @@ pub(super) async fn approve(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
+    let claim = Claim::take(&state, &thread.id)?;
     let plan = state.inv.store.approve_plan(&thread.id, None)?;
-    launch(&state, thread, Input::text(approved(&plan, false)), false)?;
+    claim.start(thread, Input::text(approved(&plan, false)), false);
     Ok((
         StatusCode::ACCEPTED,
         Json(PlanAnswer { plan, ended: false }),
@@ -423,10 +436,11 @@ pub(super) async fn reject(
 ) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
     let reason = body.reason;
+    let claim = Claim::take(&state, &thread.id)?;
     let plan = state.inv.store.reject_plan(&thread.id, reason.as_deref())?;
     let ended = match rejected(&plan) {
         Some(message) => {
-            launch(&state, thread, Input::text(message), false)?;
+            claim.start(thread, Input::text(message), false);
             false
         }
         None => true,
@@ -434,31 +448,24 @@ pub(super) async fn reject(
     Ok((StatusCode::ACCEPTED, Json(PlanAnswer { plan, ended })))
 }
 
-/// `POST /v1/threads/{id}/stop`.
+/// `POST /v1/threads/{id}/stop`: stops the run, or keeps a starting one from beginning.
 pub(super) async fn stop(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let thread = state.inv.store.thread(&id)?;
-    match state.live.get(&thread.id) {
-        Some(Some(run)) => {
-            run.controller.stop();
-            Ok((
-                StatusCode::ACCEPTED,
-                Json(Accepted {
-                    state: "stopping".into(),
-                }),
-            ))
-        }
-        Some(None) => Err(ApiError::conflict(
-            "starting",
-            "the run is starting; stop it in a moment",
-        )),
-        None => Err(ApiError::conflict(
+    if !state.live.stop(&thread.id) {
+        return Err(ApiError::conflict(
             "not_running",
             format!("thread {} is not running", thread.id),
-        )),
+        ));
     }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            state: "stopping".into(),
+        }),
+    ))
 }
 
 /// `POST /v1/threads/{id}/resume`: continues a thread whose run stopped.

@@ -15,25 +15,28 @@ use super::ServeState;
 use super::api::ApiError;
 use crate::store::RequestKind;
 
-/// `GET /v1/threads/{id}/screenshots/{call}`: the JPEG, `latest` for the newest.
+/// `GET /v1/threads/{id}/screenshots/{run}/{call}`: the JPEG.
 pub(super) async fn screenshot(
     State(state): State<Arc<ServeState>>,
-    Path((id, call)): Path<(String, String)>,
+    Path((id, run, call)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let thread = state.inv.store.thread(&id)?;
-    let store = &state.inv.store;
-    let (jpeg, cache) = if call == "latest" {
-        (
-            store.latest_screenshot(&thread.id)?.map(|(_, jpeg)| jpeg),
-            "no-store",
-        )
-    } else {
-        // A call's picture never changes.
-        (
-            store.screenshot(&thread.id, &call)?,
-            "private, max-age=86400, immutable",
-        )
-    };
+    // A call's picture never changes.
+    let jpeg = state.inv.store.screenshot(&thread.id, &run, &call)?;
+    jpeg_answer(jpeg, "private, max-age=86400, immutable")
+}
+
+/// `GET /v1/threads/{id}/screenshots/latest`.
+pub(super) async fn latest_screenshot(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let thread = state.inv.store.thread(&id)?;
+    let jpeg = state.inv.store.latest_screenshot(&thread.id)?;
+    jpeg_answer(jpeg, "no-store")
+}
+
+fn jpeg_answer(jpeg: Option<Vec<u8>>, cache: &'static str) -> Result<Response, ApiError> {
     let jpeg = jpeg.ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -83,6 +86,14 @@ pub(super) async fn takeover(
                 format!("the sandbox could not hand over its browser: {e}"),
             )
         })?;
+    // The link goes into the page: a web address, nothing else.
+    if !(grant.url.starts_with("http://") || grant.url.starts_with("https://")) {
+        return Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "sandbox_unavailable",
+            "the sandbox gave a takeover link that is not a web address",
+        ));
+    }
     Ok(Json(TakeoverLink {
         url: grant.url,
         expires_at: Some(grant.expires_at),

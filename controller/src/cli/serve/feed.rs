@@ -42,10 +42,18 @@ impl Feed {
     fn since(&self, after: u64, limit: usize) -> Option<Vec<StoredEvent>> {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let first = tail.front()?.seq;
+        let last = tail.back()?.seq;
         if after + 1 < first {
             return None;
         }
-        let skip = usize::try_from(after + 1 - first).unwrap_or(usize::MAX);
+        if after >= last {
+            return Some(Vec::new());
+        }
+        let skip = usize::try_from(after + 1 - first).ok()?;
+        // The tail is dense (one writer at a time); should it not be, the store answers.
+        if tail.get(skip).map(|e| e.seq) != Some(after + 1) {
+            return None;
+        }
         Some(tail.iter().skip(skip).take(limit).cloned().collect())
     }
 }
@@ -54,6 +62,8 @@ impl Feed {
 #[derive(Default)]
 pub(super) struct Feeds {
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
+    /// Set when the server stops: every stream ends.
+    closing: watch::Sender<bool>,
 }
 
 impl Feeds {
@@ -90,6 +100,9 @@ impl Feeds {
         let ended = events
             .iter()
             .any(|e| matches!(e.kind, EventKind::ThreadRunEnd { .. }));
+        // Numbering, storing and adding to the tail happen under one lock, so two writers
+        // (a run's end and the next run's start) never leave the tail out of order.
+        let mut tail = feed.tail.lock().unwrap_or_else(|p| p.into_inner());
         let stored = store.append_events(&thread, events.len(), |i, seq| {
             let mut event = redacted(&events[i]).into_owned();
             // One numbering for a client: the thread's, which the SSE id carries too.
@@ -100,30 +113,55 @@ impl Feeds {
             )
         })?;
         let last = stored.last().map_or(0, |e| e.seq);
-        {
-            let mut tail = feed.tail.lock().unwrap_or_else(|p| p.into_inner());
-            if ended {
-                // A finished thread's clients read the store, as they rarely need to.
-                tail.clear();
-            } else {
-                tail.extend(stored);
-                let over = tail.len().saturating_sub(TAIL);
-                tail.drain(..over);
-            }
+        if ended {
+            // A finished thread's clients read the store, as they rarely need to.
+            tail.clear();
+        } else {
+            tail.extend(stored);
+            let over = tail.len().saturating_sub(TAIL);
+            tail.drain(..over);
         }
+        drop(tail);
         feed.newest.send_replace(last);
         Ok(last)
     }
 
+    /// Ends every stream (the server is stopping).
+    pub(super) fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
     /// Follows the thread's newest event number.
-    fn watch(
-        &self,
-        store: &Store,
-        thread: &str,
-    ) -> Result<(Arc<Feed>, watch::Receiver<u64>), StoreError> {
+    fn watch(&self, store: &Store, thread: &str) -> Result<Watch, StoreError> {
         let feed = self.feed(store, thread)?;
-        let receiver = feed.newest.subscribe();
-        Ok((feed, receiver))
+        Ok(Watch {
+            newest: feed.newest.subscribe(),
+            closing: self.closing.subscribe(),
+            feed,
+        })
+    }
+}
+
+/// What a stream follows: its thread's feed and the server's end.
+struct Watch {
+    feed: Arc<Feed>,
+    newest: watch::Receiver<u64>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Watch {
+    /// Waits for an event after `after`; false when the server stops.
+    async fn next_after(&mut self, after: u64) -> bool {
+        if *self.closing.borrow() {
+            return false;
+        }
+        if *self.newest.borrow_and_update() > after {
+            return true;
+        }
+        tokio::select! {
+            changed = self.newest.changed() => changed.is_ok(),
+            _ = self.closing.wait_for(|c| *c) => false,
+        }
     }
 }
 
@@ -143,15 +181,15 @@ pub(super) async fn events(
         .or(query.after)
         .unwrap_or(0);
     // Watch first, then read: an event stored in between is seen by the watch.
-    let (feed, watch) = state.feeds.watch(&state.inv.store, &thread.id)?;
+    let watch = state.feeds.watch(&state.inv.store, &thread.id)?;
     let stream = futures_util::stream::unfold(
-        (state, thread.id, after, (feed, watch), Vec::<Event>::new()),
-        |(state, thread, mut after, (feed, mut watch), mut ready)| async move {
+        (state, thread.id, after, watch, Vec::<Event>::new()),
+        |(state, thread, mut after, mut watch, mut ready)| async move {
             loop {
                 if let Some(event) = ready.pop() {
-                    return Some((Ok(event), (state, thread, after, (feed, watch), ready)));
+                    return Some((Ok(event), (state, thread, after, watch, ready)));
                 }
-                let batch = match feed.since(after, BATCH) {
+                let batch = match watch.feed.since(after, BATCH) {
                     Some(batch) => batch,
                     None => {
                         let store = state.inv.store.clone();
@@ -164,12 +202,8 @@ pub(super) async fn events(
                     }
                 };
                 if batch.is_empty() {
-                    // Nothing new: wait for the next event (or the server to stop); one
-                    // stored since the read is there to be read now.
-                    if *watch.borrow_and_update() > after {
-                        continue;
-                    }
-                    if watch.changed().await.is_err() {
+                    // Nothing new: wait for the next event, or the server to stop.
+                    if !watch.next_after(after).await {
                         return None;
                     }
                     continue;

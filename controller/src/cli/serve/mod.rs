@@ -149,6 +149,7 @@ fn handler(endpoint: &Endpoint<ServeOp>) -> MethodRouter<Arc<ServeState>> {
         ServeOp::ThreadFiles => on(m, workspace::list),
         ServeOp::ThreadFileContent => on(m, workspace::content),
         ServeOp::ThreadScreenshot => on(m, browser::screenshot),
+        ServeOp::ThreadLatestScreenshot => on(m, browser::latest_screenshot),
         ServeOp::Upload => on(m, api::upload),
     }
 }
@@ -226,6 +227,7 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
         ));
     }
     let json = inv.printer.json();
+    let given_token = args.token.is_some();
     let state = Arc::new(ServeState {
         inv: Arc::new(inv),
         sandbox: args.sandbox,
@@ -245,15 +247,24 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
         .local_addr()
         .map_err(|e| CliError::Setup(e.to_string()))?;
     let login = format!("http://{addr}/login?token={}", state.auth.login_secret());
+    // A token the operator gave is theirs already: not echoed into logs.
+    let shown = if given_token {
+        None
+    } else {
+        Some(state.auth.token.clone())
+    };
     if json {
         println!(
             "{}",
-            json!({"listening": format!("http://{addr}"), "login_url": login, "token": state.auth.token})
+            json!({"listening": format!("http://{addr}"), "login_url": login, "token": shown})
         );
     } else {
         println!("cove serve listening on http://{addr}");
         println!("open in your browser (works once): {login}");
-        println!("API token (Authorization: Bearer): {}", state.auth.token);
+        match &shown {
+            Some(token) => println!("API token (Authorization: Bearer): {token}"),
+            None => println!("API token (Authorization: Bearer): the one given with --token"),
+        }
     }
     let janitor = {
         let state = state.clone();
@@ -271,9 +282,7 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
             let _ = tokio::signal::ctrl_c().await;
             janitor.abort();
             state.sandboxes.close_idle(true).await;
-            for run in state.live.all() {
-                run.stop();
-            }
+            state.live.stop_all();
             // The runs record that they stopped before the process ends.
             for _ in 0..100 {
                 if state.live.count() == 0 {
@@ -281,6 +290,8 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
+            // Open event streams end, so the server can.
+            state.feeds.close();
         }
     };
     axum::serve(listener, router(state))

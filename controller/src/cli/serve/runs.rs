@@ -4,7 +4,7 @@
 //! its inputs (a reply to a takeover, permission decisions, stop) through its controller.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,11 +29,18 @@ pub(super) struct LiveRun {
     pub(super) sandbox: CovedClient,
 }
 
-/// The threads running now, with what answers each (none while its sandbox opens) under
-/// the number of the claim that started it.
+/// One running thread: the claim that started its run, what answers the run (none while
+/// its sandbox opens) and whether it was stopped before it began.
+struct Entry {
+    claim: u64,
+    run: Option<LiveRun>,
+    cancelled: Arc<AtomicBool>,
+}
+
+/// The threads running now.
 #[derive(Default)]
 pub(super) struct Live {
-    runs: Mutex<HashMap<String, (u64, Option<LiveRun>)>>,
+    runs: Mutex<HashMap<String, Entry>>,
     claims: AtomicU64,
 }
 
@@ -44,48 +51,128 @@ impl Live {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(thread)
-            .map(|(_, run)| run.clone())
+            .map(|entry| entry.run.clone())
     }
 
     /// Claims `thread` for a new run; none while another run has it.
-    fn claim(&self, thread: &str) -> Option<u64> {
+    fn claim(&self, thread: &str) -> Option<(u64, Arc<AtomicBool>)> {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if runs.contains_key(thread) {
             return None;
         }
         let claim = self.claims.fetch_add(1, Ordering::Relaxed);
-        runs.insert(thread.to_string(), (claim, None));
-        Some(claim)
+        let cancelled = Arc::new(AtomicBool::new(false));
+        runs.insert(
+            thread.to_string(),
+            Entry {
+                claim,
+                run: None,
+                cancelled: cancelled.clone(),
+            },
+        );
+        Some((claim, cancelled))
     }
 
     fn set(&self, thread: &str, claim: u64, run: LiveRun) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(entry) = runs.get_mut(thread).filter(|(c, _)| *c == claim) {
-            entry.1 = Some(run);
+        if let Some(entry) = runs.get_mut(thread).filter(|e| e.claim == claim) {
+            entry.run = Some(run);
         }
     }
 
     /// Gives the thread up, if `claim` still holds it (a later run may have it already).
     fn release(&self, thread: &str, claim: u64) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        if runs.get(thread).is_some_and(|(c, _)| *c == claim) {
+        if runs.get(thread).is_some_and(|e| e.claim == claim) {
             runs.remove(thread);
         }
     }
 
-    /// Every running thread's controller (to stop them when the server stops).
-    pub(super) fn all(&self) -> Vec<RunController> {
-        self.runs
+    /// Stops `thread`'s run, or keeps it from beginning if it is still starting; false when
+    /// it has none.
+    pub(super) fn stop(&self, thread: &str) -> bool {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = runs.get(thread) else {
+            return false;
+        };
+        entry.cancelled.store(true, Ordering::SeqCst);
+        if let Some(run) = &entry.run {
+            run.controller.stop();
+        }
+        true
+    }
+
+    /// Stops every run (the server is stopping).
+    pub(super) fn stop_all(&self) {
+        let threads: Vec<String> = self
+            .runs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter_map(|(_, run)| run.as_ref().map(|r| r.controller.clone()))
-            .collect()
+            .keys()
+            .cloned()
+            .collect();
+        for thread in threads {
+            self.stop(&thread);
+        }
     }
 
     /// How many threads run now.
     pub(super) fn count(&self) -> usize {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// A thread held for a run about to start: taken before what the run acts on is recorded
+/// (an approval, a decision), so nothing is recorded for a run that cannot start. Dropped
+/// without starting, it lets the thread go.
+pub(super) struct Claim {
+    state: Arc<ServeState>,
+    thread: String,
+    id: u64,
+    cancelled: Arc<AtomicBool>,
+    started: bool,
+}
+
+impl Claim {
+    /// Holds `thread`; refused while a run has it.
+    pub(super) fn take(state: &Arc<ServeState>, thread: &str) -> Result<Claim, ApiError> {
+        let Some((id, cancelled)) = state.live.claim(thread) else {
+            return Err(ApiError::conflict(
+                "running",
+                format!("thread {thread} is running; stop it first, or answer what it asks"),
+            ));
+        };
+        Ok(Claim {
+            state: state.clone(),
+            thread: thread.to_string(),
+            id,
+            cancelled,
+            started: false,
+        })
+    }
+
+    /// Starts the thread's next run with `input` in a task of the server.
+    pub(super) fn start(mut self, thread: Thread, input: Input, plan_first: bool) {
+        self.started = true;
+        let state = self.state.clone();
+        let (claim, cancelled) = (self.id, self.cancelled.clone());
+        tokio::spawn(async move {
+            let id = thread.id.clone();
+            let failed = run(&state, thread.clone(), input, plan_first, claim, &cancelled).await;
+            // Free before the failure is told, so whoever hears it can start the next run.
+            state.live.release(&id, claim);
+            if let Err(why) = failed {
+                failed_to_start(&state, &thread, why);
+            }
+        });
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if !self.started {
+            self.state.live.release(&self.thread, self.id);
+        }
     }
 }
 
@@ -113,25 +200,18 @@ pub(super) fn launch(
     input: Input,
     plan_first: bool,
 ) -> Result<(), ApiError> {
-    let Some(claim) = state.live.claim(&thread.id) else {
-        return Err(ApiError::conflict(
-            "running",
-            format!(
-                "thread {} is running; stop it first, or answer what it asks",
-                thread.id
-            ),
-        ));
-    };
-    let state = state.clone();
-    tokio::spawn(async move {
-        let id = thread.id.clone();
-        run(&state, thread, input, plan_first, claim).await;
-        state.live.release(&id, claim);
-    });
+    Claim::take(state, &thread.id)?.start(thread, input, plan_first);
     Ok(())
 }
 
-async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: bool, claim: u64) {
+async fn run(
+    state: &Arc<ServeState>,
+    thread: Thread,
+    input: Input,
+    plan_first: bool,
+    claim: u64,
+    cancelled: &AtomicBool,
+) -> Result<(), String> {
     let inv = &state.inv;
     let unsent = if input.message.is_some() {
         "; the message was not sent (files attached to it are still held): send it again"
@@ -152,19 +232,21 @@ async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: 
     {
         Ok(prepared) => prepared,
         Err(e) => {
-            failed_to_start(state, &thread, format!("{e}{unsent}"));
-            return;
+            return Err(format!("{e}{unsent}"));
         }
     };
+    if cancelled.load(Ordering::SeqCst) {
+        prepared.close().await;
+        return Err(format!("it was stopped before it began{unsent}"));
+    }
     let client = prepared.sandbox.client.clone();
     let message = match input.message {
         Some(message) if !input.attachments.is_empty() => {
             match super::uploads::deliver(&state.uploads, &client, &input.attachments).await {
                 Ok(note) => Some(ChatMessage::user(format!("{}\n\n{note}", message.text()))),
                 Err(e) => {
-                    failed_to_start(state, &thread, format!("{e}{unsent}"));
                     prepared.close().await;
-                    return;
+                    return Err(format!("{e}{unsent}"));
                 }
             }
         }
@@ -173,9 +255,8 @@ async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: 
     let mut handle = match prepared.agent.start(&thread, message) {
         Ok(handle) => handle,
         Err(e) => {
-            failed_to_start(state, &thread, e.to_string());
             prepared.close().await;
-            return;
+            return Err(e.to_string());
         }
     };
     state.live.set(
@@ -186,6 +267,10 @@ async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: 
             sandbox: client.clone(),
         },
     );
+    // A stop that came while the run was being set up.
+    if cancelled.load(Ordering::SeqCst) {
+        handle.stop();
+    }
     // Events that came together are stored together (one transaction), up to one that
     // needs something done first.
     while let Some(first) = handle.next_event().await {
@@ -198,7 +283,7 @@ async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: 
         }
         let Some(last) = batch.last() else { continue };
         if let Some(call) = browser_call_end(&last.kind) {
-            keep_screenshot(state, &client, &thread.id, call).await;
+            keep_screenshot(state, &client, &thread.id, &last.run_id, call).await;
         }
         if matches!(last.kind, EventKind::ThreadRunEnd { .. }) {
             // Whoever sees the run's end may start the next: the thread is free first (its
@@ -213,6 +298,7 @@ async fn run(state: &Arc<ServeState>, thread: Thread, input: Input, plan_first: 
         tracing::warn!(error = %e, thread = %thread.id, "the run failed");
     }
     prepared.close().await;
+    Ok(())
 }
 
 /// Most events stored in one transaction.
@@ -238,7 +324,13 @@ fn browser_call_end(kind: &EventKind) -> Option<&str> {
 
 /// Keeps the browser's picture as call `call` left it, before its end is announced, so a
 /// page that hears of the call can show it. A browser that cannot be seen is no error.
-async fn keep_screenshot(state: &ServeState, sandbox: &CovedClient, thread: &str, call: &str) {
+async fn keep_screenshot(
+    state: &ServeState,
+    sandbox: &CovedClient,
+    thread: &str,
+    run: &str,
+    call: &str,
+) {
     let jpeg = match tokio::time::timeout(SCREENSHOT_WAIT, sandbox.screenshot()).await {
         Ok(Ok(jpeg)) => jpeg,
         Ok(Err(e)) => {
@@ -250,7 +342,7 @@ async fn keep_screenshot(state: &ServeState, sandbox: &CovedClient, thread: &str
             return;
         }
     };
-    if let Err(e) = state.inv.store.add_screenshot(thread, call, &jpeg) {
+    if let Err(e) = state.inv.store.add_screenshot(thread, run, call, &jpeg) {
         tracing::warn!(error = %e, "cannot keep a screenshot");
     }
 }

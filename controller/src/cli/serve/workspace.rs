@@ -5,7 +5,8 @@
 //! Workspace files are what the agent made, often from the web: they are served so that
 //! nothing in them can act as this server's page. Every answer is `nosniff`; HTML and SVG
 //! come with `Content-Security-Policy: sandbox` (an origin of their own, no scripts);
-//! anything not known to be safe to show is an attachment.
+//! anything not known to be safe to show (PDFs among them: the browser's viewer refuses a
+//! sandbox, and a PDF may carry scripts) is an attachment.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,49 +32,90 @@ use crate::store::Thread;
 /// How long a sandbox opened for its files stays open unused.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
 
-/// Sandboxes the server opened to show threads' files, by thread.
+/// A thread's sandbox opened to show its files, and when it was last used.
+#[derive(Default)]
+struct Slot {
+    sandbox: Option<Sandbox>,
+    used: Option<Instant>,
+}
+
+/// Sandboxes the server opened to show threads' files, by thread. Each thread's slot has
+/// its own lock, so a slow start (a Docker container) holds up that thread only.
 #[derive(Default)]
 pub(super) struct Sandboxes {
-    open: Mutex<HashMap<String, (Sandbox, Instant)>>,
+    slots: std::sync::Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
 }
 
 impl Sandboxes {
+    fn slot(&self, thread: &str) -> Arc<Mutex<Slot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(thread.to_string())
+            .or_default()
+            .clone()
+    }
+
     /// Closes `thread`'s, if open.
     pub(super) async fn close(&self, thread: &str) {
-        let sandbox = self.open.lock().await.remove(thread);
-        if let Some((sandbox, _)) = sandbox {
-            sandbox.close().await;
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(thread);
+        if let Some(slot) = slot {
+            let sandbox = slot.lock().await.sandbox.take();
+            if let Some(sandbox) = sandbox {
+                sandbox.close().await;
+            }
         }
     }
 
-    /// Closes those unused for a minute (or all).
+    /// Closes those unused for a minute (or all); one still opening is left alone.
     pub(super) async fn close_idle(&self, all: bool) {
-        let idle: Vec<Sandbox> = {
-            let mut open = self.open.lock().await;
-            let names: Vec<String> = open
-                .iter()
-                .filter(|(_, (_, used))| all || used.elapsed() > IDLE_LIMIT)
-                .map(|(name, _)| name.clone())
-                .collect();
-            names
-                .iter()
-                .filter_map(|n| open.remove(n).map(|(s, _)| s))
-                .collect()
-        };
-        for sandbox in idle {
-            sandbox.close().await;
+        let slots: Vec<(String, Arc<Mutex<Slot>>)> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(thread, slot)| (thread.clone(), slot.clone()))
+            .collect();
+        for (thread, slot) in slots {
+            let Ok(mut slot) = slot.try_lock() else {
+                continue;
+            };
+            let idle = all || slot.used.is_none_or(|used| used.elapsed() > IDLE_LIMIT);
+            if !idle {
+                continue;
+            }
+            if let Some(sandbox) = slot.sandbox.take() {
+                sandbox.close().await;
+            }
+            drop(slot);
+            self.slots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&thread);
         }
     }
 }
 
 /// A client of `thread`'s sandbox: the running run's, or one opened for the request.
 async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedClient, ApiError> {
-    if let Some(Some(run)) = state.live.get(&thread.id) {
-        return Ok(run.sandbox);
+    match state.live.get(&thread.id) {
+        Some(Some(run)) => return Ok(run.sandbox),
+        Some(None) => {
+            return Err(ApiError::conflict(
+                "starting",
+                "the thread's run is opening its sandbox; ask again in a moment",
+            ));
+        }
+        None => {}
     }
-    let mut open = state.sandboxes.open.lock().await;
-    if let Some((sandbox, used)) = open.get_mut(&thread.id) {
-        *used = Instant::now();
+    let slot = state.sandboxes.slot(&thread.id);
+    let mut slot = slot.lock().await;
+    slot.used = Some(Instant::now());
+    if let Some(sandbox) = &slot.sandbox {
         return Ok(sandbox.client.clone());
     }
     let spec = SandboxSpec::from_label(&thread.sandbox);
@@ -91,7 +133,7 @@ async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedCli
             )
         })?;
     let client = sandbox.client.clone();
-    open.insert(thread.id.clone(), (sandbox, Instant::now()));
+    slot.sandbox = Some(sandbox);
     Ok(client)
 }
 
@@ -141,7 +183,6 @@ fn shown_as(path: &str) -> Option<(&'static str, bool)> {
         "jpg" | "jpeg" => ("image/jpeg", false),
         "gif" => ("image/gif", false),
         "webp" => ("image/webp", false),
-        "pdf" => ("application/pdf", false),
         "txt" | "md" | "markdown" | "csv" | "tsv" | "json" | "jsonl" | "log" | "py" | "rs"
         | "js" | "mjs" | "ts" | "tsx" | "jsx" | "css" | "sh" | "bash" | "yaml" | "yml" | "toml"
         | "ini" | "cfg" | "conf" | "xml" | "sql" | "c" | "h" | "cpp" | "hpp" | "go" | "java"
@@ -248,6 +289,7 @@ mod tests {
             Some(("text/plain; charset=utf-8", false))
         );
         assert_eq!(shown_as("a.exe"), None);
+        assert_eq!(shown_as("paper.pdf"), None);
         assert_eq!(shown_as("noext"), None);
     }
 

@@ -43,6 +43,9 @@ const S = {
   takeoverCards: [],
   takeoverText: null,
   loggedOut: false,
+  sending: false, // a task or message on its way
+  uploading: 0, // files on their way
+  drafts: new Map(), // thread id ('' for a new task) -> {text, attachments} left there
 };
 
 // ---------------------------------------------------------------- the API
@@ -228,22 +231,36 @@ async function loadThreads() {
     return;
   }
   S.threads = list.threads;
+  // Updated in place: focus and a screen reader's place in the list stay where they are.
   const ul = $('threads');
-  ul.textContent = '';
+  const items = new Map(Array.from(ul.children).map((li) => [li.dataset.id, li]));
+  let before = ul.firstChild;
   for (const thread of S.threads) {
-    const button = el(
-      'button',
-      {
-        type: 'button',
-        'data-id': thread.id,
-        'aria-current': thread.id === S.current ? 'true' : 'false',
-        onclick: () => selectThread(thread.id),
-      },
-      el('span', { class: 'title', text: thread.title }),
-      statusBadge(thread),
-    );
-    ul.append(el('li', {}, button));
+    let li = items.get(thread.id);
+    items.delete(thread.id);
+    if (!li) {
+      li = el(
+        'li',
+        { 'data-id': thread.id },
+        el(
+          'button',
+          { type: 'button', 'data-id': thread.id, onclick: () => selectThread(thread.id) },
+          el('span', { class: 'title' }),
+          el('span', { class: 'status' }),
+        ),
+      );
+    }
+    const button = li.firstChild;
+    button.setAttribute('aria-current', thread.id === S.current ? 'true' : 'false');
+    const [title, badge] = button.children;
+    if (title.textContent !== thread.title) title.textContent = thread.title;
+    const status = statusOf(thread);
+    badge.className = 'status ' + status;
+    badge.textContent = STATUS_TEXT[status] || status;
+    if (li !== before) ul.insertBefore(li, before);
+    before = li.nextSibling;
   }
+  for (const gone of items.values()) gone.remove();
   $('no-threads').hidden = S.threads.length > 0;
   const mine = S.threads.find((t) => t.id === S.current);
   if (mine) setView(mine);
@@ -296,13 +313,26 @@ function clearTranscript() {
   renderPlan();
 }
 
+function keepDraft() {
+  S.drafts.set(S.current || '', { text: $('composer-text').value, attachments: S.attachments });
+}
+
+function takeDraft(id) {
+  const draft = S.drafts.get(id || '') || { text: '', attachments: [] };
+  $('composer-text').value = draft.text;
+  S.attachments = draft.attachments;
+  renderAttachments();
+}
+
 async function selectThread(id) {
   if (S.source) {
     S.source.close();
     S.source = null;
   }
   closeDialog();
+  keepDraft();
   S.current = id;
+  takeDraft(id);
   S.view = null;
   history.replaceState(null, '', id ? '#thread=' + encodeURIComponent(id) : '#');
   $('sidebar').classList.remove('open');
@@ -339,13 +369,23 @@ async function selectThread(id) {
   // conversation stands in for them.
   if (view.last_event === 0 && view.status !== 'new') await replayStored(id);
   if (S.current !== id) return;
-  const source = new EventSource(threadPath(id, '/events'));
+  S.upTo = view.last_event;
+  if (!document.hidden) follow(id);
+  loadFiles();
+  loadScreenshot();
+}
+
+/** Streams the thread's events after the last one shown. The browser resumes a broken
+ *  stream by itself (Last-Event-ID); a hidden tab lets its stream go, since a browser
+ *  keeps only six connections to a server, shared by all its tabs. */
+function follow(id) {
+  if (S.source) S.source.close();
+  const source = new EventSource(threadPath(id, '/events?after=' + S.lastSeq));
   S.source = source;
-  const upTo = view.last_event;
   source.onmessage = (message) => {
     if (S.source !== source) return;
     const seq = Number(message.lastEventId);
-    // The browser resumes after the last id it saw; an event seen already is never shown twice.
+    // An event shown already is never shown twice.
     if (!(seq > S.lastSeq)) return;
     S.lastSeq = seq;
     let event;
@@ -355,7 +395,7 @@ async function selectThread(id) {
       return;
     }
     render(event);
-    if (!S.caughtUp && seq >= upTo) {
+    if (!S.caughtUp && seq >= S.upTo) {
       S.caughtUp = true;
       refreshView();
       scrollDown(true);
@@ -365,9 +405,19 @@ async function selectThread(id) {
     // The browser reconnects by itself; a lost session shows here first.
     if (S.source === source) api('GET', threadPath(id)).catch(() => {});
   };
-  loadFiles();
-  loadScreenshot();
 }
+
+document.addEventListener('visibilitychange', () => {
+  if (document.hidden) {
+    if (S.source) {
+      S.source.close();
+      S.source = null;
+    }
+  } else if (S.current && !S.source && !S.loggedOut) {
+    follow(S.current);
+    refreshView();
+  }
+});
 
 /** Shows a thread's stored messages: its runs' events, the agent's text and, for threads
  *  older than the user_message event, the person's messages. */
@@ -424,15 +474,27 @@ function welcome() {
 // ---------------------------------------------------------------- the transcript
 
 function scrollDown(force) {
+  // While a long thread is read in, one scroll at the end (reading the layout per event
+  // would make it quadratic).
+  if (!S.caughtUp && !force) return;
   const t = $('transcript');
   const near = t.scrollHeight - t.scrollTop - t.clientHeight < 160;
-  if (force || near || !S.caughtUp) t.scrollTop = t.scrollHeight;
+  if (force || near) t.scrollTop = t.scrollHeight;
 }
 
 function add(node) {
   $('transcript').append(node);
   scrollDown(false);
   return node;
+}
+
+/** Tells a screen reader what changed, in a few words (the conversation itself is not a
+ *  live region: streamed text would be read out chunk by chunk). */
+function announce(text) {
+  if (!S.caughtUp) return;
+  const live = $('announce');
+  live.textContent = '';
+  setTimeout(() => (live.textContent = text), 50);
 }
 
 function note(text, cls) {
@@ -519,7 +581,7 @@ function finishCard(event, ok) {
       class: 'shot',
       loading: 'lazy',
       alt: 'The browser after ' + event.tool,
-      src: threadPath(S.current, '/screenshots/' + encodeURIComponent(event.call_id)),
+      src: threadPath(S.current, '/screenshots/' + encodeURIComponent(event.run_id) + '/' + encodeURIComponent(event.call_id)),
     });
     img.addEventListener('error', () => img.remove());
     card.bodyNode.append(img);
@@ -613,6 +675,7 @@ function render(event) {
       );
       card.question = event.text;
       S.asks.push(card);
+      announce('The agent asks: ' + event.text);
       break;
     }
     case 'takeover': {
@@ -630,6 +693,7 @@ function render(event) {
       );
       S.takeoverCards.push(card);
       S.takeoverText = event.text;
+      announce('The agent needs you in its browser.');
       break;
     }
     case 'takeover_ended':
@@ -649,6 +713,7 @@ function render(event) {
       );
       if (S.planCard) S.planCard.querySelectorAll('button').forEach((b) => (b.disabled = true));
       S.planCard = card;
+      announce('The agent proposes a plan.');
       break;
     }
     case 'plan_updated':
@@ -686,6 +751,7 @@ function render(event) {
       card.bodyNode.append(buttons);
       card.buttons = buttons;
       S.requests.set(event.request_id, card);
+      announce('Permission needed: ' + event.summary);
       break;
     }
     case 'permission_decided': {
@@ -724,6 +790,7 @@ function render(event) {
       }
       const links = fileLinks(event.attachments);
       if (links) body.append(links);
+      announce('Done. ' + (event.text || ''));
       break;
     }
     case 'context_compressed':
@@ -739,6 +806,7 @@ function render(event) {
       flushText();
       endText();
       note(event.message, 'error');
+      announce('Error: ' + event.message);
       break;
     case 'thread_run_end':
       flushText();
@@ -787,11 +855,16 @@ function renderPlan() {
 // ---------------------------------------------------------------- answers and dialogs
 
 async function decide(request, decision, reason) {
+  const card = S.requests.get(request);
+  if (card && card.buttons) card.buttons.querySelectorAll('button').forEach((b) => (b.disabled = true));
   try {
     await api('POST', threadPath(S.current, '/permissions/' + encodeURIComponent(request)), { decision, reason: reason || undefined });
   } catch (e) {
     if (e.code === 'already_answered') say('That request was answered already (in another tab?).');
-    else say(e.message);
+    else {
+      say(e.message);
+      if (card && card.buttons) card.buttons.querySelectorAll('button').forEach((b) => (b.disabled = false));
+    }
   }
   if (S.dialogFor === request) closeDialog();
   refreshView();
@@ -809,7 +882,9 @@ function reconcile() {
   if (S.dialogFor && !open.some((w) => w.id === S.dialogFor)) {
     closeDialog();
   }
-  if (!S.dialogFor && !$('dialog').open) {
+  // Not while the person is writing a message: the next look opens it.
+  const typing = document.activeElement === $('composer-text') && $('composer-text').value.trim();
+  if (!S.dialogFor && !$('dialog').open && !typing) {
     const next = open.find((w) => !S.dismissed.has(w.id));
     if (next) showDialog(next);
   }
@@ -832,8 +907,22 @@ function closeDialog() {
   if (dialog.open) dialog.close();
 }
 
+/** A dialog button; while its action runs, every button of the dialog waits. */
 function dialogButton(text, cls, action) {
-  return el('button', { type: 'button', class: cls, text, onclick: action });
+  return el('button', {
+    type: 'button',
+    class: cls,
+    text,
+    onclick: async () => {
+      const buttons = $('dialog-actions').querySelectorAll('button');
+      buttons.forEach((b) => (b.disabled = true));
+      try {
+        await action();
+      } finally {
+        buttons.forEach((b) => (b.disabled = false));
+      }
+    },
+  });
 }
 
 function showDialog(waiting) {
@@ -872,6 +961,7 @@ function showDialog(waiting) {
       }
       try {
         await api('POST', threadPath(S.current, '/reply'), { text: answer.value, answers: waiting.id });
+        S.dismissed.add(waiting.id);
         closeDialog();
         refreshView();
       } catch (e) {
@@ -984,6 +1074,10 @@ async function takeover(where) {
     say(e.message);
     return;
   }
+  if (!/^https?:\/\//.test(link.url)) {
+    say('The sandbox gave a takeover link that is not a web address.');
+    return;
+  }
   const anchor = el('a', {
     href: link.url,
     target: '_blank',
@@ -1007,7 +1101,7 @@ function updateComposer() {
   const planOption = $('plan-option');
   if (!S.current) {
     send.textContent = 'Start';
-    send.disabled = false;
+    send.disabled = S.sending || S.uploading > 0;
     text.disabled = false;
     text.placeholder = 'Describe a task…';
     hint.textContent = '';
@@ -1021,7 +1115,13 @@ function updateComposer() {
   const takeoverWait = open.some((w) => w.kind === 'takeover');
   const plan = open.some((w) => w.kind === 'plan');
   let busy = false;
-  if (view && view.running && !takeoverWait) {
+  if (S.sending) {
+    busy = true;
+    hint.textContent = 'Sending…';
+  } else if (S.uploading) {
+    busy = true;
+    hint.textContent = 'Uploading…';
+  } else if (view && view.running && !takeoverWait) {
     busy = true;
     hint.textContent = 'The agent is working. Stop it to write to it.';
   } else if (plan) {
@@ -1046,37 +1146,46 @@ async function submit() {
     text.focus();
     return;
   }
-  const send = $('send');
-  send.disabled = true;
-  const attachments = S.attachments.map((a) => a.id);
+  if (S.sending || S.uploading) return;
+  const id = S.current;
+  const sent = S.attachments;
+  S.sending = true;
+  updateComposer();
+  // What was sent leaves the box it was typed in, whichever thread shows now.
+  const clear = () => {
+    S.drafts.delete(id || '');
+    if (S.current === id) {
+      if (text.value === value) text.value = '';
+      S.attachments = S.attachments.filter((a) => !sent.includes(a));
+      renderAttachments();
+    }
+  };
   try {
-    if (!S.current) {
+    if (!id) {
       const thread = await api('POST', '/v1/threads', {
         task: value,
         plan: $('plan-first').checked,
-        attachments,
+        attachments: sent.map((a) => a.id),
       });
-      text.value = '';
-      S.attachments = [];
-      renderAttachments();
+      clear();
+      S.sending = false;
       await loadThreads();
-      await selectThread(thread.id);
+      if (!S.current) await selectThread(thread.id);
     } else {
       const ask = waitingOpen().find((w) => w.kind === 'ask');
-      await api('POST', threadPath(S.current, '/reply'), {
+      await api('POST', threadPath(id, '/reply'), {
         text: value,
-        attachments,
+        attachments: sent.map((a) => a.id),
         answers: ask ? ask.id : undefined,
       });
-      text.value = '';
-      S.attachments = [];
-      renderAttachments();
+      if (ask) S.dismissed.add(ask.id);
+      clear();
       refreshView();
     }
   } catch (e) {
     say(e.message);
   } finally {
-    send.disabled = false;
+    S.sending = false;
     updateComposer();
   }
 }
@@ -1105,6 +1214,9 @@ function renderAttachments() {
 }
 
 async function upload(files) {
+  const id = S.current;
+  S.uploading += 1;
+  updateComposer();
   for (const file of files) {
     const hint = $('composer-hint');
     hint.textContent = 'Uploading ' + file.name + '…';
@@ -1118,13 +1230,21 @@ async function upload(files) {
       const data = await response.json().catch(() => null);
       if (response.status === 401) loggedOut();
       if (!response.ok) throw new Error((data && data.error && data.error.message) || response.statusText);
-      S.attachments.push(data);
-      renderAttachments();
+      // Kept with the thread it was attached in.
+      if (S.current === id) {
+        S.attachments.push(data);
+        renderAttachments();
+      } else {
+        const draft = S.drafts.get(id || '') || { text: '', attachments: [] };
+        draft.attachments.push(data);
+        S.drafts.set(id || '', draft);
+      }
     } catch (e) {
       say('Cannot attach ' + file.name + ': ' + e.message);
     }
     hint.textContent = '';
   }
+  S.uploading -= 1;
   updateComposer();
 }
 
@@ -1192,6 +1312,7 @@ const TEXT_TYPES = /\.(txt|md|markdown|csv|tsv|json|jsonl|log|py|rs|js|mjs|ts|ts
 
 async function previewFile(path, reveal) {
   if (reveal) selectTab('files');
+  const id = S.current;
   const box = $('file-preview');
   box.textContent = '';
   const url = contentUrl(path, false);
@@ -1208,8 +1329,6 @@ async function previewFile(path, reveal) {
   } else if (/\.(html?|svg)$/i.test(path)) {
     // Its own origin, no scripts: the server sends it sandboxed too.
     box.append(el('iframe', { src: url, sandbox: '', title: 'Preview of ' + path }));
-  } else if (/\.pdf$/i.test(path)) {
-    box.append(el('p', {}, el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', text: 'Open the PDF in a new tab ↗' })));
   } else if (TEXT_TYPES.test(path) || !/\.[a-z0-9]+$/i.test(path.split('/').pop())) {
     try {
       const response = await fetch(url, { credentials: 'same-origin' });
@@ -1218,6 +1337,7 @@ async function previewFile(path, reveal) {
         throw new Error((data && data.error && data.error.message) || response.statusText);
       }
       let text = await response.text();
+      if (S.current !== id) return;
       const cap = 400000;
       const cut = text.length > cap;
       if (cut) text = text.slice(0, cap);
@@ -1302,6 +1422,10 @@ function toggle(buttonId, panelId) {
 
 $('toggle-threads').addEventListener('click', () => toggle('toggle-threads', 'sidebar'));
 $('toggle-side').addEventListener('click', () => toggle('toggle-side', 'side'));
+$('close-side').addEventListener('click', () => {
+  toggle('toggle-side', 'side');
+  $('toggle-side').focus();
+});
 document.addEventListener('keydown', (e) => {
   if (e.key === 'Escape') {
     for (const [button, panel] of [['toggle-threads', 'sidebar'], ['toggle-side', 'side']]) {
