@@ -47,6 +47,11 @@ pub struct NewThreadRequest {
     /// Propose a plan and wait for approval before changing anything.
     #[serde(default)]
     pub plan: bool,
+    /// Where it runs: `local`, or a sandbox named in `cove.toml` or made with `cove sandbox
+    /// create` (default: the server's `--sandbox`). A URL is refused: the server does not
+    /// send its sandbox token to an address a client picks, so name it in `cove.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     /// Ids of files uploaded with `POST /v1/uploads`, put in the workspace's `uploads/`
     /// before the run starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -443,6 +443,12 @@ async fn a_reload_mid_run_shows_every_message_once_and_files_attach_from_the_pic
     let file = cove.home.path().join("data.csv");
     std::fs::write(&file, "a,b\n1,2\n").unwrap();
     tab.choose_files("#attach", &[&file]).await.unwrap();
+    // The model and the sandbox, chosen under Options.
+    tab.click("#task-options summary").await.unwrap();
+    tab.click("#task-model").await.unwrap();
+    tab.type_text("openai/scripted").await.unwrap();
+    tab.click("#task-sandbox").await.unwrap();
+    tab.type_text("local").await.unwrap();
     wait(
         &mut tab,
         "document.querySelector('#attached').textContent.includes('data.csv')",
@@ -469,6 +475,11 @@ async fn a_reload_mid_run_shows_every_message_once_and_files_attach_from_the_pic
     )
     .await;
     assert_eq!(count(&mut tab, ".msg.user").await, 1);
+    assert!(
+        text_of(&mut tab, ".divider")
+            .await
+            .contains("openai/scripted")
+    );
     assert_eq!(
         count(&mut tab, "details.card.tool").await,
         2,

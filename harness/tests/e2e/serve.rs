@@ -483,6 +483,27 @@ async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins()
     assert_eq!(status, 404, "{said}");
     let (status, said) = server.post("/v1/threads", json!({"task": "  "})).await;
     assert_eq!(status, 400, "{said}");
+    // A client names a sandbox; it does not send the server's token to an address.
+    let (status, said) = server
+        .post(
+            "/v1/threads",
+            json!({"task": "x", "sandbox": "http://10.0.0.1:7700"}),
+        )
+        .await;
+    assert_eq!(status, 400, "{said}");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cove.toml"),
+        "{said}"
+    );
+    let (status, said) = server
+        .post("/v1/threads", json!({"task": "x", "sandbox": "nowhere"}))
+        .await;
+    assert_eq!(status, 400, "{said}");
+    let (_, listed) = server.get("/v1/threads").await;
+    assert_eq!(listed["threads"].as_array().unwrap().len(), 0, "{listed}");
     server.kill().await;
 }
 

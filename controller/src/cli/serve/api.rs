@@ -205,13 +205,22 @@ pub(super) async fn create_thread(
             "the task is empty: say what the agent should do",
         ));
     }
+    let mut sandbox = state.sandbox.clone();
+    if let Some(choice) = body.sandbox.filter(|s| !s.trim().is_empty()) {
+        if choice.contains("://") {
+            return Err(ApiError::bad(format!(
+                "sandbox {choice:?} is an address: name it in cove.toml ([sandboxes.NAME] with its url and token) and give that name"
+            )));
+        }
+        sandbox.sandbox = Some(choice);
+    }
     let attachments = state.uploads.take(&body.attachments)?;
     let thread = new_thread(
         &state.inv,
         &body.task,
         body.model,
         body.tool_calls,
-        &state.sandbox,
+        &sandbox,
     )?;
     let plan_first = body.plan || state.inv.file.plan.unwrap_or(false);
     launch(

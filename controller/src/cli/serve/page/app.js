@@ -1106,9 +1106,11 @@ function updateComposer() {
     text.placeholder = 'Describe a task…';
     hint.textContent = '';
     planOption.hidden = false;
+    $('task-options').hidden = false;
     return;
   }
   planOption.hidden = true;
+  $('task-options').hidden = true;
   const view = S.view;
   const open = waitingOpen();
   const asks = open.some((w) => w.kind === 'ask');
@@ -1165,6 +1167,8 @@ async function submit() {
       const thread = await api('POST', '/v1/threads', {
         task: value,
         plan: $('plan-first').checked,
+        model: $('task-model').value.trim() || undefined,
+        sandbox: $('task-sandbox').value.trim() || undefined,
         attachments: sent.map((a) => a.id),
       });
       clear();
