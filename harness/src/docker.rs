@@ -1,5 +1,6 @@
-//! A scripted Docker Engine API on a Unix socket: the calls Cove's Docker provider makes,
-//! answered as Docker answers them. A "container" of the sandbox image runs a real `coved`
+//! A scripted Docker Engine API on a Unix socket or a TCP port: the calls Cove's Docker
+//! provider makes, answered as Docker answers them (paths with or without the API version,
+//! `/v1.47/containers/...`, as clients send them). A "container" of the sandbox image runs a real `coved`
 //! (with the token from its environment) while it is started, so the controller can use it.
 
 use std::collections::HashMap;
@@ -40,12 +41,36 @@ struct Engine {
 
 type Shared = Arc<(Engine, PathBuf)>;
 
-/// A scripted Docker engine listening on a Unix socket.
+/// A scripted Docker engine listening on a Unix socket or a TCP port.
 pub struct ScriptedDocker {
     shared: Shared,
-    socket: PathBuf,
+    /// For `DOCKER_HOST`.
+    host: String,
     _dir: TempDir,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// `/v1.47/containers/...` as `/containers/...`.
+async fn unversioned(mut request: axum::extract::Request) -> axum::extract::Request {
+    let path = request.uri().path();
+    let rest = path
+        .strip_prefix("/v")
+        .and_then(|r| r.split_once('/'))
+        .filter(|(version, _)| {
+            !version.is_empty() && version.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+        .map(|(_, rest)| format!("/{rest}"));
+    if let Some(rest) = rest {
+        let query = request
+            .uri()
+            .query()
+            .map(|q| format!("?{q}"))
+            .unwrap_or_default();
+        if let Ok(uri) = format!("{rest}{query}").parse() {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
 }
 
 fn message(status: StatusCode, text: &str) -> Response {
@@ -59,11 +84,19 @@ fn record(shared: &Shared, call: String) {
 }
 
 impl ScriptedDocker {
-    /// Serves the engine; `coved` is the binary its containers run.
+    /// Serves the engine on a Unix socket; `coved` is the binary its containers run.
     pub async fn start(coved: impl AsRef<Path>) -> Result<ScriptedDocker> {
+        ScriptedDocker::serve(coved.as_ref(), false).await
+    }
+
+    /// Serves the engine on a TCP port of 127.0.0.1 (`tcp://` in `DOCKER_HOST`).
+    pub async fn start_tcp(coved: impl AsRef<Path>) -> Result<ScriptedDocker> {
+        ScriptedDocker::serve(coved.as_ref(), true).await
+    }
+
+    async fn serve(coved: &Path, tcp: bool) -> Result<ScriptedDocker> {
         let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("docker.sock");
-        let shared: Shared = Arc::new((Engine::default(), coved.as_ref().to_path_buf()));
+        let shared: Shared = Arc::new((Engine::default(), coved.to_path_buf()));
         let app = Router::new()
             .route("/_ping", get(|| async { "OK" }))
             .route("/containers/create", post(create))
@@ -72,21 +105,35 @@ impl ScriptedDocker {
             .route("/containers/{id}/json", get(inspect))
             .route("/containers/{id}", delete(remove))
             .with_state(shared.clone());
-        let listener = tokio::net::UnixListener::bind(&socket)?;
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        // The version prefix goes before routing.
+        let app = tower::Layer::layer(&axum::middleware::map_request(unversioned), app);
+        let app = axum::ServiceExt::<axum::extract::Request>::into_make_service(app);
+        let (host, task) = if tcp {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let host = format!("tcp://{}", listener.local_addr()?);
+            let task = tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            });
+            (host, task)
+        } else {
+            let socket = dir.path().join("docker.sock");
+            let listener = tokio::net::UnixListener::bind(&socket)?;
+            let task = tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            });
+            (format!("unix://{}", socket.display()), task)
+        };
         Ok(ScriptedDocker {
             shared,
-            socket,
+            host,
             _dir: dir,
             task,
         })
     }
 
-    /// `unix://...`, for `DOCKER_HOST`.
+    /// `unix://...` or `tcp://...`, for `DOCKER_HOST`.
     pub fn host(&self) -> String {
-        format!("unix://{}", self.socket.display())
+        self.host.clone()
     }
 
     /// The calls made so far.

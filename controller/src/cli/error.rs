@@ -147,7 +147,7 @@ impl From<DockerError> for CliError {
     fn from(e: DockerError) -> Self {
         match e {
             DockerError::Unreachable { .. } => CliError::Unreachable(e.to_string()),
-            DockerError::UnsupportedHost(_) | DockerError::NoImage { .. } => {
+            DockerError::UnsupportedHost { .. } | DockerError::NoImage { .. } => {
                 CliError::Setup(e.to_string())
             }
             DockerError::Conflict { .. } => CliError::Usage(e.to_string()),

@@ -1,19 +1,25 @@
 //! The Docker provider: sandbox containers made from the Cove image, driven through the
-//! Docker Engine API on its Unix socket (no `docker` CLI needed).
+//! Docker Engine API with `bollard` (no `docker` CLI needed), at `DOCKER_HOST` as Docker's
+//! own client reads it: a `unix://` socket (the default, `/var/run/docker.sock`),
+//! `tcp://host:port`, or TLS with `DOCKER_TLS_VERIFY=1` and the `ca.pem`, `cert.pem` and
+//! `key.pem` of `DOCKER_CERT_PATH` (default `~/.docker`).
 //!
 //! A container runs `coved` on port 7700 with a token Cove generates and passes in its
-//! environment; the port is published on 127.0.0.1 at a port Docker picks, which Cove reads
-//! back after each start.
+//! environment; the port is published at a port Docker picks, which Cove reads back after
+//! each start: on 127.0.0.1 when the engine is on this machine, on the engine's host when
+//! it is reached over the network.
 
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper::header::{CONTENT_TYPE, HOST};
-use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
+use bollard::errors::Error as BollardError;
+use bollard::models::{
+    ContainerCreateBody, ContainerInspectResponse, HostConfig, PortBinding, RestartPolicy,
+    RestartPolicyNameEnum,
+};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+};
 
 /// The image `cove sandbox create` uses unless told.
 pub const DEFAULT_IMAGE: &str = "cove-sandbox:latest";
@@ -29,14 +35,16 @@ const CALL_LIMIT: Duration = Duration::from_secs(120);
 /// What went wrong with Docker, by what the user does next.
 #[derive(Debug, thiserror::Error)]
 pub enum DockerError {
-    /// Start Docker, or point DOCKER_HOST at its socket.
+    /// Start Docker, or point DOCKER_HOST at it.
     #[error(
-        "cannot reach Docker at {socket}: {message} (is the Docker engine running? set DOCKER_HOST=unix:///path/to/docker.sock)"
+        "cannot reach Docker at {socket}: {message} (is the Docker engine running? set DOCKER_HOST=unix:///path/to/docker.sock or tcp://host:port)"
     )]
     Unreachable { socket: String, message: String },
-    /// Only Unix sockets are spoken.
-    #[error("DOCKER_HOST={0} is not supported: use a unix:// socket")]
-    UnsupportedHost(String),
+    /// DOCKER_HOST names something Cove cannot speak to, or its TLS files are missing.
+    #[error(
+        "DOCKER_HOST={host} cannot be used: {message} (use unix:///path/to/docker.sock, tcp://host:port, or tcp://host:port with DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH holding ca.pem, cert.pem and key.pem)"
+    )]
+    UnsupportedHost { host: String, message: String },
     /// Build or pull the image first.
     #[error(
         "Docker has no image {image}: build it with `docker build -t {image} sandbox-image/` (see sandbox-image/README.md)"
@@ -101,7 +109,11 @@ pub struct ContainerInfo {
 /// A Docker engine.
 #[derive(Debug, Clone)]
 pub struct Docker {
-    socket: PathBuf,
+    client: bollard::Docker,
+    /// Where it is, as DOCKER_HOST says (for messages).
+    host: String,
+    /// The address its published ports are reached at.
+    published_on: String,
 }
 
 /// The container name of a sandbox.
@@ -128,124 +140,125 @@ pub fn parse_size(raw: &str) -> Option<i64> {
     (1.0..9.0e18).contains(&bytes).then_some(bytes as i64)
 }
 
-fn published_url(inspect: &Value) -> Option<String> {
-    let binding = &inspect["NetworkSettings"]["Ports"][CONTAINER_PORT][0];
-    let port = binding["HostPort"].as_str().filter(|p| !p.is_empty())?;
-    let ip = match binding["HostIp"].as_str() {
-        None | Some("") | Some("0.0.0.0") => "127.0.0.1",
-        Some("::") => "[::1]",
+/// Where coved answers in a container `inspect` describes, reached at `host`.
+fn published_url(inspect: &ContainerInspectResponse, host: &str) -> Option<String> {
+    let bindings = inspect
+        .network_settings
+        .as_ref()?
+        .ports
+        .as_ref()?
+        .get(CONTAINER_PORT)?
+        .as_ref()?;
+    let binding = bindings.first()?;
+    let port = binding.host_port.as_deref().filter(|p| !p.is_empty())?;
+    let ip = match binding.host_ip.as_deref() {
+        None | Some("") | Some("0.0.0.0") | Some("::") => host,
+        Some(ip) if ip.contains(':') => return Some(format!("http://[{ip}]:{port}")),
         Some(ip) => ip,
     };
     Some(format!("http://{ip}:{port}"))
 }
 
-fn info_of(inspect: &Value) -> ContainerInfo {
+fn info_of(inspect: &ContainerInspectResponse, host: &str) -> ContainerInfo {
+    let state = inspect.state.as_ref();
     ContainerInfo {
-        id: inspect["Id"].as_str().unwrap_or_default().to_string(),
-        name: inspect["Config"]["Labels"][LABEL]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        running: inspect["State"]["Running"].as_bool().unwrap_or(false),
-        status: inspect["State"]["Status"]
-            .as_str()
-            .unwrap_or("unknown")
-            .to_string(),
-        url: published_url(inspect),
+        id: inspect.id.clone().unwrap_or_default(),
+        name: inspect
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.as_ref())
+            .and_then(|l| l.get(LABEL))
+            .cloned()
+            .unwrap_or_default(),
+        running: state.and_then(|s| s.running).unwrap_or(false),
+        status: state
+            .and_then(|s| s.status)
+            .map(|s| s.to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "unknown".into()),
+        url: published_url(inspect, host),
     }
 }
 
+/// The host a `tcp://` or `https://` DOCKER_HOST names (its published ports are there), or
+/// none for a socket on this machine.
+fn remote_host(docker_host: &str) -> Option<String> {
+    let rest = docker_host
+        .strip_prefix("tcp://")
+        .or_else(|| docker_host.strip_prefix("https://"))
+        .or_else(|| docker_host.strip_prefix("http://"))?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    Some(host.to_string()).filter(|h| !h.is_empty())
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 impl Docker {
-    /// The engine at `DOCKER_HOST` (a `unix://` socket), else `/var/run/docker.sock`.
+    /// The engine at `DOCKER_HOST` (as Docker's client reads it), else the local socket.
     pub fn from_env() -> Result<Docker, DockerError> {
-        match std::env::var("DOCKER_HOST") {
-            Ok(host) if !host.is_empty() => match host.strip_prefix("unix://") {
-                Some(path) => Ok(Docker::at(path)),
-                None => Err(DockerError::UnsupportedHost(host)),
+        let host = std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unix:///var/run/docker.sock".into());
+        let client = bollard::Docker::connect_with_host(&host)
+            .map_err(|e| match e {
+                // No socket there: the engine is not running (or elsewhere).
+                BollardError::SocketNotFoundError(socket) => DockerError::Unreachable {
+                    socket,
+                    message: "no socket there".into(),
+                },
+                other => DockerError::UnsupportedHost {
+                    host: host.clone(),
+                    message: other.to_string(),
+                },
+            })?
+            .with_timeout(CALL_LIMIT);
+        let published_on = remote_host(&host)
+            .filter(|h| !is_loopback(h))
+            .unwrap_or_else(|| "127.0.0.1".into());
+        Ok(Docker {
+            client,
+            host,
+            published_on,
+        })
+    }
+
+    /// What a failed call means for the user; `not_found` names what a 404 is about.
+    fn failed(&self, error: BollardError, not_found: impl FnOnce() -> DockerError) -> DockerError {
+        match error {
+            BollardError::DockerResponseServerError {
+                status_code,
+                message,
+            } => match status_code {
+                404 => not_found(),
+                _ => DockerError::Api {
+                    status: status_code,
+                    message,
+                },
             },
-            _ => Ok(Docker::at("/var/run/docker.sock")),
-        }
-    }
-
-    /// The engine listening on `socket`.
-    pub fn at(socket: impl AsRef<Path>) -> Docker {
-        Docker {
-            socket: socket.as_ref().to_path_buf(),
-        }
-    }
-
-    fn unreachable(&self, message: impl std::fmt::Display) -> DockerError {
-        DockerError::Unreachable {
-            socket: self.socket.display().to_string(),
-            message: message.to_string(),
-        }
-    }
-
-    /// One Engine API call: status and JSON body (`Null` when empty).
-    async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<(u16, Value), DockerError> {
-        let exchange = async {
-            let stream = tokio::net::UnixStream::connect(&self.socket)
-                .await
-                .map_err(|e| self.unreachable(e))?;
-            let (mut sender, connection) =
-                hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                    .await
-                    .map_err(|e| self.unreachable(e))?;
-            let driver = tokio::spawn(connection);
-            let payload = body.map(Value::to_string).unwrap_or_default();
-            let request = Request::builder()
-                .method(method)
-                .uri(path)
-                .header(HOST, "docker")
-                .header(CONTENT_TYPE, "application/json")
-                .body(Full::new(Bytes::from(payload)))
-                .map_err(|e| self.unreachable(e))?;
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| self.unreachable(e))?;
-            let status = response.status().as_u16();
-            let bytes = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| self.unreachable(e))?
-                .to_bytes();
-            driver.abort();
-            let value = if bytes.iter().all(u8::is_ascii_whitespace) {
-                Value::Null
-            } else {
-                serde_json::from_slice(&bytes)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
-            };
-            Ok((status, value))
-        };
-        tokio::time::timeout(CALL_LIMIT, exchange)
-            .await
-            .map_err(|_| self.unreachable("no answer in time"))?
-    }
-
-    fn refused(status: u16, body: &Value) -> DockerError {
-        DockerError::Api {
-            status,
-            message: body["message"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| body.to_string()),
+            other => DockerError::Unreachable {
+                socket: self.host.clone(),
+                message: other.to_string(),
+            },
         }
     }
 
     /// Checks the engine answers.
     pub async fn ping(&self) -> Result<(), DockerError> {
-        match self.call("GET", "/_ping", None).await? {
-            (200, _) => Ok(()),
-            (status, body) => Err(Self::refused(status, &body)),
-        }
+        self.client
+            .ping()
+            .await
+            .map(|_| ())
+            .map_err(|e| self.failed(e, || DockerError::NotFound("/_ping".into())))
     }
 
     /// Creates and starts the container of sandbox `name`, running coved with `token`, and
@@ -256,56 +269,62 @@ impl Docker {
         token: &str,
         spec: &ContainerSpec,
     ) -> Result<ContainerInfo, DockerError> {
-        let mut host = json!({
-            "Init": true,
-            "ShmSize": spec.shm_bytes,
-            "PortBindings": {CONTAINER_PORT: [{"HostIp": "127.0.0.1", "HostPort": ""}]},
-            "RestartPolicy": {"Name": "unless-stopped"},
-        });
-        if let Some(memory) = spec.memory_bytes {
-            host["Memory"] = json!(memory);
-        }
-        if let Some(cpus) = spec.cpus {
-            host["NanoCpus"] = json!((cpus * 1e9) as i64);
-        }
-        let body = json!({
-            "Image": spec.image,
-            "Env": [format!("COVE_TOKEN={token}")],
-            "ExposedPorts": {CONTAINER_PORT: {}},
-            "Labels": {LABEL: name},
-            "HostConfig": host,
-        });
-        let container = container_name(name);
-        let (status, answer) = self
-            .call(
-                "POST",
-                &format!("/containers/create?name={container}"),
-                Some(&body),
-            )
-            .await?;
-        let id = match status {
-            200 | 201 => answer["Id"].as_str().unwrap_or_default().to_string(),
-            404 => {
-                return Err(DockerError::NoImage {
-                    image: spec.image.clone(),
-                });
-            }
-            409 => return Err(DockerError::Conflict { name: container }),
-            _ => return Err(Self::refused(status, &answer)),
+        // Published where the controller reaches the engine: loopback for a local engine.
+        let bind = if self.published_on == "127.0.0.1" {
+            "127.0.0.1"
+        } else {
+            "0.0.0.0"
         };
-        self.start(&id).await
+        let host = HostConfig {
+            init: Some(true),
+            shm_size: Some(spec.shm_bytes),
+            port_bindings: Some(HashMap::from([(
+                CONTAINER_PORT.to_string(),
+                Some(vec![PortBinding {
+                    host_ip: Some(bind.into()),
+                    host_port: Some(String::new()),
+                }]),
+            )])),
+            restart_policy: Some(RestartPolicy {
+                name: Some(RestartPolicyNameEnum::UNLESS_STOPPED),
+                maximum_retry_count: None,
+            }),
+            memory: spec.memory_bytes,
+            nano_cpus: spec.cpus.map(|cpus| (cpus * 1e9) as i64),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            env: Some(vec![format!("COVE_TOKEN={token}")]),
+            exposed_ports: Some(vec![CONTAINER_PORT.to_string()]),
+            labels: Some(HashMap::from([(LABEL.to_string(), name.to_string())])),
+            host_config: Some(host),
+            ..Default::default()
+        };
+        let container = container_name(name);
+        let options = CreateContainerOptionsBuilder::default()
+            .name(&container)
+            .build();
+        let created = match self.client.create_container(Some(options), body).await {
+            Ok(created) => created,
+            Err(BollardError::DockerResponseServerError {
+                status_code: 409, ..
+            }) => return Err(DockerError::Conflict { name: container }),
+            Err(e) => {
+                return Err(self.failed(e, || DockerError::NoImage {
+                    image: spec.image.clone(),
+                }));
+            }
+        };
+        self.start(&created.id).await
     }
 
     /// Starts a stopped container; answers with where coved listens once it does.
     pub async fn start(&self, id: &str) -> Result<ContainerInfo, DockerError> {
-        match self
-            .call("POST", &format!("/containers/{id}/start"), None)
-            .await?
-        {
-            (204 | 304, _) => {}
-            (404, _) => return Err(DockerError::NotFound(id.to_string())),
-            (status, body) => return Err(Self::refused(status, &body)),
-        }
+        self.client
+            .start_container(id, None)
+            .await
+            .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))?;
         let info = self.inspect(id).await?;
         let Some(url) = info.url.clone() else {
             return Err(DockerError::Api {
@@ -319,42 +338,32 @@ impl Docker {
 
     /// Stops a container (coved gets SIGTERM and `timeout_secs` to finish).
     pub async fn stop(&self, id: &str, timeout_secs: u32) -> Result<(), DockerError> {
-        match self
-            .call(
-                "POST",
-                &format!("/containers/{id}/stop?t={timeout_secs}"),
-                None,
-            )
-            .await?
-        {
-            (204 | 304, _) => Ok(()),
-            (404, _) => Err(DockerError::NotFound(id.to_string())),
-            (status, body) => Err(Self::refused(status, &body)),
-        }
+        let options = StopContainerOptionsBuilder::default()
+            .t(i32::try_from(timeout_secs).unwrap_or(i32::MAX))
+            .build();
+        self.client
+            .stop_container(id, Some(options))
+            .await
+            .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
     }
 
     /// Removes a container, running or not.
     pub async fn remove(&self, id: &str) -> Result<(), DockerError> {
-        match self
-            .call("DELETE", &format!("/containers/{id}?force=true"), None)
-            .await?
-        {
-            (204, _) => Ok(()),
-            (404, _) => Err(DockerError::NotFound(id.to_string())),
-            (status, body) => Err(Self::refused(status, &body)),
-        }
+        let options = RemoveContainerOptionsBuilder::default().force(true).build();
+        self.client
+            .remove_container(id, Some(options))
+            .await
+            .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
     }
 
     /// What Docker says of a container now.
     pub async fn inspect(&self, id: &str) -> Result<ContainerInfo, DockerError> {
-        match self
-            .call("GET", &format!("/containers/{id}/json"), None)
-            .await?
-        {
-            (200, body) => Ok(info_of(&body)),
-            (404, _) => Err(DockerError::NotFound(id.to_string())),
-            (status, body) => Err(Self::refused(status, &body)),
-        }
+        let inspect = self
+            .client
+            .inspect_container(id, None)
+            .await
+            .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))?;
+        Ok(info_of(&inspect, &self.published_on))
     }
 }
 
@@ -400,14 +409,41 @@ mod tests {
 
     #[test]
     fn the_published_port_becomes_a_url() {
-        let inspect = json!({"Id": "abc", "Config": {"Labels": {LABEL: "b1"}},
+        let inspect: ContainerInspectResponse = serde_json::from_value(serde_json::json!({
+            "Id": "abc", "Config": {"Labels": {LABEL: "b1"}},
             "State": {"Running": true, "Status": "running"},
-            "NetworkSettings": {"Ports": {CONTAINER_PORT: [{"HostIp": "0.0.0.0", "HostPort": "49153"}]}}});
-        let info = info_of(&inspect);
+            "NetworkSettings": {"Ports": {CONTAINER_PORT: [{"HostIp": "0.0.0.0", "HostPort": "49153"}]}}}))
+        .unwrap();
+        let info = info_of(&inspect, "127.0.0.1");
         assert_eq!(info.url.as_deref(), Some("http://127.0.0.1:49153"));
         assert_eq!((info.name.as_str(), info.running), ("b1", true));
-        let stopped = json!({"Id": "abc", "State": {"Running": false, "Status": "exited"},
-            "NetworkSettings": {"Ports": {}}});
-        assert_eq!(info_of(&stopped).url, None);
+        assert_eq!(
+            info_of(&inspect, "docker.internal").url.as_deref(),
+            Some("http://docker.internal:49153")
+        );
+        let stopped: ContainerInspectResponse = serde_json::from_value(serde_json::json!({
+            "Id": "abc", "State": {"Running": false, "Status": "exited"},
+            "NetworkSettings": {"Ports": {}}}))
+        .unwrap();
+        assert_eq!(info_of(&stopped, "127.0.0.1").url, None);
+        assert_eq!(info_of(&stopped, "127.0.0.1").status, "exited");
+    }
+
+    #[test]
+    fn a_remote_engine_publishes_on_its_own_host() {
+        assert_eq!(
+            remote_host("tcp://10.0.0.5:2376").as_deref(),
+            Some("10.0.0.5")
+        );
+        assert_eq!(
+            remote_host("tcp://[fd00::1]:2375").as_deref(),
+            Some("fd00::1")
+        );
+        assert_eq!(
+            remote_host("https://docker.lan:2376/").as_deref(),
+            Some("docker.lan")
+        );
+        assert_eq!(remote_host("unix:///var/run/docker.sock"), None);
+        assert!(is_loopback("127.0.0.1") && is_loopback("localhost") && !is_loopback("10.0.0.5"));
     }
 }

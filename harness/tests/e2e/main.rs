@@ -1169,6 +1169,43 @@ async fn named_sandboxes_are_listed_with_their_health_and_used_by_name() {
 }
 
 #[tokio::test]
+async fn the_docker_provider_speaks_to_an_engine_over_tcp() {
+    use cove_harness::docker::{IMAGE, ScriptedDocker};
+    let cove = Cove::new(Wire::OpenAi).await;
+    let engine = ScriptedDocker::start_tcp(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    assert!(engine.host().starts_with("tcp://127.0.0.1:"));
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env("DOCKER_HOST", engine.host());
+        async move {
+            tokio::time::timeout(Duration::from_secs(120), cmd.output())
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let out = run(&["sandbox", "create", "t1", "--image", IMAGE]).await;
+    assert!(out.status.success(), "{}", explain(&out));
+    // A local engine publishes on loopback only.
+    assert_eq!(
+        engine.created()["cove-t1"]["HostConfig"]["PortBindings"]["7700/tcp"][0]["HostIp"],
+        "127.0.0.1"
+    );
+    let exec = run(&["exec", "echo over tcp", "--sandbox", "t1"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&exec.stdout).trim(),
+        "over tcp",
+        "{}",
+        explain(&exec)
+    );
+    let rm = run(&["sandbox", "rm", "t1"]).await;
+    assert!(rm.status.success(), "{}", explain(&rm));
+    assert_eq!(engine.counts(), (0, 0));
+}
+
+#[tokio::test]
 async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
     use cove_harness::docker::{IMAGE, ScriptedDocker};
     let cove = Cove::new(Wire::OpenAi).await;
@@ -1277,14 +1314,27 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
     let bad_name = run(&["sandbox", "create", "../x"]).await;
     assert!(String::from_utf8_lossy(&bad_name.stderr).contains("not a sandbox name"));
     assert_eq!(bad_name.status.code(), Some(2));
-    let mut tcp = cove.command(&["sandbox", "create", "b3"]);
-    tcp.env("DOCKER_HOST", "tcp://10.0.0.1:2375");
-    let tcp = tcp.output().await.unwrap();
-    assert_eq!(tcp.status.code(), Some(6));
+    let mut ssh = cove.command(&["sandbox", "create", "b3"]);
+    ssh.env("DOCKER_HOST", "ssh://builder@10.0.0.1");
+    let ssh = ssh.output().await.unwrap();
+    assert_eq!(ssh.status.code(), Some(6));
     assert!(
-        String::from_utf8_lossy(&tcp.stderr).contains("unix://"),
+        String::from_utf8_lossy(&ssh.stderr).contains("tcp://host:port"),
         "{}",
-        explain(&tcp)
+        explain(&ssh)
+    );
+    // TLS asked for, its files missing: said before anything is sent.
+    let no_certs = cove.home.path().join("no-certs");
+    let mut tls = cove.command(&["sandbox", "create", "b3"]);
+    tls.env("DOCKER_HOST", "tcp://127.0.0.1:2376")
+        .env("DOCKER_TLS_VERIFY", "1")
+        .env("DOCKER_CERT_PATH", &no_certs);
+    let tls = tls.output().await.unwrap();
+    assert_eq!(tls.status.code(), Some(6), "{}", explain(&tls));
+    assert!(
+        String::from_utf8_lossy(&tls.stderr).contains("DOCKER_CERT_PATH"),
+        "{}",
+        explain(&tls)
     );
     let mut down = cove.command(&["sandbox", "create", "b4"]);
     down.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
