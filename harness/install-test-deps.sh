@@ -2,7 +2,8 @@
 # What the tests need besides Debian's base packages: pages written by others, for the
 # browser tests (Python's documentation and jQuery UI's demos from Debian, Swagger UI from
 # npm), and MCP implementations written by others (the reference servers from npm and PyPI,
-# the official Python SDK), and an OpenAPI validator (PyPI), pinned.
+# the official Python SDK), and an OpenAPI validator (PyPI), pinned; and the sandbox image,
+# built by a real Docker engine (sandbox-image/build-test-image.sh starts one if none runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,3 +31,6 @@ if ! [ -x target/test-deps/py/bin/python ]; then
 fi
 target/test-deps/py/bin/pip install --quiet --disable-pip-version-check \
     mcp==2.3.0 mcp-server-time==2026.10.19 openapi-spec-validator==0.9.0
+
+# The sandbox image, built and run for real by the Docker tests.
+sandbox-image/build-test-image.sh

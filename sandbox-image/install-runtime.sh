@@ -3,9 +3,7 @@
 # Python 3 with pip, Node.js with npm, the command-line tools an agent expects, tini, and
 # the non-root `agent` user owning /workspace.
 #
-# Runs as root on Debian bookworm: in the image's build (Dockerfile), and in a throwaway
-# root in the recipe check (check-recipe.sh), so the recipe is tested where no Docker
-# engine runs.
+# Runs as root on Debian bookworm, in the image's build (Dockerfile).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 

@@ -99,6 +99,14 @@ impl ScriptedDocker {
         let shared: Shared = Arc::new((Engine::default(), coved.to_path_buf()));
         let app = Router::new()
             .route("/_ping", get(|| async { "OK" }))
+            .route(
+                "/version",
+                get(|| async {
+                    axum::Json(
+                        json!({"ApiVersion": "1.47", "MinAPIVersion": "1.24", "Version": "27.3.1", "Os": "linux", "Arch": "amd64"}),
+                    )
+                }),
+            )
             .route("/containers/create", post(create))
             .route("/containers/{id}/start", post(start))
             .route("/containers/{id}/stop", post(stop))

@@ -109,7 +109,10 @@ pub struct ContainerInfo {
 /// A Docker engine.
 #[derive(Debug, Clone)]
 pub struct Docker {
-    client: bollard::Docker,
+    /// A client at bollard's own API version, until the engine's is known.
+    first: bollard::Docker,
+    /// The client at the version both speak, found on first use.
+    client: std::sync::Arc<tokio::sync::OnceCell<bollard::Docker>>,
     /// Where it is, as DOCKER_HOST says (for messages).
     host: String,
     /// The address its published ports are reached at.
@@ -195,6 +198,54 @@ fn remote_host(docker_host: &str) -> Option<String> {
     Some(host.to_string()).filter(|h| !h.is_empty())
 }
 
+/// The version an engine names in "client version 1.53 is too new. Maximum supported API
+/// version is 1.41".
+fn newest_supported(message: &str) -> Option<bollard::ClientVersion> {
+    let (_, version) = message.split_once("Maximum supported API version is ")?;
+    let version: String = version
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let (major, minor) = version.split_once('.')?;
+    Some(bollard::ClientVersion {
+        major_version: major.parse().ok()?,
+        minor_version: minor.parse().ok()?,
+    })
+}
+
+/// A client of the engine at `host` (a DOCKER_HOST value) speaking API `version`.
+fn connect_at(
+    host: &str,
+    version: &bollard::ClientVersion,
+) -> Result<bollard::Docker, DockerError> {
+    let timeout = CALL_LIMIT.as_secs();
+    let unusable = |e: BollardError| DockerError::UnsupportedHost {
+        host: host.to_string(),
+        message: e.to_string(),
+    };
+    // Set at all, as bollard (and so the first connection) reads it.
+    let tls = std::env::var_os("DOCKER_TLS_VERIFY").is_some();
+    if let Some(socket) = host.strip_prefix("unix://") {
+        return bollard::Docker::connect_with_unix(socket, timeout, version).map_err(unusable);
+    }
+    if host.starts_with("https://") || tls {
+        let certs = std::env::var_os("DOCKER_CERT_PATH")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".docker")))
+            .unwrap_or_default();
+        return bollard::Docker::connect_with_ssl(
+            host,
+            &certs.join("key.pem"),
+            &certs.join("cert.pem"),
+            &certs.join("ca.pem"),
+            timeout,
+            version,
+        )
+        .map_err(unusable);
+    }
+    bollard::Docker::connect_with_http(host, timeout, version).map_err(unusable)
+}
+
 fn is_loopback(host: &str) -> bool {
     host == "localhost"
         || host
@@ -209,7 +260,7 @@ impl Docker {
             .ok()
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "unix:///var/run/docker.sock".into());
-        let client = bollard::Docker::connect_with_host(&host)
+        let first = bollard::Docker::connect_with_host(&host)
             .map_err(|e| match e {
                 // No socket there: the engine is not running (or elsewhere).
                 BollardError::SocketNotFoundError(socket) => DockerError::Unreachable {
@@ -226,10 +277,35 @@ impl Docker {
             .filter(|h| !is_loopback(h))
             .unwrap_or_else(|| "127.0.0.1".into());
         Ok(Docker {
-            client,
+            first,
+            client: Default::default(),
             host,
             published_on,
         })
+    }
+
+    /// The client, at the API version the engine speaks: a newer engine is spoken to at
+    /// bollard's version, an older one at its own (it refuses versions newer than its own,
+    /// and the newest engines refuse very old ones, so no single version fits all).
+    async fn client(&self) -> Result<&bollard::Docker, DockerError> {
+        self.client
+            .get_or_try_init(|| async {
+                match self.first.clone().negotiate_version().await {
+                    Ok(client) => Ok(client),
+                    Err(BollardError::DockerResponseServerError {
+                        status_code: 400,
+                        message,
+                    }) => match newest_supported(&message) {
+                        Some(version) => connect_at(&self.host, &version),
+                        None => Err(DockerError::Api {
+                            status: 400,
+                            message,
+                        }),
+                    },
+                    Err(e) => Err(self.failed(e, || DockerError::NotFound("/version".into()))),
+                }
+            })
+            .await
     }
 
     /// What a failed call means for the user; `not_found` names what a 404 is about.
@@ -254,7 +330,8 @@ impl Docker {
 
     /// Checks the engine answers.
     pub async fn ping(&self) -> Result<(), DockerError> {
-        self.client
+        self.client()
+            .await?
             .ping()
             .await
             .map(|_| ())
@@ -305,7 +382,12 @@ impl Docker {
         let options = CreateContainerOptionsBuilder::default()
             .name(&container)
             .build();
-        let created = match self.client.create_container(Some(options), body).await {
+        let created = match self
+            .client()
+            .await?
+            .create_container(Some(options), body)
+            .await
+        {
             Ok(created) => created,
             Err(BollardError::DockerResponseServerError {
                 status_code: 409, ..
@@ -321,7 +403,8 @@ impl Docker {
 
     /// Starts a stopped container; answers with where coved listens once it does.
     pub async fn start(&self, id: &str) -> Result<ContainerInfo, DockerError> {
-        self.client
+        self.client()
+            .await?
             .start_container(id, None)
             .await
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))?;
@@ -341,7 +424,8 @@ impl Docker {
         let options = StopContainerOptionsBuilder::default()
             .t(i32::try_from(timeout_secs).unwrap_or(i32::MAX))
             .build();
-        self.client
+        self.client()
+            .await?
             .stop_container(id, Some(options))
             .await
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
@@ -350,7 +434,8 @@ impl Docker {
     /// Removes a container, running or not.
     pub async fn remove(&self, id: &str) -> Result<(), DockerError> {
         let options = RemoveContainerOptionsBuilder::default().force(true).build();
-        self.client
+        self.client()
+            .await?
             .remove_container(id, Some(options))
             .await
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
@@ -359,7 +444,8 @@ impl Docker {
     /// What Docker says of a container now.
     pub async fn inspect(&self, id: &str) -> Result<ContainerInfo, DockerError> {
         let inspect = self
-            .client
+            .client()
+            .await?
             .inspect_container(id, None)
             .await
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))?;
@@ -427,6 +513,16 @@ mod tests {
         .unwrap();
         assert_eq!(info_of(&stopped, "127.0.0.1").url, None);
         assert_eq!(info_of(&stopped, "127.0.0.1").status, "exited");
+    }
+
+    #[test]
+    fn an_older_engine_names_the_version_it_speaks() {
+        let v = newest_supported(
+            "client version 1.53 is too new. Maximum supported API version is 1.41",
+        )
+        .unwrap();
+        assert_eq!((v.major_version, v.minor_version), (1, 41));
+        assert!(newest_supported("No such image").is_none());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 mod mcp;
 mod page;
+mod real_docker;
 mod serve;
 mod skills;
 mod web;
