@@ -16,6 +16,10 @@ if ! [ -f /usr/share/doc/libjs-jquery-ui-docs/examples/dialog/modal-form.html ];
     # Its dependencies (libjs-jquery-ui, node-requirejs) carry the scripts the demos load.
     $sudo apt-get install -y -qq --no-install-recommends libjs-jquery-ui-docs >/dev/null
 fi
+if ! [ -x /bin/busybox ]; then
+    # A POSIX shell without bash, for coved's sessions in images that have none.
+    $sudo apt-get install -y -qq --no-install-recommends busybox-static >/dev/null
+fi
 if ! command -v npm >/dev/null 2>&1; then
     $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi

@@ -8,7 +8,9 @@
 #   wants them), so the tests reach one engine both ways;
 # - a base image: registries cannot be reached here, so a Debian bookworm root made with
 #   debootstrap is imported as cove-base:bookworm (once);
-# - coved: this workspace's build, copied into the build context (COVED_FROM=context);
+# - coved: this workspace's build, statically linked (crt-static: it runs in any image, and
+#   in the tests' root that has no C library), copied into the build context
+#   (COVED_FROM=context);
 # - the image: sandbox-image/Dockerfile with BuildKit, tagged cove-sandbox:test. Its
 #   install-runtime.sh layer is cached, so a rebuild after a change to coved is quick.
 #
@@ -73,9 +75,10 @@ if ! $sudo "$docker" image inspect "$base" >/dev/null 2>&1; then
     $sudo rm -rf "$root"
 fi
 
-step "coved (this workspace's build) into the build context"
-cargo build --quiet -p coved
-install -D -m 0755 target/debug/coved target/coved-image/coved
+step "coved, statically linked, into the build context"
+# --target keeps build scripts and proc macros dynamic; only coved is static.
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --quiet -p coved --target x86_64-unknown-linux-gnu
+install -D -m 0755 target/x86_64-unknown-linux-gnu/debug/coved target/coved-image/coved
 strip target/coved-image/coved
 
 step "docker build $image"

@@ -48,9 +48,10 @@ struct Cli {
     #[arg(long, env = "COVED_STATE_DIR")]
     state_dir: Option<PathBuf>,
 
-    /// Shell for sessions (bash).
-    #[arg(long, default_value = "/bin/bash")]
-    shell: PathBuf,
+    /// Shell for sessions: bash (default, /bin/bash), or any POSIX shell (where an image has
+    /// no bash, /bin/sh is taken: busybox ash, dash).
+    #[arg(long, env = "COVED_SHELL")]
+    shell: Option<PathBuf>,
 
     /// Most shell sessions alive at once.
     #[arg(long, default_value_t = 64)]
@@ -221,7 +222,13 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let mut config = DaemonConfig::new(cli.workspace.clone(), token);
-    config.shell = cli.shell;
+    config.shell = cli.shell.unwrap_or_else(|| {
+        ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+    });
     config.max_sessions = cli.max_sessions;
     config.output_cap = cli.max_output_bytes.max(1024);
     config.max_upload_bytes = cli.max_upload_bytes;

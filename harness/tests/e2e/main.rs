@@ -17,6 +17,7 @@ mod page;
 mod real_docker;
 mod serve;
 mod skills;
+mod static_coved;
 mod web;
 
 /// A 1x1 red PNG.

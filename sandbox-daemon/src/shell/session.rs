@@ -22,6 +22,8 @@ use crate::random::random_hex;
 use crate::timestamp::rfc3339;
 
 const INIT_TEMPLATE: &str = include_str!("session_init.bash");
+/// The same for a POSIX shell without bash (busybox ash, dash).
+const POSIX_INIT_TEMPLATE: &str = include_str!("session_init.sh");
 /// How long a fresh shell may take to show its first prompt.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the end-of-output marker once the exit status is in. The marker only
@@ -35,6 +37,29 @@ const SIGNAL_START_WAIT: Duration = Duration::from_secs(5);
 const EXEC_WAIT: Duration = Duration::from_millis(500);
 /// Finished commands remembered, so a waiter can still find its result after a newer start.
 const HISTORY: usize = 4;
+
+/// Which shell language a session speaks to its shell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// bash: PROMPT_COMMAND, `read -d`, `--rcfile`.
+    Bash,
+    /// Any POSIX shell: PS1's command substitution, `.`, `$ENV`.
+    Posix,
+}
+
+impl Dialect {
+    fn of(shell: &std::path::Path) -> Dialect {
+        let name = shell
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.contains("bash") {
+            Dialect::Bash
+        } else {
+            Dialect::Posix
+        }
+    }
+}
 
 /// Settings shared by every session of a daemon.
 #[derive(Debug, Clone)]
@@ -313,10 +338,13 @@ impl Session {
             });
             seq
         };
-        let read_and_eval = format!(
-            "IFS= read -r -d '' __cove_cmd <{}; __cove_restore; eval \"$__cove_cmd\"",
-            shell_quote(&self.dir.join("cmd").to_string_lossy())
-        );
+        let command_file = shell_quote(&self.dir.join("cmd").to_string_lossy());
+        let read_and_eval = match Dialect::of(&self.settings.shell) {
+            Dialect::Bash => format!(
+                "IFS= read -r -d '' __cove_cmd <{command_file}; __cove_restore; eval \"$__cove_cmd\""
+            ),
+            Dialect::Posix => format!(". {command_file}"),
+        };
         let line = match cwd {
             Some(cwd) => {
                 let dir = self.settings.workspace.join(cwd);
@@ -328,8 +356,12 @@ impl Session {
             None => format!("__cove_seq={seq}; __cove_begin; {read_and_eval}\n"),
         };
         // The empty line first: after an unmatched quote inside `eval`, bash 5.2 echoes a word
-        // of the next line it reads into the output. An empty line has no word to echo.
-        let line = format!("\n{line}");
+        // of the next line it reads into the output. An empty line has no word to echo. (A
+        // POSIX shell needs none, and its empty prompt would only repeat the last report.)
+        let line = match Dialect::of(&self.settings.shell) {
+            Dialect::Bash => format!("\n{line}"),
+            Dialect::Posix => line,
+        };
         if let Err(e) = self.write_tty(line.as_bytes()) {
             let mut st = self.shared.lock();
             st.running = None;
@@ -593,10 +625,18 @@ fn start_shell(
     )
     .map_err(std::io::Error::from)?;
     let secret = random_hex(16);
-    let init = INIT_TEMPLATE
+    let dialect = Dialect::of(&settings.shell);
+    let template = match dialect {
+        Dialect::Bash => INIT_TEMPLATE,
+        Dialect::Posix => POSIX_INIT_TEMPLATE,
+    };
+    let init = template
         .replace("@MARK@", &secret)
         .replace("@FIFO@", &fifo.to_string_lossy().replace('\'', "'\\''"));
-    let init_path = dir.join("init.bash");
+    let init_path = dir.join(match dialect {
+        Dialect::Bash => "init.bash",
+        Dialect::Posix => "init.sh",
+    });
     std::fs::write(&init_path, init)?;
 
     let shared = Arc::new(Shared {
@@ -636,9 +676,18 @@ fn start_shell(
         })
         .map_err(|e| ShellError::Unavailable(format!("cannot open a PTY: {e}")))?;
     let mut cmd = CommandBuilder::new(&settings.shell);
-    cmd.args(["--noprofile", "--noediting", "--rcfile"]);
-    cmd.arg(&init_path);
-    cmd.arg("-i");
+    match dialect {
+        Dialect::Bash => {
+            cmd.args(["--noprofile", "--noediting", "--rcfile"]);
+            cmd.arg(&init_path);
+            cmd.arg("-i");
+        }
+        Dialect::Posix => {
+            // An interactive POSIX shell reads the file $ENV names before its first prompt.
+            cmd.env("ENV", &init_path);
+            cmd.arg("-i");
+        }
+    }
     cmd.cwd(&settings.workspace);
     for secret_var in ["COVE_TOKEN", "COVE_TOKEN_FILE"] {
         cmd.env_remove(secret_var);

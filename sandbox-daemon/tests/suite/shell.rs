@@ -587,3 +587,64 @@ async fn bad_shell_requests_are_refused_clearly() {
         );
     }
 }
+
+/// A POSIX shell without bash, as in images that have none: Debian's busybox (ash).
+async fn busybox_daemon() -> (DaemonProcess, tempfile::TempDir) {
+    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("busybox is missing: the POSIX-shell tests need it (Debian: apt-get install busybox-static)");
+    let dir = tempfile::tempdir().unwrap();
+    // busybox picks the applet by the name it is called with.
+    let sh = dir.path().join("sh");
+    std::os::unix::fs::symlink(busybox, &sh).unwrap();
+    let daemon = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--shell")
+        .arg(&sh)
+        .spawn()
+        .await
+        .expect("coved starts");
+    (daemon, dir)
+}
+
+#[tokio::test]
+async fn a_posix_shell_without_bash_runs_commands_with_exact_codes_and_state() {
+    let (d, _dir) = busybox_daemon().await;
+    let (out, code) = run(&d.client, "ash", "echo hello from ${0##*/}").await;
+    assert_eq!(code, Some(0));
+    assert_eq!(out.trim(), "hello from sh", "no echo, no prompt: {out:?}");
+    let (_, code) = run(&d.client, "ash", "false").await;
+    assert_eq!(code, Some(1));
+    let (_, code) = run(&d.client, "ash", "exit_with() { return $1; }; exit_with 7").await;
+    assert_eq!(code, Some(7));
+    // State persists between commands of a session: variables, functions, the folder.
+    run(
+        &d.client,
+        "ash",
+        "mkdir -p sub && cd sub && X=kept && greet() { echo hi $1; }",
+    )
+    .await;
+    let (out, _) = run(&d.client, "ash", "echo $X $(basename $PWD); greet there").await;
+    assert_eq!(out.trim(), "kept sub\nhi there");
+    // A multi-line command and a syntax error are one command each.
+    let (out, code) = run(&d.client, "ash", "for i in 1 2 3\ndo\n  echo n$i\ndone").await;
+    assert_eq!((out.trim(), code), ("n1\nn2\nn3", Some(0)));
+    let (_, code) = run(&d.client, "ash", "if then fi").await;
+    assert_ne!(code, Some(0));
+    let (out, code) = run(&d.client, "ash", "echo still fine").await;
+    assert_eq!((out.trim(), code), ("still fine", Some(0)));
+    // A command that times out keeps running and is finished later.
+    let out = d
+        .client
+        .exec(
+            &ExecRequest::new("sleep 1.5; echo late")
+                .in_session("ash")
+                .with_timeout(1),
+        )
+        .await
+        .unwrap();
+    assert!(!out.completed);
+    let done = until_idle(&d, "ash", out.output_offset).await;
+    assert!(done.output.contains("late"), "{done:?}");
+    assert_eq!(done.exit_code, Some(0));
+}
