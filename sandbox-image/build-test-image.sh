@@ -70,6 +70,9 @@ fi
 if ! $sudo "$docker" image inspect "$base" >/dev/null 2>&1; then
     step "debootstrap bookworm and import it as $base"
     root="$(mktemp -d /tmp/cove-base.XXXXXX)"
+    # mktemp makes it 0700, and it becomes the image's /: a user other than root could not
+    # reach anything (Docker's init bind-mounted at /sbin/docker-init included).
+    chmod 0755 "$root"
     $sudo debootstrap --variant=minbase bookworm "$root" "$mirror" >/dev/null
     $sudo tar -C "$root" -c . | $sudo "$docker" import - "$base" >/dev/null
     $sudo rm -rf "$root"

@@ -360,6 +360,20 @@ async fn a_restarted_server_marks_the_run_interrupted_and_resumes_it_on_request(
     let mut sse = server.stream(&thread, None).await;
     let before = sse.until("tool_started").await;
     let seen = before.last().unwrap().0;
+    // Killed during the command: once the answer that started it is stored (a call starts
+    // while its answer still streams, and a call never stored cannot be told of).
+    for _ in 0..200 {
+        let (_, messages) = server.get(&format!("/v1/threads/{thread}/messages")).await;
+        let stored = messages["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["kind"] == "assistant" && m.to_string().contains("sleep 30"));
+        if stored {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     server.kill().await;
 
     cove.llm.push_fn(|request| {
