@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod docker;
 pub mod firefox;
 pub mod images;
+pub mod kube_api;
 pub mod live;
 pub mod llm;
 pub mod mcp_servers;

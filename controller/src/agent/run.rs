@@ -541,12 +541,30 @@ impl Agent {
             return Ok(());
         };
         let env = self.tool_env(live);
+        // The calls the stored answers made (native calls name theirs).
+        let stored_calls: std::collections::HashSet<String> = live
+            .history
+            .iter()
+            .flat_map(|e| e.message().tool_calls.iter().map(|c| c.id.clone()))
+            .collect();
         for request in self.store.unapplied_requests(&live.thread.id)? {
             let (call_id, tool, args) = (
                 request.call_id.clone(),
                 request.tool.clone(),
                 request.arguments.clone(),
             );
+            if self.config.mode == ToolMode::Native && !stored_calls.contains(&call_id) {
+                // The process stopped while the model still wrote the answer that made the
+                // call: the answer was never stored, so its call is no one's to run.
+                self.store.mark_applied(&live.thread.id, &request.id)?;
+                live.emitter.emit(EventKind::Error {
+                    message: format!(
+                        "a {tool} call waiting for permission belonged to an answer that was never stored (Cove stopped while the model wrote it); it was not run"
+                    ),
+                    fatal: false,
+                });
+                continue;
+            }
             let result = match gate.resume(request).await {
                 Err(refused) => {
                     announce_end(&live.emitter, call_id.clone(), tool.clone(), &refused);
@@ -940,12 +958,16 @@ impl Agent {
         text: &str,
         grant: &TakeoverGrant,
     ) -> Result<AfterTakeover, RunError> {
-        live.emitter.emit(EventKind::Takeover {
-            text: text.to_string(),
-            url: Some(grant.url.clone()),
-            token: Some(grant.token.clone()),
-            expires_at: Some(grant.expires_at.clone()),
-        });
+        let emitter = live.emitter.clone();
+        // Told once the wait is recorded, so an answer from anywhere finds it.
+        let announce = move || {
+            emitter.emit(EventKind::Takeover {
+                text: text.to_string(),
+                url: Some(grant.url.clone()),
+                token: Some(grant.token.clone()),
+                expires_at: Some(grant.expires_at.clone()),
+            });
+        };
         let back = wait_for_hand_back(
             &self.sandbox,
             &self.store,
@@ -953,6 +975,7 @@ impl Agent {
             &live.run_id,
             grant,
             &live.control,
+            announce,
         )
         .await?;
         let note = match &back {

@@ -68,7 +68,8 @@ impl HandBack {
     }
 }
 
-/// Waits until the takeover `grant` ends, or a reply arrives for the thread.
+/// Waits until the takeover `grant` ends, or a reply arrives for the thread; `announce`
+/// tells the person once the wait is recorded.
 pub(crate) async fn wait_for_hand_back(
     sandbox: &CovedClient,
     store: &Store,
@@ -76,10 +77,12 @@ pub(crate) async fn wait_for_hand_back(
     run: &str,
     grant: &TakeoverGrant,
     control: &RunControl,
+    announce: impl FnOnce(),
 ) -> Result<HandBack, StoreError> {
     let after = store.begin_wait(thread, run)?;
     // Ends the wait however this future ends, a stopped run included.
     let _wait = WaitRecord { store, thread };
+    announce();
     wait(sandbox, store, thread, after, grant, control).await
 }
 

@@ -11,6 +11,7 @@ use crate::llm::LlmError;
 use crate::llm::choice::ChoiceError;
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::DockerError;
+use crate::sandbox::kubernetes::KubeError;
 use crate::store::{PlanError, StoreError};
 
 /// Exit codes of `cove`, one per outcome a script may act on.
@@ -155,6 +156,20 @@ impl From<DockerError> for CliError {
             DockerError::Unhealthy { .. } | DockerError::Api { .. } => {
                 CliError::Failed(e.to_string())
             }
+        }
+    }
+}
+
+impl From<KubeError> for CliError {
+    fn from(e: KubeError) -> Self {
+        match e {
+            KubeError::NoConfig(_) => CliError::Setup(e.to_string()),
+            KubeError::Unreachable(_) | KubeError::Forward { .. } => {
+                CliError::Unreachable(e.to_string())
+            }
+            KubeError::Conflict { .. } => CliError::Usage(e.to_string()),
+            KubeError::Api { code: 404, .. } => CliError::NotFound(e.to_string()),
+            KubeError::Api { .. } | KubeError::NotReady { .. } => CliError::Failed(e.to_string()),
         }
     }
 }

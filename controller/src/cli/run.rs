@@ -317,7 +317,9 @@ async fn open_sandbox(
     let spec = SandboxSpec::from_label(&thread.sandbox);
     let token = args.sandbox_token.clone().or_else(|| match &spec {
         SandboxSpec::Remote { url } => inv.file.token_for(url),
-        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } => None,
+        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } | SandboxSpec::Kubernetes { .. } => {
+            None
+        }
     });
     let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
     if answering

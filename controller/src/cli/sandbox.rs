@@ -1,5 +1,5 @@
-//! `cove sandbox up|status|ls|create|start|stop|rm`: local sandboxes for other tools, and
-//! sandbox containers made with Docker.
+//! `cove sandbox up|status|ls|create|start|stop|rm|gc`: local sandboxes for other tools,
+//! and sandboxes Cove makes: Docker containers and Kubernetes Pods.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +13,7 @@ use serde_json::json;
 use super::sandbox_choice::{self, SandboxArgs, coved_log};
 use super::{CliError, Invocation};
 use crate::sandbox::docker::{ContainerSpec, Docker, DockerError, parse_size};
+use crate::sandbox::kubernetes::{Kubernetes, PodPlan, PodState, pod_name};
 use crate::sandbox::{LocalDaemon, SandboxSpec};
 use crate::store::{ManagedSandbox, now_ms};
 
@@ -34,26 +35,52 @@ pub(super) enum SandboxCommand {
     },
     /// List the sandboxes named in cove.toml and those Cove made, with health and version.
     Ls,
-    /// Make a sandbox container with Docker (the Engine API at DOCKER_HOST) and start it.
+    /// Make a sandbox and start it: a Docker container (the Engine API at DOCKER_HOST), or
+    /// with --kubernetes a Pod (credentials as kubectl finds them).
     Create {
         /// The sandbox's name, for --sandbox NAME.
         name: String,
         /// The sandbox image (build it from sandbox-image/).
         #[arg(long, default_value = crate::sandbox::docker::DEFAULT_IMAGE)]
         image: String,
-        /// Memory limit (512m, 4g).
+        /// Memory limit (512m, 4g, 4Gi).
         #[arg(long)]
         memory: Option<String>,
-        /// CPU limit in cores.
-        #[arg(long)]
+        /// CPU limit in cores (2, 0.5).
+        #[arg(long, visible_alias = "cpu")]
         cpus: Option<f64>,
+        /// Make a Pod in Kubernetes instead of a Docker container.
+        #[arg(long)]
+        kubernetes: bool,
+        /// Kubernetes: the namespace (default: the kubeconfig context's).
+        #[arg(long, requires = "kubernetes")]
+        namespace: Option<String>,
+        /// Kubernetes: a volume of this size (10Gi) holds the workspace; it outlives the Pod
+        /// (stop, eviction). Without one the workspace goes with the Pod.
+        #[arg(long, requires = "kubernetes")]
+        storage: Option<String>,
+        /// Kubernetes: the Pod ends this many seconds after it starts (activeDeadlineSeconds).
+        #[arg(long, requires = "kubernetes")]
+        deadline_secs: Option<i64>,
     },
-    /// Start a stopped Docker sandbox.
+    /// Start a stopped sandbox (a Kubernetes one's Pod is made again).
     Start { name: String },
-    /// Stop a Docker sandbox (its files stay in the container).
+    /// Stop a sandbox: a Docker one keeps its files in the container; a Kubernetes one's
+    /// Pod goes, and its files with it unless it has a volume.
     Stop { name: String },
-    /// Remove a Docker sandbox and its container.
+    /// Remove a sandbox and what it is made of.
     Rm { name: String },
+    /// Remove Kubernetes Pods, Secrets and volumes Cove made for sandboxes it no longer
+    /// knows (left by a failed create, a removed database, another machine's Cove).
+    Gc {
+        /// Namespaces to look in (default: those of Cove's Kubernetes sandboxes and the
+        /// kubeconfig context's).
+        #[arg(long)]
+        namespace: Vec<String>,
+        /// Only list what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Runs a `cove sandbox` command.
@@ -67,10 +94,23 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             image,
             memory,
             cpus,
-        } => create(inv, &name, image, memory.as_deref(), cpus).await,
+            kubernetes,
+            namespace,
+            storage,
+            deadline_secs,
+        } => {
+            let sizes = Sizes::read(memory.as_deref(), cpus, storage.as_deref())?;
+            check_name(inv, &name, kubernetes)?;
+            if kubernetes {
+                create_pod(inv, &name, image, sizes, namespace, deadline_secs).await
+            } else {
+                create(inv, &name, image, sizes).await
+            }
+        }
         SandboxCommand::Start { name } => start(inv, &name).await,
         SandboxCommand::Stop { name } => stop(inv, &name).await,
         SandboxCommand::Rm { name } => remove(inv, &name).await,
+        SandboxCommand::Gc { namespace, dry_run } => gc(inv, namespace, dry_run).await,
     }
 }
 
@@ -147,9 +187,72 @@ async fn status(inv: &Invocation, args: &SandboxArgs) -> Result<ExitCode, CliErr
 fn managed(inv: &Invocation, name: &str) -> Result<ManagedSandbox, CliError> {
     inv.store.sandbox(name)?.ok_or_else(|| {
         CliError::NotFound(format!(
-            "no Docker sandbox {name}; `cove sandbox ls` lists them"
+            "no sandbox {name} made by Cove; `cove sandbox ls` lists them"
         ))
     })
+}
+
+/// The sizes a new sandbox asks for.
+struct Sizes {
+    memory_bytes: Option<i64>,
+    cpus: Option<f64>,
+    storage_bytes: Option<i64>,
+}
+
+impl Sizes {
+    fn read(
+        memory: Option<&str>,
+        cpus: Option<f64>,
+        storage: Option<&str>,
+    ) -> Result<Sizes, CliError> {
+        let size = |flag: &str, value: &str| {
+            parse_size(value).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--{flag} {value:?} is not a size like 512m, 4g or 10Gi"
+                ))
+            })
+        };
+        if let Some(c) = cpus
+            && !(c > 0.0 && c <= 1024.0)
+        {
+            return Err(CliError::Usage(format!("--cpus {c} is not a CPU count")));
+        }
+        Ok(Sizes {
+            memory_bytes: memory.map(|m| size("memory", m)).transpose()?,
+            cpus,
+            storage_bytes: storage.map(|s| size("storage", s)).transpose()?,
+        })
+    }
+}
+
+/// Refuses a name that cannot be a sandbox's (for Kubernetes, one that cannot name its
+/// objects) or that is taken.
+fn check_name(inv: &Invocation, name: &str, kubernetes: bool) -> Result<(), CliError> {
+    let valid = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || (c == '_' && !kubernetes))
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && (!kubernetes || (name.chars().all(|c| !c.is_ascii_uppercase()) && !name.ends_with('-')));
+    if !valid {
+        return Err(CliError::Usage(if kubernetes {
+            format!(
+                "{name:?} is not a sandbox name for Kubernetes: use lower-case letters, digits and - (at most 40, not ending in -)"
+            )
+        } else {
+            format!("{name:?} is not a sandbox name: use letters, digits, - and _ (at most 40)")
+        }));
+    }
+    if inv.file.sandboxes.contains_key(name) || inv.store.sandbox(name)?.is_some() {
+        return Err(CliError::Usage(format!(
+            "a sandbox named {name} exists already"
+        )));
+    }
+    Ok(())
 }
 
 /// `cove sandbox create NAME`
@@ -157,47 +260,15 @@ async fn create(
     inv: &Invocation,
     name: &str,
     image: String,
-    memory: Option<&str>,
-    cpus: Option<f64>,
+    sizes: Sizes,
 ) -> Result<ExitCode, CliError> {
-    let valid = !name.is_empty()
-        && name.len() <= 60
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-    if !valid {
-        return Err(CliError::Usage(format!(
-            "{name:?} is not a sandbox name: use letters, digits, - and _ (at most 60)"
-        )));
-    }
-    if inv.file.sandboxes.contains_key(name) || inv.store.sandbox(name)?.is_some() {
-        return Err(CliError::Usage(format!(
-            "a sandbox named {name} exists already"
-        )));
-    }
-    let memory_bytes = memory
-        .map(|m| {
-            parse_size(m).ok_or_else(|| {
-                CliError::Usage(format!("--memory {m:?} is not a size like 512m or 4g"))
-            })
-        })
-        .transpose()?;
-    if let Some(c) = cpus
-        && !(c > 0.0 && c <= 1024.0)
-    {
-        return Err(CliError::Usage(format!("--cpus {c} is not a CPU count")));
-    }
     let docker = Docker::from_env()?;
     docker.ping().await?;
     let token = crate::store::new_id(32);
     let spec = ContainerSpec {
         image: image.clone(),
-        memory_bytes,
-        cpus,
+        memory_bytes: sizes.memory_bytes,
+        cpus: sizes.cpus,
         ..ContainerSpec::default()
     };
     inv.printer
@@ -211,6 +282,7 @@ async fn create(
         token,
         image,
         created_at: now_ms(),
+        spec: None,
     })?;
     let url = info.url.unwrap_or_default();
     inv.printer.result(
@@ -220,9 +292,82 @@ async fn create(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `cove sandbox create NAME --kubernetes`
+async fn create_pod(
+    inv: &Invocation,
+    name: &str,
+    image: String,
+    sizes: Sizes,
+    namespace: Option<String>,
+    deadline_secs: Option<i64>,
+) -> Result<ExitCode, CliError> {
+    if deadline_secs.is_some_and(|d| d < 1) {
+        return Err(CliError::Usage("--deadline-secs must be 1 or more".into()));
+    }
+    let kube = Kubernetes::from_env(None).await?;
+    let plan = PodPlan {
+        namespace: namespace.unwrap_or_else(|| kube.default_namespace.clone()),
+        image: image.clone(),
+        cpu: sizes.cpus.map(crate::sandbox::kubernetes::cpu_quantity),
+        memory_bytes: sizes.memory_bytes,
+        storage_bytes: sizes.storage_bytes,
+        deadline_secs,
+        shm_bytes: ContainerSpec::default().shm_bytes,
+    };
+    let token = crate::store::new_id(32);
+    inv.printer.note(&format!(
+        "creating sandbox {name} in Kubernetes namespace {} from {image}",
+        plan.namespace
+    ));
+    if let Err(e) = kube.create(name, &token, &plan).await {
+        // Nothing half made stays behind (a claim made before the Pod failed, say).
+        if !matches!(e, crate::sandbox::kubernetes::KubeError::Conflict { .. }) {
+            let _ = kube.remove(name, &plan.namespace).await;
+        }
+        return Err(e.into());
+    }
+    inv.store.add_sandbox(&ManagedSandbox {
+        name: name.to_string(),
+        provider: "kubernetes".into(),
+        container_id: format!("{}/{}", plan.namespace, pod_name(name)),
+        url: None,
+        token,
+        image,
+        created_at: now_ms(),
+        spec: serde_json::to_string(&plan).ok(),
+    })?;
+    inv.printer.result(
+        &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name)}),
+        |_| {
+            format!(
+                "sandbox {name} runs in Pod {} (namespace {}); use it with: cove run --sandbox {name} \"...\"",
+                pod_name(name),
+                plan.namespace
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `cove sandbox start NAME`
 async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
+    if sandbox.provider == "kubernetes" {
+        let plan = sandbox_choice::pod_plan(&sandbox)?;
+        let kube = Kubernetes::from_env(None).await?;
+        let started = kube.ensure_running(name, &sandbox.token, &plan).await?;
+        inv.printer.result(
+            &json!({"name": name, "running": true, "remade": started.remade, "lost_workspace": started.lost_workspace}),
+            |_| {
+                if started.lost_workspace {
+                    format!("sandbox {name} runs again, with an empty workspace (it has no volume)")
+                } else {
+                    format!("sandbox {name} runs in Pod {}", pod_name(name))
+                }
+            },
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let docker = Docker::from_env()?;
     let info = docker.start(&sandbox.container_id).await?;
     inv.store.set_sandbox_url(name, info.url.as_deref())?;
@@ -237,6 +382,25 @@ async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
 /// `cove sandbox stop NAME`
 async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
+    if sandbox.provider == "kubernetes" {
+        let plan = sandbox_choice::pod_plan(&sandbox)?;
+        Kubernetes::from_env(None)
+            .await?
+            .stop(name, &plan.namespace)
+            .await?;
+        inv.printer
+            .result(&json!({"name": name, "running": false}), |_| {
+                let kept = if plan.storage_bytes.is_some() {
+                    "its workspace stays on its volume"
+                } else {
+                    "its workspace went with it (no volume)"
+                };
+                format!(
+                    "sandbox {name} stopped: its Pod is gone and {kept}; `cove sandbox start {name}` (or a run on it) makes it again"
+                )
+            });
+        return Ok(ExitCode::SUCCESS);
+    }
     let docker = Docker::from_env()?;
     docker.stop(&sandbox.container_id, 10).await?;
     inv.store.set_sandbox_url(name, None)?;
@@ -252,17 +416,74 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
 /// `cove sandbox rm NAME`
 async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
-    let docker = Docker::from_env()?;
-    match docker.remove(&sandbox.container_id).await {
-        // Removed outside Cove already: forget it all the same.
-        Ok(()) | Err(DockerError::NotFound(_)) => {}
-        Err(e) => return Err(e.into()),
+    if sandbox.provider == "kubernetes" {
+        let plan = sandbox_choice::pod_plan(&sandbox)?;
+        Kubernetes::from_env(None)
+            .await?
+            .remove(name, &plan.namespace)
+            .await?;
+    } else {
+        let docker = Docker::from_env()?;
+        match docker.remove(&sandbox.container_id).await {
+            // Removed outside Cove already: forget it all the same.
+            Ok(()) | Err(DockerError::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     inv.store.remove_sandbox(name)?;
     inv.printer
         .result(&json!({"name": name, "removed": true}), |_| {
             format!("sandbox {name} removed")
         });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox gc`: Cove's Kubernetes objects whose sandbox Cove no longer knows.
+async fn gc(
+    inv: &Invocation,
+    namespaces: Vec<String>,
+    dry_run: bool,
+) -> Result<ExitCode, CliError> {
+    let kube = Kubernetes::from_env(None).await?;
+    let made = inv.store.sandboxes()?;
+    let known: Vec<String> = made
+        .iter()
+        .filter(|s| s.provider == "kubernetes")
+        .map(|s| s.name.clone())
+        .collect();
+    let mut namespaces = namespaces;
+    if namespaces.is_empty() {
+        namespaces.push(kube.default_namespace.clone());
+        for sandbox in made.iter().filter(|s| s.provider == "kubernetes") {
+            if let Ok(plan) = sandbox_choice::pod_plan(sandbox)
+                && !namespaces.contains(&plan.namespace)
+            {
+                namespaces.push(plan.namespace);
+            }
+        }
+    }
+    let mut removed = Vec::new();
+    for namespace in &namespaces {
+        for (kind, name) in kube.leftovers(namespace, &known).await? {
+            if !dry_run {
+                kube.delete(namespace, kind, &name).await?;
+            }
+            removed.push(json!({"namespace": namespace, "kind": kind, "name": name}));
+        }
+    }
+    let verb = if dry_run { "would remove" } else { "removed" };
+    inv.printer.list(
+        &removed,
+        "nothing to remove: every Pod, Secret and volume Cove made belongs to a sandbox it knows",
+        |row| {
+            format!(
+                "{verb} {} {}/{}",
+                row["kind"].as_str().unwrap_or_default(),
+                row["namespace"].as_str().unwrap_or_default(),
+                row["name"].as_str().unwrap_or_default()
+            )
+        },
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -320,6 +541,27 @@ async fn check(url: &str, token: &str) -> Result<InfoResponse, String> {
     }
 }
 
+/// How a Kubernetes sandbox stands: its Pod's state, and coved's answer when it is ready.
+async fn pod_row_state(
+    kube: &Kubernetes,
+    sandbox: &ManagedSandbox,
+) -> Result<InfoResponse, String> {
+    let plan = sandbox_choice::pod_plan(sandbox).map_err(|e| e.to_string())?;
+    match kube.state(&sandbox.name, &plan.namespace).await {
+        Err(e) => Err(e.to_string()),
+        Ok(PodState::Missing) => Err("stopped (no Pod)".into()),
+        Ok(PodState::Starting(phase)) => Err(format!("Pod {phase}")),
+        Ok(PodState::Failed(why)) => Err(format!("Pod ended: {why}")),
+        Ok(PodState::Ready { ip }) => {
+            let tunnel = kube
+                .connect(&sandbox.name, &plan.namespace, ip.as_deref())
+                .await
+                .map_err(|e| e.to_string())?;
+            check(&tunnel.url, &sandbox.token).await
+        }
+    }
+}
+
 /// `cove sandbox ls`: every named and every Docker sandbox, checked at once; exits with 1
 /// when one is down.
 async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
@@ -333,34 +575,62 @@ async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
         }
     });
     let docker = Docker::from_env().ok();
-    let made = managed.iter().map(|s| {
-        let docker = docker.clone();
-        async move {
-            let state = match &docker {
-                None => Err("DOCKER_HOST is not a unix:// socket".to_string()),
-                Some(docker) => match docker.inspect(&s.container_id).await {
-                    Err(e) => Err(e.to_string()),
-                    Ok(info) if !info.running => Err(format!("container {}", info.status)),
-                    Ok(info) => match info.url {
-                        Some(url) => check(&url, &s.token).await,
-                        None => Err("no published port".to_string()),
-                    },
-                },
-            };
-            Row {
-                name: s.name.clone(),
-                kind: "docker",
-                url: s.url.clone().unwrap_or_default(),
-                state,
+    let kube = if managed.iter().any(|s| s.provider == "kubernetes") {
+        Some(Kubernetes::from_env(None).await.map_err(|e| e.to_string()))
+    } else {
+        None
+    };
+    let pods = managed
+        .iter()
+        .filter(|s| s.provider == "kubernetes")
+        .map(|s| {
+            let kube = kube.clone();
+            async move {
+                let state = match kube {
+                    Some(Ok(kube)) => pod_row_state(&kube, s).await,
+                    Some(Err(e)) => Err(e),
+                    None => Err("no Kubernetes credentials".to_string()),
+                };
+                Row {
+                    name: s.name.clone(),
+                    kind: "k8s",
+                    url: s.container_id.clone(),
+                    state,
+                }
             }
-        }
-    });
+        });
+    let made = managed
+        .iter()
+        .filter(|s| s.provider != "kubernetes")
+        .map(|s| {
+            let docker = docker.clone();
+            async move {
+                let state = match &docker {
+                    None => Err("DOCKER_HOST cannot be used".to_string()),
+                    Some(docker) => match docker.inspect(&s.container_id).await {
+                        Err(e) => Err(e.to_string()),
+                        Ok(info) if !info.running => Err(format!("container {}", info.status)),
+                        Ok(info) => match info.url {
+                            Some(url) => check(&url, &s.token).await,
+                            None => Err("no published port".to_string()),
+                        },
+                    },
+                };
+                Row {
+                    name: s.name.clone(),
+                    kind: "docker",
+                    url: s.url.clone().unwrap_or_default(),
+                    state,
+                }
+            }
+        });
     let mut rows = futures_util::future::join_all(named).await;
     rows.extend(futures_util::future::join_all(made).await);
+    rows.extend(futures_util::future::join_all(pods).await);
     let all_up = rows.iter().all(|row| row.state.is_ok());
     inv.printer.list(
         &rows,
-        "No sandboxes yet. Name one in cove.toml:\n\n[sandboxes.build-1]\nurl = \"http://10.0.0.7:7700\"\ntoken = \"...\"\n\nor make one with Docker: cove sandbox create build-1",
+        "No sandboxes yet. Name one in cove.toml:\n\n[sandboxes.build-1]\nurl = \"http://10.0.0.7:7700\"\ntoken = \"...\"\n\nor make one with Docker (cove sandbox create build-1) or Kubernetes (cove sandbox create build-1 --kubernetes)",
         Row::line,
     );
     Ok(if all_up {

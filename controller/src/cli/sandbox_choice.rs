@@ -1,6 +1,7 @@
-//! Which sandbox a command works in (`--sandbox`, `cove.toml`, a Docker sandbox's name, or a
-//! local one) and opening it: a stopped Docker sandbox is started first, then reached at its
-//! current URL.
+//! Which sandbox a command works in (`--sandbox`, `cove.toml`, the name of a sandbox Cove
+//! made with Docker or Kubernetes, `k8s:NAME`, or a local one) and opening it: a stopped
+//! Docker sandbox is started first, then reached at its current URL; a Kubernetes sandbox's
+//! Pod is made again if it is gone (stopped, evicted), then reached through port-forward.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,9 @@ use clap::Args;
 use super::{CliError, Invocation};
 use crate::config;
 use crate::sandbox::docker::Docker;
+use crate::sandbox::kubernetes::{Kubernetes, PodPlan};
 use crate::sandbox::{Sandbox, SandboxSpec};
+use crate::store::ManagedSandbox;
 
 /// The flags that choose a sandbox.
 #[derive(Debug, Clone, Args)]
@@ -38,13 +41,29 @@ pub(super) fn choose(
     default_workspace: impl FnOnce() -> PathBuf,
 ) -> Result<(SandboxSpec, Option<String>), CliError> {
     let choice = args.sandbox.clone().or_else(|| inv.file.sandbox.clone());
+    if let Some(name) = choice.as_deref().and_then(|c| c.strip_prefix("k8s:")) {
+        return match inv.store.sandbox(name)? {
+            Some(made) if made.provider == "kubernetes" => Ok((
+                SandboxSpec::Kubernetes {
+                    name: name.to_string(),
+                },
+                None,
+            )),
+            _ => Err(CliError::NotFound(format!(
+                "no Kubernetes sandbox {name}: make it with `cove sandbox create {name} --kubernetes`"
+            ))),
+        };
+    }
     if let Some(name) = choice.as_deref()
         && !inv.file.sandboxes.contains_key(name)
-        && inv.store.sandbox(name)?.is_some()
+        && let Some(made) = inv.store.sandbox(name)?
     {
+        let name = name.to_string();
         return Ok((
-            SandboxSpec::Docker {
-                name: name.to_string(),
+            if made.provider == "kubernetes" {
+                SandboxSpec::Kubernetes { name }
+            } else {
+                SandboxSpec::Docker { name }
             },
             None,
         ));
@@ -111,6 +130,9 @@ pub(super) async fn open(
     token: Option<String>,
     log: Option<&Path>,
 ) -> Result<Sandbox, CliError> {
+    if let SandboxSpec::Kubernetes { name } = &spec {
+        return open_pod(inv, name).await;
+    }
     let SandboxSpec::Docker { name } = &spec else {
         return Ok(Sandbox::open(spec, token, log).await?);
     };
@@ -133,4 +155,55 @@ pub(super) async fn open(
     // Threads remember the name, not the URL of this start.
     sandbox.spec = spec;
     Ok(sandbox)
+}
+
+/// The plan a Kubernetes sandbox was made with.
+pub(super) fn pod_plan(made: &ManagedSandbox) -> Result<PodPlan, CliError> {
+    made.spec
+        .as_deref()
+        .and_then(|spec| serde_json::from_str(spec).ok())
+        .ok_or_else(|| {
+            CliError::Failed(format!(
+                "sandbox {} has no Pod plan recorded; remove it (`cove sandbox rm {}`) and make it again",
+                made.name, made.name
+            ))
+        })
+}
+
+/// Opens Kubernetes sandbox `name`: its Pod is made again if it is gone, then coved is
+/// reached (port-forward from outside the cluster, the Pod's address inside).
+async fn open_pod(inv: &Invocation, name: &str) -> Result<Sandbox, CliError> {
+    let made = inv.store.sandbox(name)?.ok_or_else(|| {
+        CliError::NotFound(format!(
+            "no sandbox {name}: it was removed; `cove sandbox ls` lists what there is"
+        ))
+    })?;
+    let plan = pod_plan(&made)?;
+    let kube = Kubernetes::from_env(None).await?;
+    let started = kube.ensure_running(name, &made.token, &plan).await?;
+    if started.remade {
+        let why = started
+            .why
+            .as_deref()
+            .map(|w| format!(" (its Pod had ended: {w})"))
+            .unwrap_or_default();
+        inv.printer.note(&if started.lost_workspace {
+            format!(
+                "sandbox {name} was started again{why} and lost its workspace: it has no volume (make it with --storage to keep one)"
+            )
+        } else {
+            format!("sandbox {name} was started again{why}; its workspace is on its volume")
+        });
+    }
+    let tunnel = kube
+        .connect(name, &plan.namespace, started.ip.as_deref())
+        .await?;
+    Ok(Sandbox::through(
+        tunnel,
+        made.token.clone(),
+        SandboxSpec::Kubernetes {
+            name: name.to_string(),
+        },
+    )
+    .await?)
 }

@@ -1,8 +1,9 @@
 //! Sandboxes the controller drives: a local `coved` it starts itself over a workspace folder
 //! (the default), or a remote one reached by URL and token; [`docker`] makes sandbox
-//! containers.
+//! containers, [`kubernetes`] sandbox Pods.
 
 pub mod docker;
+pub mod kubernetes;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -34,6 +35,8 @@ pub enum SandboxSpec {
     /// A container of the Docker provider, by its sandbox name (its URL changes with
     /// each start).
     Docker { name: String },
+    /// A Pod of the Kubernetes provider, by its sandbox name.
+    Kubernetes { name: String },
 }
 
 impl SandboxSpec {
@@ -43,11 +46,17 @@ impl SandboxSpec {
             SandboxSpec::Local { workspace } => format!("local:{}", workspace.display()),
             SandboxSpec::Remote { url } => url.clone(),
             SandboxSpec::Docker { name } => format!("docker:{name}"),
+            SandboxSpec::Kubernetes { name } => format!("k8s:{name}"),
         }
     }
 
     /// Reads a recorded label back.
     pub fn from_label(label: &str) -> SandboxSpec {
+        if let Some(name) = label.strip_prefix("k8s:") {
+            return SandboxSpec::Kubernetes {
+                name: name.to_string(),
+            };
+        }
         if let Some(name) = label.strip_prefix("docker:") {
             return SandboxSpec::Docker {
                 name: name.to_string(),
@@ -256,6 +265,8 @@ pub struct Sandbox {
     pub client: CovedClient,
     pub spec: SandboxSpec,
     local: Option<LocalDaemon>,
+    /// The port-forward to a Kubernetes sandbox, open while the sandbox is.
+    tunnel: Option<kubernetes::Tunnel>,
 }
 
 impl Sandbox {
@@ -277,9 +288,12 @@ impl Sandbox {
                     client,
                     spec,
                     local: Some(daemon),
+                    tunnel: None,
                 })
             }
-            SandboxSpec::Docker { name } => Err(SandboxError::NotStarted(name.clone())),
+            SandboxSpec::Docker { name } | SandboxSpec::Kubernetes { name } => {
+                Err(SandboxError::NotStarted(name.clone()))
+            }
             SandboxSpec::Remote { url } => {
                 let token = token.ok_or_else(|| SandboxError::NoToken { url: url.clone() })?;
                 let client =
@@ -292,6 +306,7 @@ impl Sandbox {
                         client,
                         spec,
                         local: None,
+                        tunnel: None,
                     }),
                     Err(ClientError::Api {
                         code: ErrorCode::Unauthorized,
@@ -306,8 +321,28 @@ impl Sandbox {
         }
     }
 
+    /// The sandbox behind `tunnel` (a Kubernetes Pod's coved), named `spec`.
+    pub async fn through(
+        tunnel: kubernetes::Tunnel,
+        token: String,
+        spec: SandboxSpec,
+    ) -> Result<Sandbox, SandboxError> {
+        let mut sandbox = Sandbox::open(
+            SandboxSpec::Remote {
+                url: tunnel.url.clone(),
+            },
+            Some(token),
+            None,
+        )
+        .await?;
+        sandbox.spec = spec;
+        sandbox.tunnel = Some(tunnel);
+        Ok(sandbox)
+    }
+
     /// Stops the sandbox if this process started it.
     pub async fn close(mut self) {
+        self.tunnel.take();
         if let Some(daemon) = self.local.take() {
             daemon.stop().await;
         }

@@ -1,15 +1,16 @@
-//! Sandboxes a provider made for Cove (Docker containers), so later commands find them.
+//! Sandboxes a provider made for Cove (Docker containers, Kubernetes Pods), so later
+//! commands find them.
 
 use rusqlite::params;
 use serde::Serialize;
 
 use super::{Store, StoreError};
 
-/// A sandbox a provider made for Cove (a Docker container).
+/// A sandbox a provider made for Cove (a Docker container, a Kubernetes Pod).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ManagedSandbox {
     pub name: String,
-    /// `docker`.
+    /// `docker` or `kubernetes`.
     pub provider: String,
     pub container_id: String,
     /// Where coved answered at its last start.
@@ -18,14 +19,16 @@ pub struct ManagedSandbox {
     pub token: String,
     pub image: String,
     pub created_at: i64,
+    /// What the provider needs to make it again (JSON; a Kubernetes Pod's plan).
+    pub spec: Option<String>,
 }
 
 impl Store {
     /// Records a sandbox a provider made.
     pub fn add_sandbox(&self, s: &ManagedSandbox) -> Result<(), StoreError> {
         self.conn().execute(
-            "INSERT INTO sandboxes (name, provider, container_id, url, token, image, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO sandboxes (name, provider, container_id, url, token, image, created_at, spec)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 s.name,
                 s.provider,
@@ -33,7 +36,8 @@ impl Store {
                 s.url,
                 s.token,
                 s.image,
-                s.created_at
+                s.created_at,
+                s.spec
             ],
         )?;
         Ok(())
@@ -43,7 +47,7 @@ impl Store {
     pub fn sandboxes(&self) -> Result<Vec<ManagedSandbox>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
-            "SELECT name, provider, container_id, url, token, image, created_at FROM sandboxes ORDER BY name",
+            "SELECT name, provider, container_id, url, token, image, created_at, spec FROM sandboxes ORDER BY name",
         )?;
         let rows = stmt
             .query_map([], |r| {
@@ -55,6 +59,7 @@ impl Store {
                     token: r.get(4)?,
                     image: r.get(5)?,
                     created_at: r.get(6)?,
+                    spec: r.get(7)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;

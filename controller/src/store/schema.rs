@@ -150,6 +150,10 @@ CREATE TABLE screenshots (
     PRIMARY KEY (thread_id, run_id, call_id)
 );
 ",
+    // 6: what a provider needs to make a sandbox again (a Kubernetes Pod's plan, as JSON).
+    "
+ALTER TABLE sandboxes ADD COLUMN spec TEXT;
+",
 ];
 
 /// The version this build writes.

@@ -12,6 +12,7 @@ use cove_harness::llm::Wire;
 use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::{Value, json};
 
+mod kubernetes;
 mod mcp;
 mod page;
 mod real_docker;
@@ -1664,6 +1665,18 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
         let asked = reader.until("permission_request").await;
         let thread = asked["thread_id"].as_str().unwrap().to_string();
         let request = asked["request_id"].as_str().unwrap().to_string();
+        // Killed once the answer that made the call is stored (the call may wait for
+        // permission while the answer still streams; a call never stored is no one's).
+        for _ in 0..200 {
+            let shown = events(&cove.run(&["--json", "show", &thread]).await);
+            if shown
+                .iter()
+                .any(|m| m["kind"] == "assistant" && m.to_string().contains("gone"))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
             rustix::process::Signal::KILL,

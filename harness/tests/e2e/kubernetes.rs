@@ -1,0 +1,255 @@
+//! The Kubernetes provider end to end against the fake API server (harness/src/kube_api.rs:
+//! the API's wire format, a real coved per Pod, port-forward over WebSocket): a sandbox made
+//! with a volume, a task run in it, listed, stopped and started (its files kept), evicted
+//! and made again (kept), one without a volume evicted (its files lost, and said so), a
+//! leftover of another Cove collected, removed; and the errors a user meets first.
+
+use std::time::Duration;
+
+use cove_harness::kube_api::FakeKube;
+use cove_harness::llm::Wire;
+use cove_harness::{Turn, workspace_binary};
+use serde_json::{Value, json};
+
+use super::{Cove, events, explain};
+
+#[tokio::test]
+async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and_removed() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let kube = FakeKube::start(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env("KUBECONFIG", kube.kubeconfig())
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        async move {
+            tokio::time::timeout(Duration::from_secs(120), cmd.output())
+                .await
+                .expect("cove finished within 2 minutes")
+                .unwrap()
+        }
+    };
+
+    let out = run(&[
+        "sandbox",
+        "create",
+        "k1",
+        "--kubernetes",
+        "--namespace",
+        "agents",
+        "--image",
+        "cove-sandbox:test",
+        "--cpu",
+        "2",
+        "--memory",
+        "1Gi",
+        "--storage",
+        "1Gi",
+        "--deadline-secs",
+        "3600",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", explain(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--sandbox k1"));
+
+    // What the provider asked for, as the API received it.
+    let pod = kube.pod("agents", "cove-k1").expect("the Pod");
+    let spec = &pod["spec"];
+    assert_eq!(
+        pod["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "cove"
+    );
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        spec["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert_eq!(spec["activeDeadlineSeconds"], 3600);
+    let container = &spec["containers"][0];
+    assert_eq!(container["image"], "cove-sandbox:test");
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    assert_eq!(
+        container["securityContext"]["capabilities"]["drop"],
+        json!(["ALL"])
+    );
+    assert_eq!(container["resources"]["limits"]["cpu"], "2");
+    assert_eq!(container["resources"]["limits"]["memory"], "1Gi");
+    let volumes = spec["volumes"].as_array().unwrap();
+    assert!(
+        volumes.iter().any(|v| v["emptyDir"]["medium"] == "Memory"),
+        "/dev/shm in memory: {volumes:?}"
+    );
+    let secret = kube.secret("agents", "cove-k1-token").expect("the Secret");
+    assert_eq!(
+        secret["metadata"]["ownerReferences"][0]["uid"], pod["metadata"]["uid"],
+        "the Pod owns its Secret"
+    );
+    let claim = kube
+        .claim("agents", "cove-k1-workspace")
+        .expect("the claim");
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+
+    // A task in it, through port-forward.
+    cove.llm.push(Turn::text("").call(
+        "create_file",
+        json!({"file_path": "made.txt", "file_contents": "in kubernetes"}),
+    ));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "done"})));
+    let task = run(&[
+        "--json",
+        "run",
+        "Make a file",
+        "--model",
+        "openai/scripted",
+        "--sandbox",
+        "k1",
+        "--no-prompt",
+    ])
+    .await;
+    assert!(task.status.success(), "{}", explain(&task));
+    assert!(
+        kube.calls()
+            .iter()
+            .any(|c| c.starts_with("GET /api/v1/namespaces/agents/pods/cove-k1/portforward")),
+        "{:?}",
+        kube.calls()
+    );
+    let ls = run(&["--json", "sandbox", "ls"]).await;
+    let rows = events(&ls);
+    let row = rows.iter().find(|r| r["name"] == "k1").unwrap();
+    assert_eq!(
+        (row["kind"].clone(), row["healthy"].clone()),
+        (json!("k8s"), json!(true)),
+        "{}",
+        explain(&ls)
+    );
+
+    // Stopped: the Pod and its Secret go, the claim stays; started: the files are there.
+    let stop = run(&["sandbox", "stop", "k1"]).await;
+    assert!(stop.status.success(), "{}", explain(&stop));
+    assert!(kube.pod("agents", "cove-k1").is_none());
+    assert!(kube.secret("agents", "cove-k1-token").is_none());
+    assert!(kube.claim("agents", "cove-k1-workspace").is_some());
+    let ls = run(&["--json", "sandbox", "ls"]).await;
+    assert_eq!(ls.status.code(), Some(1), "a stopped sandbox is down");
+    let start = run(&["sandbox", "start", "k1"]).await;
+    assert!(start.status.success(), "{}", explain(&start));
+    let cat = run(&["cat", "made.txt", "--sandbox", "k1"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&cat.stdout).trim(),
+        "in kubernetes",
+        "{}",
+        explain(&cat)
+    );
+
+    // Evicted: made again on the next use, with its workspace.
+    kube.evict("agents", "cove-k1").await;
+    let cat = run(&["cat", "made.txt", "--sandbox", "k1"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&cat.stdout).trim(),
+        "in kubernetes",
+        "{}",
+        explain(&cat)
+    );
+    let said = String::from_utf8_lossy(&cat.stderr);
+    assert!(
+        said.contains("Evicted") && said.contains("on its volume"),
+        "{said}"
+    );
+
+    // Without a volume, an eviction loses the files, and Cove says so.
+    let out = run(&[
+        "sandbox",
+        "create",
+        "k2",
+        "--kubernetes",
+        "--image",
+        "cove-sandbox:test",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", explain(&out));
+    assert!(
+        kube.pod("default", "cove-k2").is_some(),
+        "the kubeconfig's namespace"
+    );
+    let write = run(&["exec", "echo scratch > notes.txt", "--sandbox", "k2"]).await;
+    assert!(write.status.success(), "{}", explain(&write));
+    kube.evict("default", "cove-k2").await;
+    let read = run(&["exec", "cat notes.txt || echo gone", "--sandbox", "k2"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout).trim().lines().last(),
+        Some("gone")
+    );
+    assert!(
+        String::from_utf8_lossy(&read.stderr).contains("lost its workspace"),
+        "{}",
+        explain(&read)
+    );
+
+    // Leftovers of another Cove are collected; Cove's own sandboxes are not touched.
+    let ghost = json!({"app.kubernetes.io/managed-by": "cove", "cove.sandbox": "ghost"});
+    kube.plant("Pod", "agents", "cove-ghost", ghost.clone());
+    kube.plant("Secret", "agents", "cove-ghost-token", ghost);
+    kube.plant("Pod", "agents", "someone-else", json!({"app": "web"}));
+    let dry = run(&["--json", "sandbox", "gc", "--dry-run"]).await;
+    assert_eq!(events(&dry).len(), 2, "{}", explain(&dry));
+    assert!(
+        kube.pod("agents", "cove-ghost").is_some(),
+        "a dry run removes nothing"
+    );
+    let gc = run(&["--json", "sandbox", "gc"]).await;
+    assert!(gc.status.success(), "{}", explain(&gc));
+    let gone: Vec<Value> = events(&gc);
+    assert_eq!(gone.len(), 2, "{gone:?}");
+    assert!(kube.pod("agents", "cove-ghost").is_none());
+    assert!(kube.secret("agents", "cove-ghost-token").is_none());
+    assert!(kube.pod("agents", "someone-else").is_some(), "not Cove's");
+    assert!(
+        kube.pod("agents", "cove-k1").is_some(),
+        "a sandbox Cove knows"
+    );
+
+    // Removed: Pod, Secret and claim.
+    for name in ["k1", "k2"] {
+        let rm = run(&["sandbox", "rm", name]).await;
+        assert!(rm.status.success(), "{}", explain(&rm));
+    }
+    assert!(kube.pod("agents", "cove-k1").is_none());
+    assert!(kube.claim("agents", "cove-k1-workspace").is_none());
+    assert_eq!(kube.counts(), (1, 0, 0), "only someone else's Pod is left");
+}
+
+#[tokio::test]
+async fn kubernetes_mistakes_are_one_clear_line() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let mut none = cove.command(&["sandbox", "create", "k1", "--kubernetes"]);
+    none.env("KUBECONFIG", cove.home.path().join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST");
+    let none = none.output().await.unwrap();
+    assert_eq!(none.status.code(), Some(6), "{}", explain(&none));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("KUBECONFIG"),
+        "{}",
+        explain(&none)
+    );
+    let upper = cove
+        .run(&["sandbox", "create", "Big_One", "--kubernetes"])
+        .await;
+    assert_eq!(upper.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&upper.stderr).contains("lower-case"));
+    let storage_alone = cove
+        .run(&["sandbox", "create", "k3", "--storage", "1Gi"])
+        .await;
+    assert_eq!(
+        storage_alone.status.code(),
+        Some(2),
+        "--storage needs --kubernetes"
+    );
+    let unknown = cove.run(&["exec", "true", "--sandbox", "k8s:nope"]).await;
+    assert_eq!(unknown.status.code(), Some(5), "{}", explain(&unknown));
+}
