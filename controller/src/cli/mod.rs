@@ -40,6 +40,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "COVE_DB")]
     db: Option<PathBuf>,
 
+    /// Reach Kubernetes sandboxes at their Pods' addresses, as from inside the cluster
+    /// (default: when KUBERNETES_SERVICE_HOST is set; otherwise through port-forward).
+    #[arg(long, global = true, env = "COVE_IN_CLUSTER", num_args = 0..=1, default_missing_value = "true")]
+    in_cluster: Option<bool>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -95,6 +100,8 @@ struct Invocation {
     printer: Printer,
     store: Arc<Store>,
     file: FileConfig,
+    /// `--in-cluster`: how Kubernetes sandboxes are reached (none: detected).
+    in_cluster: Option<bool>,
 }
 
 /// Runs the command line; returns the process exit code.
@@ -119,6 +126,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         printer: Printer::new(cli.json),
         store: Arc::new(Store::open(&db)?),
         file,
+        in_cluster: cli.in_cluster,
     };
     match cli.command {
         Command::Run(args) => run::run(&inv, args).await,

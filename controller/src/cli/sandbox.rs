@@ -304,7 +304,7 @@ async fn create_pod(
     if deadline_secs.is_some_and(|d| d < 1) {
         return Err(CliError::Usage("--deadline-secs must be 1 or more".into()));
     }
-    let kube = Kubernetes::from_env(None).await?;
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
     let plan = PodPlan {
         namespace: namespace.unwrap_or_else(|| kube.default_namespace.clone()),
         image: image.clone(),
@@ -354,7 +354,7 @@ async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
         let plan = sandbox_choice::pod_plan(&sandbox)?;
-        let kube = Kubernetes::from_env(None).await?;
+        let kube = Kubernetes::from_env(inv.in_cluster).await?;
         let started = kube.ensure_running(name, &sandbox.token, &plan).await?;
         inv.printer.result(
             &json!({"name": name, "running": true, "remade": started.remade, "lost_workspace": started.lost_workspace}),
@@ -384,7 +384,7 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
         let plan = sandbox_choice::pod_plan(&sandbox)?;
-        Kubernetes::from_env(None)
+        Kubernetes::from_env(inv.in_cluster)
             .await?
             .stop(name, &plan.namespace)
             .await?;
@@ -418,7 +418,7 @@ async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
         let plan = sandbox_choice::pod_plan(&sandbox)?;
-        Kubernetes::from_env(None)
+        Kubernetes::from_env(inv.in_cluster)
             .await?
             .remove(name, &plan.namespace)
             .await?;
@@ -444,7 +444,7 @@ async fn gc(
     namespaces: Vec<String>,
     dry_run: bool,
 ) -> Result<ExitCode, CliError> {
-    let kube = Kubernetes::from_env(None).await?;
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
     let made = inv.store.sandboxes()?;
     let known: Vec<String> = made
         .iter()
@@ -576,7 +576,11 @@ async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
     });
     let docker = Docker::from_env().ok();
     let kube = if managed.iter().any(|s| s.provider == "kubernetes") {
-        Some(Kubernetes::from_env(None).await.map_err(|e| e.to_string()))
+        Some(
+            Kubernetes::from_env(inv.in_cluster)
+                .await
+                .map_err(|e| e.to_string()),
+        )
     } else {
         None
     };

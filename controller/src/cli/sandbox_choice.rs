@@ -179,7 +179,7 @@ async fn open_pod(inv: &Invocation, name: &str) -> Result<Sandbox, CliError> {
         ))
     })?;
     let plan = pod_plan(&made)?;
-    let kube = Kubernetes::from_env(None).await?;
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
     let started = kube.ensure_running(name, &made.token, &plan).await?;
     if started.remade {
         let why = started

@@ -416,6 +416,23 @@ impl Kubernetes {
         })
     }
 
+    /// The cluster a kubeconfig file names (its current context), reached from outside.
+    pub async fn from_kubeconfig(path: &std::path::Path) -> Result<Kubernetes, KubeError> {
+        let file = kube::config::Kubeconfig::read_from(path)
+            .map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        let config = kube::Config::from_custom_kubeconfig(file, &Default::default())
+            .await
+            .map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        let default_namespace = config.default_namespace.clone();
+        let client =
+            kube::Client::try_from(config).map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        Ok(Kubernetes {
+            client,
+            default_namespace,
+            in_cluster: false,
+        })
+    }
+
     fn pods(&self, namespace: &str) -> Api<Pod> {
         Api::namespaced(self.client.clone(), namespace)
     }
@@ -869,6 +886,24 @@ mod tests {
             claim.unwrap(),
             claim_manifest("sandbox-1", "cove-sandboxes", 10 << 30)
         );
+    }
+
+    #[tokio::test]
+    async fn inside_a_cluster_coved_is_reached_at_the_pods_address() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let kube = Kubernetes {
+            client: kube::Client::try_from(config).unwrap(),
+            default_namespace: "default".into(),
+            in_cluster: true,
+        };
+        let tunnel = kube
+            .connect("b1", "agents", Some("10.1.2.3"))
+            .await
+            .unwrap();
+        assert_eq!(tunnel.url, "http://10.1.2.3:7700");
+        let v6 = kube.connect("b1", "agents", Some("fd00::7")).await.unwrap();
+        assert_eq!(v6.url, "http://[fd00::7]:7700");
+        assert!(kube.connect("b1", "agents", None).await.is_err());
     }
 
     #[test]

@@ -253,3 +253,81 @@ async fn kubernetes_mistakes_are_one_clear_line() {
     let unknown = cove.run(&["exec", "true", "--sandbox", "k8s:nope"]).await;
     assert_eq!(unknown.status.code(), Some(5), "{}", explain(&unknown));
 }
+
+#[tokio::test]
+async fn the_manifests_are_valid_kubernetes_and_apply_with_kubectl() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox-image/k8s");
+    let files: Vec<std::path::PathBuf> = ["sandbox.yaml", "rbac.yaml", "networkpolicy.yaml"]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect();
+    // The API's schemas, strictly (an unknown field is an error): kubernetes-validate from
+    // PyPI, which bundles them, installed by install-test-deps.sh.
+    let validator = cove_harness::mcp_servers::python()
+        .unwrap()
+        .with_file_name("kubernetes-validate");
+    assert!(
+        validator.exists(),
+        "kubernetes-validate is missing: run harness/install-test-deps.sh"
+    );
+    let checked = std::process::Command::new(&validator)
+        .args(["--strict", "-k", "1.33.0"])
+        .args(&files)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&checked.stdout).to_string()
+        + &String::from_utf8_lossy(&checked.stderr);
+    assert!(checked.status.success(), "{said}");
+    assert_eq!(said.matches(" passed ").count(), 8, "{said}");
+    // The check can fail: a misspelt field is caught.
+    let broken = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
+    std::fs::write(
+        broken.path(),
+        std::fs::read_to_string(&files[0])
+            .unwrap()
+            .replace("allowPrivilegeEscalation", "allowPrivilegeEscalatoin"),
+    )
+    .unwrap();
+    let refused = std::process::Command::new(&validator)
+        .args(["--strict", "-k", "1.33.0"])
+        .arg(broken.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "a misspelt field passed");
+
+    // kubectl (Debian's kubernetes-client) applies them, dry run, against the fake API.
+    let kubectl = cove_harness::bins::on_path(&["kubectl"])
+        .expect("kubectl is missing: apt-get install kubernetes-client (.ci/run installs it)");
+    let kube = FakeKube::start(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    let applied = tokio::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kube.kubeconfig())
+        .args(["apply", "--dry-run=client", "--validate=false"])
+        .args(
+            files
+                .iter()
+                .flat_map(|f| [std::ffi::OsStr::new("-f"), f.as_os_str()]),
+        )
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&applied.stdout).to_string()
+        + &String::from_utf8_lossy(&applied.stderr);
+    assert!(applied.status.success(), "{said}");
+    for object in [
+        "pod/cove-sandbox-1",
+        "secret/cove-sandbox-1-token",
+        "persistentvolumeclaim/cove-sandbox-1-workspace",
+        "role.rbac.authorization.k8s.io/cove-controller",
+        "rolebinding.rbac.authorization.k8s.io/cove-controller",
+        "networkpolicy.networking.k8s.io/cove-sandboxes-isolated",
+    ] {
+        assert!(
+            said.contains(&format!("{object} created (dry run)")),
+            "{object}: {said}"
+        );
+    }
+    assert_eq!(kube.counts(), (0, 0, 0), "a dry run makes nothing");
+}
