@@ -227,7 +227,7 @@ impl Sizes {
 
 /// Refuses a name that cannot be a sandbox's (for Kubernetes, one that cannot name its
 /// objects) or that is taken.
-fn check_name(inv: &Invocation, name: &str, kubernetes: bool) -> Result<(), CliError> {
+pub(super) fn check_name(inv: &Invocation, name: &str, kubernetes: bool) -> Result<(), CliError> {
     let valid = !name.is_empty()
         && name.len() <= 40
         && name
@@ -307,35 +307,14 @@ async fn create_pod(
     let kube = Kubernetes::from_env(inv.in_cluster).await?;
     let plan = PodPlan {
         namespace: namespace.unwrap_or_else(|| kube.default_namespace.clone()),
-        image: image.clone(),
+        image,
         cpu: sizes.cpus.map(crate::sandbox::kubernetes::cpu_quantity),
         memory_bytes: sizes.memory_bytes,
         storage_bytes: sizes.storage_bytes,
         deadline_secs,
         shm_bytes: ContainerSpec::default().shm_bytes,
     };
-    let token = crate::store::new_id(32);
-    inv.printer.note(&format!(
-        "creating sandbox {name} in Kubernetes namespace {} from {image}",
-        plan.namespace
-    ));
-    if let Err(e) = kube.create(name, &token, &plan).await {
-        // Nothing half made stays behind (a claim made before the Pod failed, say).
-        if !matches!(e, crate::sandbox::kubernetes::KubeError::Conflict { .. }) {
-            let _ = kube.remove(name, &plan.namespace).await;
-        }
-        return Err(e.into());
-    }
-    inv.store.add_sandbox(&ManagedSandbox {
-        name: name.to_string(),
-        provider: "kubernetes".into(),
-        container_id: format!("{}/{}", plan.namespace, pod_name(name)),
-        url: None,
-        token,
-        image,
-        created_at: now_ms(),
-        spec: serde_json::to_string(&plan).ok(),
-    })?;
+    make_pod_sandbox(inv, &kube, name, plan.clone()).await?;
     inv.printer.result(
         &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name)}),
         |_| {
@@ -347,6 +326,40 @@ async fn create_pod(
         },
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Makes Kubernetes sandbox `name` as `plan` says and records it; on failure nothing half
+/// made stays behind.
+pub(super) async fn make_pod_sandbox(
+    inv: &Invocation,
+    kube: &Kubernetes,
+    name: &str,
+    plan: PodPlan,
+) -> Result<ManagedSandbox, CliError> {
+    let token = crate::store::new_id(32);
+    inv.printer.note(&format!(
+        "creating sandbox {name} in Kubernetes namespace {} from {}",
+        plan.namespace, plan.image
+    ));
+    if let Err(e) = kube.create(name, &token, &plan).await {
+        // A claim made before the Pod failed, say; a name taken is someone else's.
+        if !matches!(e, crate::sandbox::kubernetes::KubeError::Conflict { .. }) {
+            let _ = kube.remove(name, &plan.namespace).await;
+        }
+        return Err(e.into());
+    }
+    let made = ManagedSandbox {
+        name: name.to_string(),
+        provider: "kubernetes".into(),
+        container_id: format!("{}/{}", plan.namespace, pod_name(name)),
+        url: None,
+        token,
+        image: plan.image.clone(),
+        created_at: now_ms(),
+        spec: serde_json::to_string(&plan).ok(),
+    };
+    inv.store.add_sandbox(&made)?;
+    Ok(made)
 }
 
 /// `cove sandbox start NAME`

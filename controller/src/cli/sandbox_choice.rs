@@ -42,16 +42,18 @@ pub(super) fn choose(
 ) -> Result<(SandboxSpec, Option<String>), CliError> {
     let choice = args.sandbox.clone().or_else(|| inv.file.sandbox.clone());
     if let Some(name) = choice.as_deref().and_then(|c| c.strip_prefix("k8s:")) {
+        // Made on first use when Cove does not know it yet.
         return match inv.store.sandbox(name)? {
-            Some(made) if made.provider == "kubernetes" => Ok((
+            Some(made) if made.provider != "kubernetes" => Err(CliError::Usage(format!(
+                "sandbox {name} is a {} sandbox, not a Kubernetes one: use --sandbox {name}",
+                made.provider
+            ))),
+            _ => Ok((
                 SandboxSpec::Kubernetes {
                     name: name.to_string(),
                 },
                 None,
             )),
-            _ => Err(CliError::NotFound(format!(
-                "no Kubernetes sandbox {name}: make it with `cove sandbox create {name} --kubernetes`"
-            ))),
         };
     }
     if let Some(name) = choice.as_deref()
@@ -173,13 +175,26 @@ pub(super) fn pod_plan(made: &ManagedSandbox) -> Result<PodPlan, CliError> {
 /// Opens Kubernetes sandbox `name`: its Pod is made again if it is gone, then coved is
 /// reached (port-forward from outside the cluster, the Pod's address inside).
 async fn open_pod(inv: &Invocation, name: &str) -> Result<Sandbox, CliError> {
-    let made = inv.store.sandbox(name)?.ok_or_else(|| {
-        CliError::NotFound(format!(
-            "no sandbox {name}: it was removed; `cove sandbox ls` lists what there is"
-        ))
-    })?;
-    let plan = pod_plan(&made)?;
     let kube = Kubernetes::from_env(inv.in_cluster).await?;
+    let made = match inv.store.sandbox(name)? {
+        Some(made) => made,
+        // `--sandbox k8s:NAME` for a sandbox Cove does not know: made now, with the
+        // defaults `cove sandbox create NAME --kubernetes` has.
+        None => {
+            super::sandbox::check_name(inv, name, true)?;
+            let plan = PodPlan {
+                namespace: kube.default_namespace.clone(),
+                image: crate::sandbox::docker::DEFAULT_IMAGE.into(),
+                cpu: None,
+                memory_bytes: None,
+                storage_bytes: None,
+                deadline_secs: None,
+                shm_bytes: crate::sandbox::docker::ContainerSpec::default().shm_bytes,
+            };
+            super::sandbox::make_pod_sandbox(inv, &kube, name, plan).await?
+        }
+    };
+    let plan = pod_plan(&made)?;
     let started = kube.ensure_running(name, &made.token, &plan).await?;
     if started.remade {
         let why = started

@@ -162,23 +162,19 @@ async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and
         "{said}"
     );
 
-    // Without a volume, an eviction loses the files, and Cove says so.
-    let out = run(&[
-        "sandbox",
-        "create",
-        "k2",
-        "--kubernetes",
-        "--image",
-        "cove-sandbox:test",
-    ])
-    .await;
-    assert!(out.status.success(), "{}", explain(&out));
+    // Without a volume, an eviction loses the files, and Cove says so. `--sandbox k8s:NAME`
+    // makes such a sandbox on first use, in the kubeconfig's namespace.
+    let write = run(&["exec", "echo scratch > notes.txt", "--sandbox", "k8s:k2"]).await;
+    assert!(write.status.success(), "{}", explain(&write));
+    assert!(
+        String::from_utf8_lossy(&write.stderr).contains("creating sandbox k2"),
+        "{}",
+        explain(&write)
+    );
     assert!(
         kube.pod("default", "cove-k2").is_some(),
         "the kubeconfig's namespace"
     );
-    let write = run(&["exec", "echo scratch > notes.txt", "--sandbox", "k2"]).await;
-    assert!(write.status.success(), "{}", explain(&write));
     kube.evict("default", "cove-k2").await;
     let read = run(&["exec", "cat notes.txt || echo gone", "--sandbox", "k2"]).await;
     assert_eq!(
@@ -250,8 +246,13 @@ async fn kubernetes_mistakes_are_one_clear_line() {
         Some(2),
         "--storage needs --kubernetes"
     );
-    let unknown = cove.run(&["exec", "true", "--sandbox", "k8s:nope"]).await;
-    assert_eq!(unknown.status.code(), Some(5), "{}", explain(&unknown));
+    // k8s:NAME makes the sandbox on first use, and so needs credentials too.
+    let mut first_use = cove.command(&["exec", "true", "--sandbox", "k8s:fresh"]);
+    first_use
+        .env("KUBECONFIG", cove.home.path().join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST");
+    let first_use = first_use.output().await.unwrap();
+    assert_eq!(first_use.status.code(), Some(6), "{}", explain(&first_use));
 }
 
 #[tokio::test]
