@@ -12,7 +12,8 @@
 #   in the tests' root that has no C library), copied into the build context
 #   (COVED_FROM=context);
 # - the image: sandbox-image/Dockerfile with BuildKit, tagged cove-sandbox:test. Its
-#   install-runtime.sh layer is cached, so a rebuild after a change to coved is quick.
+#   install-runtime.sh layer is cached, so a rebuild after a change to coved is quick
+#   (COVE_TEST_IMAGE_PRUNE=1, as CI sets it, drops that cache to spare the disk).
 #
 # Runs as root, or through sudo.
 set -euo pipefail
@@ -87,4 +88,8 @@ strip target/coved-image/coved
 step "docker build $image"
 DOCKER_BUILDKIT=1 $sudo "$docker" build --quiet -f sandbox-image/Dockerfile \
     --build-arg BASE_IMAGE="$base" --build-arg COVED_FROM=context -t "$image" . >/dev/null
+# With vfs every cached step is a full copy of the root (1.6 GB here); CI builds once.
+if [ "${COVE_TEST_IMAGE_PRUNE:-0}" = 1 ]; then
+    $sudo "$docker" builder prune --all --force >/dev/null
+fi
 echo "built $image" >&2
