@@ -43,6 +43,13 @@ pub struct FileConfig {
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,
+    /// US dollars a run may spend on model calls (as `--max-cost`).
+    pub max_cost: Option<f64>,
+    /// Prices by model name or family (`[prices."claude-sonnet-4-5"]`: input, output, and
+    /// optionally cached_input and cache_write, in dollars per million tokens), before the
+    /// built-in table.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, crate::llm::price::PriceConfig>,
 }
 
 /// `[web]` of `cove.toml`. Keys never go here: they come from the environment.

@@ -50,6 +50,20 @@ impl Received {
         out
     }
 
+    /// The system prompt: a string (OpenAI, or Anthropic plainly) or text blocks (Anthropic
+    /// with cache breakpoints).
+    pub fn system_text(&self) -> String {
+        match &self.body["system"] {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(""),
+            _ => String::new(),
+        }
+    }
+
     /// The text of the last message.
     pub fn last_message_text(&self) -> String {
         let mut out = String::new();
@@ -73,8 +87,9 @@ impl Received {
     pub fn prompt_tokens(&self) -> usize {
         let count = |s: &str| cached_count(s);
         let mut tokens = 0;
-        if let Some(system) = self.body["system"].as_str() {
-            tokens += count(system) + 4;
+        let system = self.system_text();
+        if !system.is_empty() {
+            tokens += count(&system) + 4;
         }
         for message in self.body["messages"].as_array().into_iter().flatten() {
             tokens += 4;

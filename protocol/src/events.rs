@@ -179,8 +179,33 @@ pub enum EventKind {
     Finish { finish_reason: FinishReason },
     /// Something went wrong; `fatal` errors end the run.
     Error { message: String, fatal: bool },
-    /// The run ended.
-    ThreadRunEnd { status: RunStatus },
+    /// The run ended: how, what its model calls took and cost, and how long it lasted.
+    ThreadRunEnd {
+        status: RunStatus,
+        /// Tokens over the run's model calls, as the provider billed them.
+        #[serde(default)]
+        usage: TokenUsage,
+        /// What those calls cost in US dollars; absent when the model's price is unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
+        /// From the run's start to its end.
+        #[serde(default)]
+        duration_ms: u64,
+    },
+}
+
+/// Tokens of one or more model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenUsage {
+    /// Model calls counted.
+    pub calls: u32,
+    /// The prompts, whole (cached and written parts included).
+    pub input_tokens: u64,
+    /// Of the prompts: read from the provider's cache.
+    pub cached_tokens: u64,
+    /// Of the prompts: written to the provider's cache.
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
 }
 
 impl EventKind {

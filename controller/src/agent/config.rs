@@ -1,6 +1,7 @@
 //! How runs behave: one constructor with the defaults, and a builder for the rest.
 
 use crate::context::ContextSettings;
+use crate::llm::price::{Price, PriceTable};
 use crate::llm::profile::ModelProfile;
 use crate::llm::retry::RetryPolicy;
 use crate::permissions::Policy;
@@ -40,21 +41,29 @@ pub struct AgentConfig {
     /// How long the first model call waits for MCP servers still starting (the later ones
     /// join as they come up).
     pub(crate) mcp_first_call_wait: std::time::Duration,
+    /// What the model's calls cost, when known.
+    pub(crate) price: Option<Price>,
+    /// US dollars a run may spend on model calls.
+    pub(crate) max_cost: Option<f64>,
 }
 
 impl AgentConfig {
     /// The configuration of runs of `model` (`label` is its `provider/model`) in `mode`, with
     /// the defaults: 100 iterations, 25 continues of a cut answer, 10 calls per answer, tools
     /// in parallel, an output cap of the profile's (at most half the window), the default
-    /// retries and context handling, the workspace at `/workspace`.
+    /// retries and context handling, the workspace at `/workspace`, the model's price from
+    /// the built-in table, no cost limit.
     pub fn new(
         model: impl Into<String>,
         label: impl Into<String>,
         profile: ModelProfile,
         mode: ToolMode,
     ) -> AgentConfig {
+        let model = model.into();
         AgentConfig {
-            model: model.into(),
+            price: PriceTable::default().price(&model),
+            max_cost: None,
+            model,
             model_label: label.into(),
             max_tokens: profile.max_output.min(profile.context_window / 2).max(256),
             profile,
@@ -70,6 +79,19 @@ impl AgentConfig {
             plan_first: false,
             mcp_first_call_wait: DEFAULT_MCP_FIRST_CALL_WAIT,
         }
+    }
+
+    /// What the model's calls cost (`None`: unknown, so runs report tokens only).
+    pub fn price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    /// US dollars a run may spend: it stops, resumable, before a call whose worst case (its
+    /// whole prompt uncached, its full output cap) would take it past the limit.
+    pub fn max_cost(mut self, usd: Option<f64>) -> Self {
+        self.max_cost = usd;
+        self
     }
 
     /// How long the first model call waits for MCP servers still starting.

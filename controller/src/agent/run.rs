@@ -22,10 +22,12 @@ use super::takeover::{HandBack, wait_for_hand_back};
 use super::xml;
 use crate::context::summarize::{self, summarize};
 use crate::context::{
-    Budget, Calibration, ContextError, ContextMode, Entry, TokenCounter, fit, knowledge,
+    Budget, Calibration, ContextError, ContextMode, Cuts, Entry, TokenCounter, fit, knowledge,
     temporary_message,
 };
-use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall, ToolSpec};
+use crate::llm::{
+    ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage,
+};
 use crate::mcp::{McpTool, ServerState};
 use crate::store::{self, Decision, PauseKind, RequestKind, Store, StoreError, Thread};
 use crate::tools::{
@@ -47,7 +49,8 @@ pub enum RunOutcome {
         text: String,
         attachments: Vec<String>,
     },
-    /// The iteration cap was reached.
+    /// A cap was reached (iterations, or the run's cost limit; an `error` event says which):
+    /// `cove resume` continues.
     Stopped,
     /// The caller stopped it ([`RunHandle::stop`]); tools in flight were abandoned.
     Interrupted,
@@ -68,6 +71,12 @@ pub enum RunError {
     /// The plan could not be stored.
     #[error(transparent)]
     Plan(#[from] crate::store::PlanError),
+    /// A cost limit was set for a model whose price is unknown: give its price in
+    /// `cove.toml`.
+    #[error(
+        "--max-cost needs the price of {model}, which Cove does not know: set [prices.\"{model}\"] (input and output, dollars per million tokens) in cove.toml"
+    )]
+    NoPrice { model: String },
     /// The run's task panicked (a bug: report it); `cove resume` continues the thread.
     #[error("the run crashed: {0}")]
     Crashed(String),
@@ -120,7 +129,11 @@ struct LiveRun {
     control: Arc<RunControl>,
     counter: TokenCounter,
     window: usize,
+    /// The system prompt: the same for every call of the run (what changes, the plan, goes
+    /// after the history), so the provider's cache serves it.
     system: String,
+    /// The knowledge section, read once: the prompt's start stays the same all run.
+    knowledge: String,
     tools: Vec<ToolSpec>,
     /// Tokens of the system prompt and tool specs.
     fixed: usize,
@@ -130,6 +143,10 @@ struct LiveRun {
     mcp_announced: std::collections::HashSet<String>,
     settings: AnswerSettings,
     calibration: Calibration,
+    /// How the history was cut for the calls so far.
+    cuts: Cuts,
+    /// US dollars the run's model calls cost so far (the priced ones).
+    spent: f64,
     /// Kept in step with the store rather than reloaded each iteration: every message is
     /// stored first, then added here, counted once.
     history: Vec<Entry>,
@@ -273,7 +290,13 @@ impl Agent {
             }
         };
         self.store.end_run(&run, status, error.as_deref(), pause)?;
-        emitter.emit(EventKind::ThreadRunEnd { status });
+        let spent = self.store.run_usage(&run.id)?;
+        emitter.emit(EventKind::ThreadRunEnd {
+            status,
+            usage: spent.tokens,
+            cost: spent.cost.filter(|_| self.config.price.is_some()),
+            duration_ms: u64::try_from(store::now_ms() - run.started_at).unwrap_or(0),
+        });
         outcome
     }
 
@@ -372,9 +395,10 @@ impl Agent {
     /// The system prompt and the tool specs the model is given, and their tokens.
     fn fixed_parts(
         &self,
-        thread_id: &str,
+        knowledge: &str,
+        plan_first: bool,
         counter: &TokenCounter,
-    ) -> Result<(String, Vec<ToolSpec>, usize), RunError> {
+    ) -> (String, Vec<ToolSpec>, usize) {
         let mut system = system_prompt(
             &self.registry,
             self.config.mode,
@@ -392,17 +416,24 @@ impl Agent {
             self.registry.skills(),
             SKILLS_PROMPT_CHARS,
         ));
-        system.push_str(&knowledge::section(
-            &self.store.knowledge(Some(thread_id))?,
-            self.config.context.knowledge_budget,
-            counter,
-        ));
+        system.push_str(knowledge);
+        // Until a plan is approved (between runs: proposing one ends the run).
+        system.push_str(&prompt::plan_section(None, plan_first));
         let tools = match self.config.mode {
             ToolMode::Native => self.registry.specs(),
             ToolMode::Xml => Vec::new(),
         };
         let fixed = counter.text(&system) + counter.tools(&tools) + 4;
-        Ok((system, tools, fixed))
+        (system, tools, fixed)
+    }
+
+    /// Whether the run still waits for a plan to be approved before it may change anything.
+    fn plan_pending(&self, thread_id: &str) -> Result<bool, RunError> {
+        let approved = self
+            .store
+            .current_plan(thread_id)?
+            .is_some_and(|p| p.status == PlanStatus::Approved);
+        Ok(self.config.plan_first && !approved)
     }
 
     /// Makes the run's state: repairs what a killed run left, builds the system prompt and
@@ -418,7 +449,13 @@ impl Agent {
         let counter = TokenCounter::for_model(&self.config.model);
         let window = self.config.profile.context_window as usize;
         self.update_deferral(&counter, window);
-        let (system, tools, fixed) = self.fixed_parts(&thread.id, &counter)?;
+        let knowledge = knowledge::section(
+            &self.store.knowledge(Some(&thread.id))?,
+            self.config.context.knowledge_budget,
+            &counter,
+        );
+        let (system, tools, fixed) =
+            self.fixed_parts(&knowledge, self.plan_pending(&thread.id)?, &counter);
         // A page of expand_message takes at most a quarter of what the answer leaves free.
         let page_tokens = window.saturating_sub(self.config.max_tokens as usize) / 4;
         let archive = MessageArchive {
@@ -462,6 +499,7 @@ impl Agent {
             counter,
             window,
             system,
+            knowledge,
             tools,
             fixed,
             tools_generation: self.registry.mcp().map_or(0, |m| m.generation()),
@@ -472,6 +510,8 @@ impl Agent {
                 retry: self.config.retry,
             },
             calibration: Calibration::default(),
+            cuts: Cuts::default(),
+            spent: 0.0,
             history,
             browser: None,
             images: Vec::new(),
@@ -492,6 +532,11 @@ impl Agent {
         emitter: &Arc<Emitter>,
         control: Arc<RunControl>,
     ) -> Result<RunOutcome, RunError> {
+        if self.config.max_cost.is_some() && self.config.price.is_none() {
+            return Err(RunError::NoPrice {
+                model: self.config.model.clone(),
+            });
+        }
         if let Some(hub) = self.registry.mcp() {
             // The first call waits a moment for the servers; slower ones join later. A call
             // a killed run left waiting may be an MCP tool's: then all of them first.
@@ -622,41 +667,49 @@ impl Agent {
         if let Some(hub) = self.registry.mcp()
             && hub.generation() != live.tools_generation
         {
-            // A server came up, or mcp_search_tools loaded tools: offered from this call on.
+            // A server came up, or mcp_search_tools loaded tools: offered from this call on
+            // (the one change to the prompt's start a run makes).
             self.update_deferral(&live.counter, live.window);
             live.tools_generation = hub.generation();
-            (live.system, live.tools, live.fixed) =
-                self.fixed_parts(&live.thread.id, &live.counter)?;
+            (live.system, live.tools, live.fixed) = self.fixed_parts(
+                &live.knowledge,
+                self.plan_pending(&live.thread.id)?,
+                &live.counter,
+            );
             self.announce_mcp(live);
         }
-        live.emitter
-            .emit(EventKind::AssistantResponseStart { iteration });
         let browser = live.browser.take();
         if let Some(state) = &browser {
             live.snapshot_id = Some(state.snapshot_id);
         }
-        let temp = temporary_message(
-            browser.as_ref(),
-            &std::mem::take(&mut live.images),
-            self.config.profile.vision,
-        );
-        let budget = Budget {
-            window: live.window,
-            max_tokens: self.config.max_tokens as usize,
-            fixed: live.fixed + temp.as_ref().map_or(0, |m| live.counter.message(m)),
-        };
-        if self.config.context.mode == ContextMode::Summarize {
-            self.maybe_summarize(live, budget).await?;
-        }
-        let env = Arc::new(self.tool_env(live));
+        // What this call only shows the model goes after the history, past the provider's
+        // cache breakpoints: the approved plan as it stands, the browser, images.
         let current_plan = self.store.current_plan(&live.thread.id)?;
         let approved = current_plan
             .as_ref()
             .filter(|p| p.status == PlanStatus::Approved);
-        let plan = prompt::plan_section(approved, self.config.plan_first);
+        let plan = prompt::plan_section(approved, false);
+        let mut temp: Vec<ChatMessage> = Vec::new();
+        if !plan.is_empty() {
+            temp.push(ChatMessage::user(plan.trim_start()));
+        }
+        temp.extend(temporary_message(
+            browser.as_ref(),
+            &std::mem::take(&mut live.images),
+            self.config.profile.vision,
+        ));
+        let budget = Budget {
+            window: live.window,
+            max_tokens: self.config.max_tokens as usize,
+            fixed: live.fixed + temp.iter().map(|m| live.counter.message(m)).sum::<usize>(),
+        };
+        if self.config.context.mode == ContextMode::Summarize {
+            self.maybe_summarize(live, budget, iteration).await?;
+        }
+        let env = Arc::new(self.tool_env(live));
         // A provider that still finds the prompt too long (Cove's count was off) gets a
         // tighter count and a harder-compressed prompt, twice at most: never a loop.
-        let mut refusals = 0;
+        let mut refusals: u8 = 0;
         let (answer, counted) = loop {
             let (mut messages, max_tokens, counted) = match self.config.context.mode {
                 ContextMode::Off => (
@@ -665,7 +718,12 @@ impl Agent {
                     budget.fixed + live.history.iter().map(Entry::tokens).sum::<usize>(),
                 ),
                 _ => {
-                    let fitted = fit(&live.history, budget, &live.calibration)?;
+                    let fitted = if self.config.context.prefix_stable {
+                        live.cuts
+                            .fit(&live.history, budget, &live.calibration, &live.counter)?
+                    } else {
+                        fit(&live.history, budget, &live.calibration)?
+                    };
                     if fitted.stats.compressed() {
                         live.emitter.emit(EventKind::ContextCompressed {
                             tokens_before: fitted.stats.tokens_before as u64,
@@ -678,13 +736,29 @@ impl Agent {
                     (fitted.messages, fitted.max_tokens as u32, fitted.counted)
                 }
             };
-            messages.extend(temp.clone());
+            if refusals == 0 {
+                if let Some(reason) =
+                    self.over_cost_limit(live, live.calibration.apply(counted), max_tokens)
+                {
+                    live.emitter.emit(EventKind::Error {
+                        message: reason,
+                        fatal: false,
+                    });
+                    return Ok(Some(RunOutcome::Stopped));
+                }
+                live.emitter
+                    .emit(EventKind::AssistantResponseStart { iteration });
+            }
+            let stable_messages = messages.len();
+            messages.extend(temp.iter().cloned());
             let request = ChatRequest {
                 model: self.config.model.clone(),
-                system: live.system.clone() + &plan,
+                system: live.system.clone(),
                 messages,
                 tools: live.tools.clone(),
                 max_tokens,
+                stable_messages,
+                cache_key: Some(live.thread.id.clone()),
             };
             let mut executor = Executor::new(
                 env.clone(),
@@ -709,6 +783,7 @@ impl Agent {
                 {
                     refusals += 1;
                     live.calibration.tighten();
+                    live.cuts.refused(refusals);
                     live.emitter.emit(EventKind::Error {
                         message: format!("{e}; compressing harder and trying again"),
                         fatal: false,
@@ -717,6 +792,7 @@ impl Agent {
                 Err(e) => return Err(e.into()),
             }
         };
+        self.account(live, iteration, &answer.usage)?;
         live.calibration.observe(counted, answer.usage.input_tokens);
 
         let mut assistant = ChatMessage::assistant(answer.raw_text.clone());
@@ -884,10 +960,42 @@ impl Agent {
         Ok(None)
     }
 
+    /// Stores what a model call took and cost, and adds the cost to the run's.
+    fn account(&self, live: &mut LiveRun, iteration: u32, usage: &Usage) -> Result<(), RunError> {
+        let cost = self.config.price.map(|p| p.cost(usage));
+        self.store
+            .record_call(&live.run_id, iteration, &self.config.model, usage, cost)?;
+        live.spent += cost.unwrap_or(0.0);
+        Ok(())
+    }
+
+    /// Why the next call may not be made, when its worst case would take the run past its
+    /// cost limit.
+    fn over_cost_limit(
+        &self,
+        live: &LiveRun,
+        prompt_tokens: usize,
+        max_tokens: u32,
+    ) -> Option<String> {
+        let (limit, price) = (self.config.max_cost?, self.config.price?);
+        let worst = price.worst_case(prompt_tokens as u64, u64::from(max_tokens));
+        (live.spent + worst > limit).then(|| {
+            format!(
+                "the run stopped before its next model call, which could cost up to ${worst:.4} (a prompt of {prompt_tokens} tokens, up to {max_tokens} tokens of answer) and take the run past its limit of ${limit:.4} (spent so far: ${:.4}); `cove resume` continues it, with a higher --max-cost",
+                live.spent
+            )
+        })
+    }
+
     /// With `--context summarize`: when the history no longer fits, has the model summarize
     /// its older part, stores the summary, and puts it in the history in place of that part.
     /// A failed summary is reported and the history goes on to be truncated instead.
-    async fn maybe_summarize(&self, live: &mut LiveRun, budget: Budget) -> Result<(), RunError> {
+    async fn maybe_summarize(
+        &self,
+        live: &mut LiveRun,
+        budget: Budget,
+        iteration: u32,
+    ) -> Result<(), RunError> {
         let needed = fit(&live.history, budget, &live.calibration)
             .map(|f| f.stats.compressed())
             .unwrap_or(true);
@@ -898,7 +1006,7 @@ impl Agent {
             return Ok(());
         };
         let part = &live.history[range];
-        match summarize(
+        let summary = summarize(
             self.provider.as_ref(),
             &self.config.model,
             part,
@@ -906,47 +1014,49 @@ impl Agent {
             &live.counter,
             self.config.retry,
         )
-        .await
-        {
-            Ok(text) if !text.is_empty() => {
-                // A new summary takes in the previous one, so it covers from where that began.
-                let previous = self.store.latest_summary(&live.thread.id)?;
-                let first = match previous {
-                    Some(p) if part.iter().any(|e| e.id == p.id) => p.first,
-                    _ => part[0].id,
-                };
-                let last = part[part.len() - 1].id;
-                let messages = part.len() as u32;
-                let id = self.store.add_summary(
-                    &live.thread.id,
-                    Some(&live.run_id),
-                    first,
-                    last,
-                    &text,
-                )?;
-                live.emitter.emit(EventKind::ContextSummarized {
-                    first_message: first,
-                    last_message: last,
-                    messages,
+        .await;
+        let (text, usage) = match summary {
+            Ok(answer) => answer,
+            Err(e) => {
+                live.emitter.emit(EventKind::Error {
+                    message: format!("summarizing the history failed ({e}); truncating instead"),
+                    fatal: false,
                 });
-                let summary = store::Summary {
-                    id,
-                    first,
-                    last,
-                    text,
-                };
-                let history = std::mem::take(&mut live.history);
-                live.history = summarize::apply(history, &summary, &live.counter);
+                return Ok(());
             }
-            Ok(_) => live.emitter.emit(EventKind::Error {
+        };
+        // A new summary takes in the previous one, so it covers from where that began.
+        let previous = self.store.latest_summary(&live.thread.id)?;
+        let first = match previous {
+            Some(p) if part.iter().any(|e| e.id == p.id) => p.first,
+            _ => part[0].id,
+        };
+        let last = part[part.len() - 1].id;
+        let messages = part.len() as u32;
+        self.account(live, iteration, &usage)?;
+        if text.is_empty() {
+            live.emitter.emit(EventKind::Error {
                 message: "the model wrote an empty summary; truncating instead".into(),
                 fatal: false,
-            }),
-            Err(e) => live.emitter.emit(EventKind::Error {
-                message: format!("summarizing the history failed ({e}); truncating instead"),
-                fatal: false,
-            }),
+            });
+            return Ok(());
         }
+        let id = self
+            .store
+            .add_summary(&live.thread.id, Some(&live.run_id), first, last, &text)?;
+        live.emitter.emit(EventKind::ContextSummarized {
+            first_message: first,
+            last_message: last,
+            messages,
+        });
+        let summary = store::Summary {
+            id,
+            first,
+            last,
+            text,
+        };
+        let history = std::mem::take(&mut live.history);
+        live.history = summarize::apply(history, &summary, &live.counter);
         Ok(())
     }
 

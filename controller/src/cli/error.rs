@@ -190,6 +190,7 @@ impl From<RunError> for CliError {
         match e {
             RunError::Llm(e) => e.into(),
             RunError::Store(e) => e.into(),
+            RunError::NoPrice { .. } => CliError::Usage(e.to_string()),
             RunError::Context(_) | RunError::Crashed(_) | RunError::Plan(_) => {
                 CliError::Failed(e.to_string())
             }

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cove_protocol::events::{EventKind, RunEvent, RunStatus};
+use cove_protocol::events::{EventKind, RunEvent, RunStatus, TokenUsage};
 
 use super::printer::json_line;
 
@@ -383,7 +383,12 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 let text = self.paint("31", &format!("{label}: {message}"));
                 self.line(&text);
             }
-            EventKind::ThreadRunEnd { status } => {
+            EventKind::ThreadRunEnd {
+                status,
+                usage,
+                cost,
+                duration_ms,
+            } => {
                 if self.mid_line {
                     self.line("");
                 }
@@ -393,7 +398,14 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     RunStatus::Stopped => "stopped",
                     RunStatus::Failed => "failed",
                 };
-                let text = self.paint("2", &format!("run {} {word}", event.run_id));
+                let text = self.paint(
+                    "2",
+                    &format!(
+                        "run {} {word} · {}",
+                        event.run_id,
+                        spend(usage, *cost, Some(*duration_ms))
+                    ),
+                );
                 self.line(&text);
             }
         }
@@ -502,6 +514,41 @@ fn plan_lines(plan: &cove_protocol::plan::Plan) -> Vec<String> {
     plan.to_markdown().lines().map(str::to_string).collect()
 }
 
+/// What model calls took and cost, in one line: `2 calls · 12,345 tokens in (10,000 cached)
+/// · 456 out · $0.0123 · 42.1 s` (the cost only when the model's price is known).
+pub(super) fn spend(usage: &TokenUsage, cost: Option<f64>, duration_ms: Option<u64>) -> String {
+    let mut out = format!(
+        "{} call{} · {} tokens in",
+        usage.calls,
+        if usage.calls == 1 { "" } else { "s" },
+        thousands(usage.input_tokens)
+    );
+    if usage.cached_tokens > 0 {
+        out.push_str(&format!(" ({} cached)", thousands(usage.cached_tokens)));
+    }
+    out.push_str(&format!(" · {} out", thousands(usage.output_tokens)));
+    if let Some(cost) = cost {
+        out.push_str(&format!(" · ${cost:.4}"));
+    }
+    if let Some(ms) = duration_ms {
+        out.push_str(&format!(" · {:.1} s", ms as f64 / 1000.0));
+    }
+    out
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,6 +619,15 @@ mod tests {
                 6,
                 EventKind::ThreadRunEnd {
                     status: RunStatus::Completed,
+                    usage: TokenUsage {
+                        calls: 2,
+                        input_tokens: 12_345,
+                        cached_tokens: 10_000,
+                        cache_write_tokens: 2_000,
+                        output_tokens: 456,
+                    },
+                    cost: Some(0.01234),
+                    duration_ms: 42_100,
                 },
             ),
         ]
@@ -581,7 +637,7 @@ mod tests {
     fn a_run_renders_as_lines_for_a_person() {
         assert_eq!(
             render(false, &a_run()),
-            "thread t1 · openai/gpt · local\nLet me look\n  → execute_command ls\n  ✓ execute_command: a.txt\n\n✔ Done. Two files.\n  · a.txt\nrun r1 completed\nworkspace: /tmp/ws\n"
+            "thread t1 · openai/gpt · local\nLet me look\n  → execute_command ls\n  ✓ execute_command: a.txt\n\n✔ Done. Two files.\n  · a.txt\nrun r1 completed · 2 calls · 12,345 tokens in (10,000 cached) · 456 out · $0.0123 · 42.1 s\nworkspace: /tmp/ws\n"
         );
     }
 

@@ -19,6 +19,7 @@ use crate::config;
 use crate::context::{ContextMode, ContextSettings};
 use crate::llm::ChatMessage;
 use crate::llm::choice::{self, ModelChoice};
+use crate::llm::price::PriceTable;
 use crate::llm::profile::profile;
 use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
@@ -33,6 +34,10 @@ pub(super) struct RunFlags {
     /// Iteration cap of the run (default 100).
     #[arg(long)]
     max_iterations: Option<u32>,
+    /// US dollars the run may spend on model calls: it stops, resumable, before a call
+    /// whose worst case would pass this (also `max_cost` in cove.toml).
+    #[arg(long, value_name = "USD")]
+    max_cost: Option<f64>,
     /// Run a batch of tool calls one after another instead of in parallel.
     #[arg(long)]
     sequential_tools: bool,
@@ -279,12 +284,31 @@ fn agent_config(
             .knowledge_budget
             .or(file.knowledge_budget)
             .unwrap_or(crate::context::knowledge::DEFAULT_BUDGET),
+        prefix_stable: true,
     };
+    let prices = PriceTable::new(&file.prices).map_err(|e| CliError::Usage(e.to_string()))?;
+    let price = prices.price(&model.name);
+    let max_cost = flags.max_cost.or(file.max_cost);
+    if let Some(usd) = max_cost {
+        if !(usd.is_finite() && usd > 0.0) {
+            return Err(CliError::Usage(format!(
+                "--max-cost must be a number of dollars above 0, not {usd}"
+            )));
+        }
+        if price.is_none() {
+            return Err(CliError::Usage(format!(
+                "--max-cost needs the price of {}, which Cove does not know: set [prices.\"{}\"] with input and output (dollars per million tokens) in cove.toml",
+                model.name, model.name
+            )));
+        }
+    }
     let mut config = AgentConfig::new(model.name.clone(), model.label(), prof, mode)
         .max_tokens(max_tokens)
         .parallel_tools(!(flags.sequential_tools || file.sequential_tools.unwrap_or(false)))
         .workspace_label(workspace_label)
-        .context(context);
+        .context(context)
+        .price(price)
+        .max_cost(max_cost);
     if let Some(iterations) = flags.max_iterations.or(file.max_iterations) {
         config = config.max_iterations(iterations);
     }

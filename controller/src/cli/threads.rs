@@ -6,9 +6,10 @@ use super::{CliError, Invocation};
 use crate::llm::ChatMessage;
 use serde::Serialize;
 
-use crate::store::{MessageKind, RequestKind, StoredMessage, Thread};
+use crate::store::{MessageKind, RequestKind, Run, RunUsage, StoredMessage, Thread};
+use cove_protocol::events::TokenUsage;
 
-/// A thread as `cove threads` lists it: with what it waits for, if anything.
+/// A thread as `cove threads` lists it: with what it waits for, if anything, and its runs.
 #[derive(Debug, Serialize)]
 struct ThreadRow {
     #[serde(flatten)]
@@ -16,6 +17,59 @@ struct ThreadRow {
     /// `permission` (with the requests' ids), `answer` (to the agent's question),
     /// `browser` (a person to hand it back) or `approval` (of its plan).
     waiting_for: Option<String>,
+    /// Its runs, oldest first, with what their model calls took and cost.
+    runs: Vec<RunRow>,
+}
+
+/// A run with what its model calls took and cost.
+#[derive(Debug, Serialize)]
+struct RunRow {
+    #[serde(flatten)]
+    run: Run,
+    #[serde(flatten)]
+    usage: RunUsage,
+}
+
+/// The runs of `thread` with their model calls' totals.
+fn runs(inv: &Invocation, thread: &str) -> Result<Vec<RunRow>, CliError> {
+    inv.store
+        .runs(thread)?
+        .into_iter()
+        .map(|run| {
+            let usage = inv.store.run_usage(&run.id)?;
+            Ok(RunRow { run, usage })
+        })
+        .collect()
+}
+
+/// The totals of `runs`: tokens, and the cost when every call's is known.
+fn total(runs: &[RunRow]) -> (TokenUsage, Option<f64>) {
+    let mut tokens = TokenUsage::default();
+    let mut cost = Some(0.0);
+    for r in runs {
+        let t = &r.usage.tokens;
+        tokens.calls += t.calls;
+        tokens.input_tokens += t.input_tokens;
+        tokens.cached_tokens += t.cached_tokens;
+        tokens.cache_write_tokens += t.cache_write_tokens;
+        tokens.output_tokens += t.output_tokens;
+        cost = cost.zip(r.usage.cost).map(|(a, b)| a + b);
+    }
+    (tokens, cost)
+}
+
+/// A run's line in `cove show`.
+fn run_line(r: &RunRow) -> String {
+    let duration = r
+        .run
+        .ended_at
+        .map(|end| u64::try_from(end - r.run.started_at).unwrap_or(0));
+    format!(
+        "run {} · {} · {}",
+        r.run.id,
+        r.run.status,
+        super::render::spend(&r.usage.tokens, r.usage.cost, duration)
+    )
 }
 
 /// What `thread` waits for from the user: its waiting requests, by kind.
@@ -50,9 +104,11 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
         .into_iter()
         .map(|thread| {
             let waiting_for = waiting_for(inv, &thread)?;
+            let runs = runs(inv, &thread.id)?;
             Ok(ThreadRow {
                 thread,
                 waiting_for,
+                runs,
             })
         })
         .collect::<Result<Vec<_>, CliError>>()?;
@@ -70,20 +126,41 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
                 .as_deref()
                 .map(|w| format!("  (waits for {w})"))
                 .unwrap_or_default();
-            format!("{}  {:<9}  {when}  {}{waits}", t.id, t.status, t.title)
+            let (tokens, cost) = total(&row.runs);
+            let spent = if tokens.calls == 0 {
+                String::new()
+            } else {
+                let runs = row.runs.len();
+                format!(
+                    "  [{runs} run{} · {}]",
+                    if runs == 1 { "" } else { "s" },
+                    super::render::spend(&tokens, cost, None)
+                )
+            };
+            format!(
+                "{}  {:<9}  {when}  {}{waits}{spent}",
+                t.id, t.status, t.title
+            )
         },
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// `cove show THREAD`: its messages (every stored message with `--json`), then the
-/// versions of its plan (with `--json`, one `{"plan_version": …}` line each).
+/// `cove show THREAD`: its runs with their tokens and cost, its messages, then the versions
+/// of its plan (with `--json`: every stored message, then one `{"run": …}` line per run and
+/// one `{"plan_version": …}` line per version).
 pub(super) fn show(inv: &Invocation, id: &str) -> Result<ExitCode, CliError> {
     let thread = inv.store.thread(id)?;
     let messages = inv.store.messages(&thread.id)?;
     let plans = inv.store.plan_versions(&thread.id)?;
+    let runs = runs(inv, &thread.id)?;
     if inv.printer.json() {
         inv.printer.list(&messages, "", |_| String::new());
+        let runs: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| serde_json::json!({ "run": r }))
+            .collect();
+        inv.printer.list(&runs, "", |_| String::new());
         let versions: Vec<serde_json::Value> = plans
             .iter()
             .map(|p| serde_json::json!({ "plan_version": p }))
@@ -95,6 +172,10 @@ pub(super) fn show(inv: &Invocation, id: &str) -> Result<ExitCode, CliError> {
         "thread {} · {} · {} · {}",
         thread.id, thread.status, thread.model, thread.sandbox
     );
+    for run in &runs {
+        text.push('\n');
+        text.push_str(&run_line(run));
+    }
     for m in &messages {
         text.push_str(&readable(m));
     }

@@ -200,6 +200,27 @@ struct Plan<'a> {
     forms: Vec<Form>,
     costs: Vec<usize>,
     total: usize,
+    /// Counts of truncated messages as sent, when the caller keeps them; else estimates.
+    exact: Option<&'a TruncatedCounts<'a>>,
+}
+
+/// The tokens of truncated messages as they are sent, counted once each: many estimates of
+/// a cut message's head would add up to more error than the window's margin allows.
+struct TruncatedCounts<'a> {
+    counter: &'a TokenCounter,
+    known: &'a std::cell::RefCell<std::collections::HashMap<(i64, bool, usize), usize>>,
+}
+
+impl TruncatedCounts<'_> {
+    fn count(&self, id: i64, stripped: bool, threshold: usize, variant: &Variant) -> usize {
+        let key = (id, stripped, threshold);
+        if let Some(n) = self.known.borrow().get(&key) {
+            return *n;
+        }
+        let n = self.counter.message(&truncate(variant, threshold, id));
+        self.known.borrow_mut().insert(key, n);
+        n
+    }
 }
 
 impl<'a> Plan<'a> {
@@ -210,6 +231,23 @@ impl<'a> Plan<'a> {
             forms: vec![Form::Whole; entries.len()],
             total: costs.iter().sum(),
             costs,
+            exact: None,
+        }
+    }
+
+    /// Tokens of entry `i` truncated to `threshold` from `base` (stripped or not).
+    fn truncated_cost(&self, i: usize, threshold: usize, stripped: bool) -> usize {
+        let entry = &self.entries[i];
+        let base = match (&entry.stripped, stripped) {
+            (Some(s), true) => s,
+            _ => &entry.full,
+        };
+        if base.text_tokens <= threshold && base.images == 0 {
+            return base.tokens();
+        }
+        match self.exact {
+            Some(exact) => exact.count(entry.id, stripped, threshold, base),
+            None => base.truncated_tokens(threshold),
         }
     }
 
@@ -228,13 +266,9 @@ impl<'a> Plan<'a> {
                 .as_ref()
                 .map_or(self.entries[i].full.tokens(), Variant::tokens),
             Form::Truncated(t) => {
-                let stripped = self.entries[i].stripped.as_ref();
-                let base = if matches!(self.forms[i], Form::Stripped | Form::Truncated(_)) {
-                    stripped.unwrap_or(&self.entries[i].full)
-                } else {
-                    &self.entries[i].full
-                };
-                base.truncated_tokens(t)
+                let stripped = self.entries[i].stripped.is_some()
+                    && matches!(self.forms[i], Form::Stripped | Form::Truncated(_));
+                self.truncated_cost(i, t, stripped)
             }
             Form::Omitted => 0,
         };
@@ -248,6 +282,25 @@ impl<'a> Plan<'a> {
         self.total = self.total - self.costs[i] + cost;
         self.costs[i] = cost;
         self.forms[i] = form;
+    }
+}
+
+impl Plan<'_> {
+    /// Cuts entry `i` to `form`, its long arguments dropped first when it has any; a form
+    /// that would not make it smaller leaves it as it is.
+    fn cut(&mut self, i: usize, form: Form) {
+        if matches!(form, Form::Stripped | Form::Truncated(_))
+            && self.entries[i].stripped.is_some()
+            && self.forms[i] == Form::Whole
+        {
+            self.set(i, Form::Stripped);
+        }
+        let stripped = self.entries[i].stripped.is_some() && self.forms[i] != Form::Whole;
+        match form {
+            Form::Truncated(t) if self.truncated_cost(i, t, stripped) >= self.costs[i] => {}
+            Form::Stripped => {}
+            form => self.set(i, form),
+        }
     }
 }
 
@@ -334,7 +387,20 @@ pub fn fit(
             }
         }
     }
-    let used = prompt(&plan);
+    finish(&plan, budget, calibration, tokens_before)
+}
+
+/// The call as `plan` leaves it, or why it cannot be made.
+fn finish(
+    plan: &Plan,
+    budget: Budget,
+    calibration: &Calibration,
+    tokens_before: usize,
+) -> Result<Fitted, ContextError> {
+    let available = budget.window.saturating_sub(margin(budget.window));
+    let min_output = budget.max_tokens.min(MIN_OUTPUT_TOKENS);
+    let entries = plan.entries;
+    let used = calibration.apply(budget.fixed + plan.total);
     if used + min_output > available {
         return Err(ContextError::CannotFit {
             window: budget.window,
@@ -364,11 +430,171 @@ pub fn fit(
         omitted: plan.forms.iter().filter(|f| **f == Form::Omitted).count(),
     };
     Ok(Fitted {
-        messages: materialize(&plan),
+        messages: materialize(plan),
         max_tokens,
         counted: budget.fixed + plan.total,
         stats,
     })
+}
+
+/// How the history was cut for a run's calls so far, kept so that its later calls send the
+/// same prefix and the provider's prompt cache keeps serving it.
+///
+/// [`fit`] plans every call afresh: as the history grows it truncates a little more each
+/// time, halving thresholds over old messages and moving the gap of left-out turns, so the
+/// start of the prompt changes from one call to the next. Here a message, once cut, stays cut
+/// the same way; a call that no longer fits cuts only what is still whole, oldest first, and
+/// deeply (one threshold, no second pass); the newest turn, the task and the newest user
+/// message stay whole. Only when that is not enough is the history planned afresh, deeply:
+/// every older message cut and whole turns left out from the middle until the history takes
+/// half the room it may, so that the following calls only append.
+#[derive(Debug, Clone, Default)]
+pub struct Cuts {
+    /// Forms by stored message id; a message not named is sent whole.
+    forms: std::collections::HashMap<i64, Form>,
+    /// Tokens of cut messages as sent, by (id, stripped first, threshold).
+    counted: std::cell::RefCell<std::collections::HashMap<(i64, bool, usize), usize>>,
+    /// Times the history was planned afresh.
+    recuts: u32,
+    /// The provider refused the last prompt as too long this many times: the next plan cuts
+    /// what is whole (1), or plans afresh (2), whatever Cove's count says.
+    refused: u8,
+}
+
+impl Cuts {
+    /// Times the history had to be planned afresh (each one changes the prompt's middle).
+    pub fn recuts(&self) -> u32 {
+        self.recuts
+    }
+
+    /// The provider found the prompt too long `times` times in a row although Cove's count
+    /// said it fits: the next plan cuts harder (the second time, afresh).
+    pub fn refused(&mut self, times: u8) {
+        self.refused = times;
+    }
+
+    /// Fits `entries` into `budget`, keeping the cuts of earlier calls; `counter` counts
+    /// the cut messages as they are sent (once each).
+    pub fn fit(
+        &mut self,
+        entries: &[Entry],
+        budget: Budget,
+        calibration: &Calibration,
+        counter: &TokenCounter,
+    ) -> Result<Fitted, ContextError> {
+        let counted = std::mem::take(&mut self.counted);
+        let exact = TruncatedCounts {
+            counter,
+            known: &counted,
+        };
+        let fitted = self.plan(entries, budget, calibration, &exact);
+        self.counted = counted;
+        fitted
+    }
+
+    fn plan(
+        &mut self,
+        entries: &[Entry],
+        budget: Budget,
+        calibration: &Calibration,
+        exact: &TruncatedCounts<'_>,
+    ) -> Result<Fitted, ContextError> {
+        let available = budget.window.saturating_sub(margin(budget.window));
+        let reserve = budget.max_tokens;
+        let min_output = budget.max_tokens.min(MIN_OUTPUT_TOKENS);
+        let fits = |plan: &Plan, reserve: usize| {
+            calibration.apply(budget.fixed + plan.total) + reserve <= available
+        };
+        let whole: usize = entries.iter().map(Entry::tokens).sum();
+        let tokens_before = calibration.apply(budget.fixed + whole);
+        let deep = deep_threshold(budget.window);
+        let protected = newest_turn_and_task(entries);
+
+        let mut plan = Plan::new(entries);
+        plan.exact = Some(exact);
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(form) = self.forms.get(&entry.id) {
+                plan.cut(i, *form);
+            }
+        }
+        if plan.forms.contains(&Form::Omitted) {
+            // The note that stands in for the left-out turns.
+            plan.total += NOTE_TOKENS;
+        }
+        let mut refused = std::mem::take(&mut self.refused);
+        if refused >= 1 || !fits(&plan, reserve) {
+            // Everything still whole at once: cut in one step, the prompt changes once,
+            // from the oldest of them on, and the next calls only append.
+            let before = plan.total;
+            for i in 0..entries.len() {
+                if !protected.contains(&i) && plan.forms[i] == Form::Whole {
+                    plan.cut(i, Form::Truncated(deep));
+                }
+            }
+            if plan.total == before {
+                // Nothing was left to cut this way: a refusal needs the next step.
+                refused = refused.saturating_mul(2);
+            }
+        }
+        if refused >= 2 || !fits(&plan, reserve) {
+            self.recuts += 1;
+            let refused_at = calibration.apply(budget.fixed + plan.total);
+            plan = Plan::new(entries);
+            plan.exact = Some(exact);
+            for i in 0..entries.len() {
+                if !protected.contains(&i) {
+                    plan.cut(i, Form::Truncated(deep));
+                }
+            }
+            let room = available.saturating_sub(reserve);
+            let fixed = calibration.apply(budget.fixed);
+            let mut target = fixed + room.saturating_sub(fixed) / 2;
+            if refused >= 2 {
+                // The provider counts more than Cove does: well below what it refused.
+                target = target.min(fixed + refused_at.saturating_sub(fixed) / 2);
+            }
+            if calibration.apply(budget.fixed + plan.total) > target {
+                omit_middle_out(&mut plan, |plan| {
+                    calibration.apply(budget.fixed + plan.total) <= target
+                });
+            }
+            // The newest messages too, before giving up on a full output cap.
+            for i in 0..entries.len() {
+                if fits(&plan, min_output) {
+                    break;
+                }
+                if plan.forms[i] != Form::Omitted {
+                    plan.cut(i, Form::Truncated(MIN_THRESHOLD));
+                }
+            }
+        }
+        self.forms = entries
+            .iter()
+            .zip(&plan.forms)
+            .filter(|(_, f)| **f != Form::Whole)
+            .map(|(e, f)| (e.id, *f))
+            .collect();
+        finish(&plan, budget, calibration, tokens_before)
+    }
+}
+
+/// The one threshold older messages are cut to: deep enough that a cut is rarely needed
+/// again, more of each kept in larger windows.
+fn deep_threshold(window: usize) -> usize {
+    (window / 200).clamp(100, FIRST_THRESHOLD)
+}
+
+/// The entries that stay whole: the first (the task), the newest user message, and the newest
+/// turn (the last answer and what follows it: its results, the browser state).
+fn newest_turn_and_task(entries: &[Entry]) -> Vec<usize> {
+    let mut out = vec![0];
+    let start = entries
+        .iter()
+        .rposition(|e| e.kind == Kind::Assistant)
+        .unwrap_or(entries.len().saturating_sub(1));
+    out.extend(start..entries.len());
+    out.extend(newest(entries, Kind::User, 1));
+    out
 }
 
 /// Leaves out whole turns (a message and the tool results that answer it) from the middle of
@@ -736,5 +962,102 @@ mod tests {
         assert!(t.contains("[500 characters dropped to save context; expand_message 7]"));
         assert!(!t.contains(&long));
         assert!(strip_arguments(&ChatMessage::assistant("short"), 1).is_none());
+    }
+
+    /// Tokens at the start of `now` that repeat the start of `before`, message by message.
+    fn shared_prefix(before: &[ChatMessage], now: &[ChatMessage]) -> usize {
+        before
+            .iter()
+            .zip(now)
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| counter().message(a))
+            .sum()
+    }
+
+    /// Grows a native history by `turns` calls of `size`-word results, fitting each call
+    /// into `budget` with `plan`; returns the share of all sent tokens that repeated the
+    /// previous call's start, and the lowest share of one call.
+    fn replay(
+        turns: usize,
+        size: usize,
+        budget: Budget,
+        mut plan: impl FnMut(&[Entry]) -> Fitted,
+    ) -> (f64, f64) {
+        let all = history(turns, size);
+        let (mut shared, mut sent, mut lowest) = (0, 0, 1.0_f64);
+        let mut previous: Vec<ChatMessage> = Vec::new();
+        for end in (3..=all.len()).step_by(2) {
+            let fitted = plan(&all[..end]);
+            let total: usize = fitted.messages.iter().map(|m| counter().message(m)).sum();
+            assert!(
+                total + budget.fixed + fitted.max_tokens <= budget.window,
+                "call {end} overflows"
+            );
+            let same = shared_prefix(&previous, &fitted.messages);
+            if fitted.stats.compressed() {
+                lowest = lowest.min(same as f64 / total as f64);
+            }
+            shared += same;
+            sent += total;
+            previous = fitted.messages;
+        }
+        (shared as f64 / sent as f64, lowest)
+    }
+
+    #[test]
+    fn kept_cuts_keep_each_call_a_prefix_of_the_next() {
+        let budget = Budget {
+            window: 40_000,
+            max_tokens: 4_000,
+            fixed: 2_000,
+        };
+        let calibration = Calibration::default();
+        let mut cuts = Cuts::default();
+        let (stable, stable_lowest) = replay(300, 1_500, budget, |entries| {
+            cuts.fit(entries, budget, &calibration, &counter()).unwrap()
+        });
+        let (fresh, _) = replay(300, 1_500, budget, |entries| {
+            fit(entries, budget, &calibration).unwrap()
+        });
+        assert!(cuts.recuts() > 0, "the run was long enough to need re-cuts");
+        assert!(
+            stable >= 0.8,
+            "kept cuts: {stable:.3} of the tokens repeated the previous call's start"
+        );
+        assert!(
+            stable > fresh + 0.1,
+            "kept cuts {stable:.3} against fresh plans {fresh:.3}"
+        );
+        assert!(stable_lowest > 0.0, "{stable_lowest}");
+    }
+
+    #[test]
+    fn kept_cuts_stay_until_the_history_no_longer_fits() {
+        let entries = history(60, 400);
+        let budget = Budget {
+            window: 30_000,
+            max_tokens: 2_000,
+            fixed: 1_000,
+        };
+        let calibration = Calibration::default();
+        let mut cuts = Cuts::default();
+        let first = cuts
+            .fit(&entries[..81], budget, &calibration, &counter())
+            .unwrap();
+        assert!(first.stats.compressed());
+        // The cut was deep: two more turns fit after it, and the earlier call's messages
+        // come back unchanged.
+        let next = cuts
+            .fit(&entries[..85], budget, &calibration, &counter())
+            .unwrap();
+        let kept = first.messages.len();
+        assert_eq!(next.messages[..kept], first.messages[..]);
+        assert_eq!(next.messages.len(), kept + 4);
+        assert_eq!(next.messages.last(), Some(entries[84].message()));
+        assert_eq!(
+            next.messages[0].text(),
+            "Build the site",
+            "the task stays whole"
+        );
     }
 }

@@ -8,7 +8,7 @@ pub mod summarize;
 mod temporary;
 pub mod tokens;
 
-pub use compress::{Budget, ContextError, Entry, Fitted, Stats, fit};
+pub use compress::{Budget, ContextError, Cuts, Entry, Fitted, Stats, fit};
 pub use temporary::temporary_message;
 pub use tokens::{Calibration, TokenCounter};
 
@@ -51,6 +51,9 @@ pub struct ContextSettings {
     pub mode: ContextMode,
     /// Tokens the knowledge section of the system prompt may take.
     pub knowledge_budget: usize,
+    /// Keep each call's history a prefix of the next one's where it can ([`Cuts`]); off,
+    /// every call is planned afresh ([`fit`]), as Cove did before (for comparisons).
+    pub prefix_stable: bool,
 }
 
 impl Default for ContextSettings {
@@ -58,6 +61,7 @@ impl Default for ContextSettings {
         ContextSettings {
             mode: ContextMode::Truncate,
             knowledge_budget: knowledge::DEFAULT_BUDGET,
+            prefix_stable: true,
         }
     }
 }

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use super::compress::Entry;
 use super::tokens::TokenCounter;
 use crate::llm::retry::RetryPolicy;
-use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, StreamEvent};
+use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, Role, StreamEvent, Usage};
 use crate::store::Summary;
 
 /// The instructions of the summarizing call.
@@ -93,7 +93,8 @@ pub fn transcript(entries: &[Entry], budget: usize, counter: &TokenCounter) -> S
     out
 }
 
-/// Asks the model for a summary of `entries`, within `window`.
+/// Asks the model for a summary of `entries`, within `window`; the summary and what the call
+/// took.
 pub async fn summarize(
     provider: &dyn ChatProvider,
     model: &str,
@@ -101,25 +102,25 @@ pub async fn summarize(
     window: usize,
     counter: &TokenCounter,
     retry: RetryPolicy,
-) -> Result<String, LlmError> {
+) -> Result<(String, Usage), LlmError> {
     let max_tokens = (window / 8).clamp(256, 4_000);
     let room = window
         .saturating_sub(max_tokens + counter.text(SUMMARY_PROMPT) + window / 10 + 200)
         .max(500);
-    let request = ChatRequest {
-        model: model.to_string(),
-        system: SUMMARY_PROMPT.to_string(),
-        messages: vec![ChatMessage::user(format!(
+    let request = ChatRequest::new(
+        model,
+        SUMMARY_PROMPT,
+        vec![ChatMessage::user(format!(
             "Summarize this part of the session:\n\n{}",
             transcript(entries, room, counter)
         ))],
-        tools: Vec::new(),
-        max_tokens: max_tokens as u32,
-    };
+        Vec::new(),
+        max_tokens as u32,
+    );
     let mut attempt = 1;
     loop {
         match collect(provider, &request).await {
-            Ok(text) => return Ok(text),
+            Ok(answer) => return Ok(answer),
             Err(e) if e.is_retryable() && attempt < retry.max_attempts => {
                 tokio::time::sleep(retry.delay(attempt, e.retry_after())).await;
                 attempt += 1;
@@ -129,17 +130,22 @@ pub async fn summarize(
     }
 }
 
-async fn collect(provider: &dyn ChatProvider, request: &ChatRequest) -> Result<String, LlmError> {
+async fn collect(
+    provider: &dyn ChatProvider,
+    request: &ChatRequest,
+) -> Result<(String, Usage), LlmError> {
     let mut stream = provider.stream(request).await?;
     let mut text = String::new();
+    let mut usage = Usage::default();
     while let Some(event) = stream.next().await {
         match event? {
             StreamEvent::TextDelta(t) => text.push_str(&t),
+            StreamEvent::Usage(u) => usage = u,
             StreamEvent::Finish(_) => break,
             _ => {}
         }
     }
-    Ok(text.trim().to_string())
+    Ok((text.trim().to_string(), usage))
 }
 
 #[cfg(test)]

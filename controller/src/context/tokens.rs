@@ -145,11 +145,16 @@ pub fn estimate(text: &str) -> usize {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
     factor: f64,
+    /// The ratio the call before the last one showed.
+    previous: f64,
 }
 
 impl Default for Calibration {
     fn default() -> Self {
-        Calibration { factor: 1.0 }
+        Calibration {
+            factor: 1.0,
+            previous: 0.0,
+        }
     }
 }
 
@@ -162,7 +167,11 @@ impl Calibration {
             return;
         }
         // Clamped: a provider that reports nonsense must not make Cove send 10x too much.
-        self.factor = (reported as f64 / counted as f64).clamp(0.5, 4.0);
+        let ratio = (reported as f64 / counted as f64).clamp(0.5, 4.0);
+        // The dearer of the last two: a prompt whose mix of messages changed since (a cut)
+        // may count differently, and running short costs a refused call.
+        self.factor = ratio.max(self.previous);
+        self.previous = ratio;
     }
 
     /// Counts more conservatively after the provider refused a prompt as too long.
@@ -253,5 +262,9 @@ mod tests {
         assert_eq!(c.apply(1000), 1300, "no report, no change");
         c.observe(1000, 100_000);
         assert_eq!(c.factor(), 4.0, "clamped");
+        c.observe(1000, 900);
+        assert_eq!(c.factor(), 4.0, "the dearer of the last two");
+        c.observe(1000, 900);
+        assert_eq!(c.apply(1000), 900);
     }
 }

@@ -30,24 +30,72 @@ impl Anthropic {
         }
     }
 
-    /// The JSON body for `request`.
+    /// The JSON body for `request`, with prompt-cache breakpoints: on the last tool and on
+    /// the system prompt (the prefix every call of a run shares), and on the last block of
+    /// the newest stable message and of the same role's turn before it (where the previous
+    /// call's rolling breakpoint stood, so its cache entry is found however many blocks the
+    /// newest answer added). Four at most, as the API allows; what is for this call only
+    /// (the browser state, images, the plan) comes after the last of them.
     pub fn body(request: &ChatRequest) -> Value {
+        let stable = request.stable_messages.min(request.messages.len());
+        let (mut turns, ends) = messages(&request.messages);
+        for (turn, block) in rolling_breakpoints(&ends[..stable]) {
+            if let Some(block) = turns
+                .get_mut(turn)
+                .and_then(|t| t["content"].get_mut(block))
+            {
+                block["cache_control"] = ephemeral();
+            }
+        }
         let mut body = json!({
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "system": request.system,
-            "messages": messages(&request.messages),
+            "messages": turns,
             "stream": true,
         });
+        if !request.system.is_empty() {
+            body["system"] =
+                json!([{"type": "text", "text": request.system, "cache_control": ephemeral()}]);
+        }
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = ephemeral();
+            }
+            body["tools"] = Value::Array(tools);
         }
         body
     }
+}
+
+/// Most `cache_control` breakpoints one request may carry.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Where the rolling breakpoints go, as (turn, block): the last block of the newest stable
+/// message, and the last block of the turn two before it (the same role's previous turn).
+fn rolling_breakpoints(ends: &[Option<(usize, usize)>]) -> Vec<(usize, usize)> {
+    let Some((tail_turn, tail_block)) = ends.iter().rev().find_map(|e| *e) else {
+        return Vec::new();
+    };
+    let mut marks = vec![(tail_turn, tail_block)];
+    if let Some(before) = tail_turn.checked_sub(2)
+        && let Some(last) = ends
+            .iter()
+            .rev()
+            .filter_map(|e| *e)
+            .find(|(turn, _)| *turn == before)
+    {
+        marks.push(last);
+    }
+    marks
 }
 
 fn blocks(parts: &[ContentPart]) -> Vec<Value> {
@@ -65,9 +113,11 @@ fn blocks(parts: &[ContentPart]) -> Vec<Value> {
 }
 
 /// Messages as the API wants them: tool results as `tool_result` blocks of a user turn, and
-/// consecutive turns of one role merged.
-fn messages(history: &[ChatMessage]) -> Vec<Value> {
+/// consecutive turns of one role merged. Also, for each message of `history`, where its
+/// last block landed (turn, block), if it has any.
+fn messages(history: &[ChatMessage]) -> (Vec<Value>, Vec<Option<(usize, usize)>>) {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut ends = Vec::with_capacity(history.len());
     for m in history {
         let (role, content) = match m.role {
             Role::User => ("user", blocks(&m.content)),
@@ -89,16 +139,21 @@ fn messages(history: &[ChatMessage]) -> Vec<Value> {
             ),
         };
         if content.is_empty() {
+            ends.push(None);
             continue;
         }
         match out.last_mut() {
             Some((last, blocks)) if *last == role => blocks.extend(content),
             _ => out.push((role, content)),
         }
+        let turn = out.len() - 1;
+        ends.push(Some((turn, out[turn].1.len() - 1)));
     }
-    out.into_iter()
+    let turns = out
+        .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
+        .collect();
+    (turns, ends)
 }
 
 /// Turns Messages stream events into [`StreamEvent`]s.
@@ -107,7 +162,8 @@ struct Decoder {
     /// Content-block index to tool-call index, for tool_use blocks.
     tool_blocks: Vec<(u64, usize)>,
     next_tool: usize,
-    input_tokens: u64,
+    /// The prompt's usage, from `message_start`.
+    prompt: Usage,
     finish: Option<StopReason>,
     stopped: bool,
 }
@@ -137,14 +193,15 @@ impl Decoder {
             "message_start" => {
                 // Cached prompt parts are reported apart; together they are the prompt.
                 let usage = &value["message"]["usage"];
-                self.input_tokens = [
-                    "input_tokens",
-                    "cache_creation_input_tokens",
-                    "cache_read_input_tokens",
-                ]
-                .iter()
-                .filter_map(|k| usage[*k].as_u64())
-                .sum();
+                let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                self.prompt = Usage {
+                    cached_tokens: count("cache_read_input_tokens"),
+                    cache_write_tokens: count("cache_creation_input_tokens"),
+                    input_tokens: count("input_tokens")
+                        + count("cache_read_input_tokens")
+                        + count("cache_creation_input_tokens"),
+                    output_tokens: 0,
+                };
             }
             "content_block_start" => {
                 let block = &value["content_block"];
@@ -202,8 +259,8 @@ impl Decoder {
                 }
                 if let Some(output) = value["usage"]["output_tokens"].as_u64() {
                     out.push(StreamEvent::Usage(Usage {
-                        input_tokens: self.input_tokens,
                         output_tokens: output,
+                        ..self.prompt
                     }));
                 }
             }
@@ -322,7 +379,7 @@ mod tests {
     #[test]
     fn a_full_stream_with_text_and_a_tool_call_is_decoded() {
         let events = decode(&[
-            ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":30}}}"#),
+            ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":30,"cache_read_input_tokens":2000,"cache_creation_input_tokens":500}}}"#),
             ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
             ("ping", r#"{"type":"ping"}"#),
             ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me look."}}"#),
@@ -354,7 +411,9 @@ mod tests {
                 },
                 StreamEvent::ToolCallEnd { index: 0 },
                 StreamEvent::Usage(Usage {
-                    input_tokens: 30,
+                    input_tokens: 30 + 2_000 + 500,
+                    cached_tokens: 2_000,
+                    cache_write_tokens: 500,
                     output_tokens: 17
                 }),
                 StreamEvent::Finish(StopReason::ToolCalls),
@@ -402,10 +461,12 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             }],
+            stable_messages: usize::MAX,
+            cache_key: None,
             max_tokens: 64,
         };
         let body = Anthropic::body(&request);
-        assert_eq!(body["system"], "sys");
+        assert_eq!(body["system"][0]["text"], "sys");
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(
             msgs.len(),
@@ -417,5 +478,115 @@ mod tests {
         assert_eq!(msgs[2]["content"][0]["tool_use_id"], "t1");
         assert_eq!(msgs[2]["content"][1]["source"]["media_type"], "image/jpeg");
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+    }
+
+    /// Where the `cache_control` marks of a body are: "tools", "system", or (turn, block).
+    fn marks(body: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+            if t.get("cache_control").is_some() {
+                out.push(format!("tool {i}"));
+            }
+        }
+        for b in body["system"].as_array().into_iter().flatten() {
+            if b.get("cache_control").is_some() {
+                out.push("system".into());
+            }
+        }
+        for (t, turn) in body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            for (b, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
+                if block.get("cache_control").is_some() {
+                    out.push(format!("{t}.{b}"));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn breakpoints_mark_the_stable_prefix_and_leave_the_temporary_message_after_them() {
+        let call = |id: &str| {
+            let mut a = ChatMessage::assistant("");
+            a.tool_calls.push(ToolCall {
+                id: id.into(),
+                name: "ls".into(),
+                arguments: json!({}),
+            });
+            a
+        };
+        let mut messages = vec![
+            ChatMessage::user("task"),
+            call("t1"),
+            ChatMessage::tool_result("t1", "ls", "a", false),
+            call("t2"),
+            ChatMessage::tool_result("t2", "ls", "b", false),
+        ];
+        let stable = messages.len();
+        // The browser's picture, for this call only: it joins the results' user turn.
+        messages.push(ChatMessage {
+            content: vec![ContentPart::Image {
+                mime: "image/png".into(),
+                data: "AAAA".into(),
+            }],
+            ..ChatMessage::user("")
+        });
+        let tool = ToolSpec {
+            name: "ls".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        };
+        let mut request = ChatRequest {
+            stable_messages: stable,
+            ..ChatRequest::new(
+                "claude-sonnet-4-5",
+                "sys",
+                messages,
+                vec![tool.clone(), tool],
+                64,
+            )
+        };
+        request.tools[1].name = "cat".into();
+        let body = Anthropic::body(&request);
+        // Turns: 0 user task, 1 call, 2 result, 3 call, 4 result + picture.
+        assert_eq!(marks(&body), ["tool 1", "system", "2.0", "4.0"], "{body:#}");
+        assert_eq!(body["messages"][4]["content"][1]["type"], "image");
+        assert!(marks(&body).len() <= MAX_BREAKPOINTS);
+        // The next call's body repeats this one up to the rolling breakpoint.
+        let next = Anthropic::body(&ChatRequest {
+            stable_messages: stable,
+            ..ChatRequest::new(
+                "claude-sonnet-4-5",
+                "sys",
+                request.messages[..stable].to_vec(),
+                request.tools.clone(),
+                64,
+            )
+        });
+        let strip = |mut v: Value| {
+            for turn in v["messages"].as_array_mut().into_iter().flatten() {
+                for b in turn["content"].as_array_mut().into_iter().flatten() {
+                    b.as_object_mut().map(|o| o.remove("cache_control"));
+                }
+            }
+            v
+        };
+        assert_eq!(
+            strip(next)["messages"][4]["content"][0],
+            strip(body.clone())["messages"][4]["content"][0]
+        );
+        // XML mode: no tools, three marks; a history of one message, two.
+        let xml = Anthropic::body(&ChatRequest::new(
+            "m",
+            "sys",
+            vec![ChatMessage::user("task")],
+            Vec::new(),
+            64,
+        ));
+        assert_eq!(marks(&xml), ["system", "0.0"]);
     }
 }

@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod choice;
 pub mod openai;
+pub mod price;
 pub mod profile;
 pub mod retry;
 pub mod sse;
@@ -129,6 +130,34 @@ pub struct ChatRequest {
     /// Empty in XML tool mode: the tools are then described in the system prompt.
     pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
+    /// How many leading `messages` the next call sends again unchanged (the history); the
+    /// rest (the browser state, images, the plan) is for this call only. Prompt-cache
+    /// breakpoints go no further than these.
+    pub stable_messages: usize,
+    /// Keeps a thread's calls together in the provider's prompt cache (OpenAI's
+    /// `prompt_cache_key`; sent only where the API takes it).
+    pub cache_key: Option<String>,
+}
+
+impl ChatRequest {
+    /// A one-off call: every message stable, no cache key.
+    pub fn new(
+        model: impl Into<String>,
+        system: impl Into<String>,
+        messages: Vec<ChatMessage>,
+        tools: Vec<ToolSpec>,
+        max_tokens: u32,
+    ) -> Self {
+        ChatRequest {
+            model: model.into(),
+            system: system.into(),
+            stable_messages: messages.len(),
+            messages,
+            tools,
+            max_tokens,
+            cache_key: None,
+        }
+    }
 }
 
 /// Why the model stopped.
@@ -141,11 +170,25 @@ pub enum StopReason {
     Other(String),
 }
 
-/// Token counts a provider reported.
+/// Token counts a provider reported for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// The whole prompt, however it was billed.
     pub input_tokens: u64,
+    /// Of the prompt: read from the provider's cache.
+    pub cached_tokens: u64,
+    /// Of the prompt: written to the cache (Anthropic bills these above the input price).
+    pub cache_write_tokens: u64,
     pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt tokens billed at the plain input price.
+    pub fn uncached_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cached_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
 }
 
 /// One step of a streamed answer.

@@ -21,6 +21,9 @@ pub struct OpenAi {
     base_url: String,
     api_key: Option<String>,
     name: &'static str,
+    /// Whether the server takes `prompt_cache_key` (OpenAI's own API does; compatible
+    /// servers may refuse a field they do not know).
+    prompt_cache_key: bool,
 }
 
 impl OpenAi {
@@ -31,16 +34,24 @@ impl OpenAi {
         api_key: Option<String>,
         name: &'static str,
     ) -> Self {
+        let base_url = base_url.trim_end_matches('/').to_string();
         OpenAi {
+            prompt_cache_key: is_official(&base_url),
             http,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            base_url,
             api_key,
             name,
         }
     }
 
+    /// The same provider, sending (or not) each request's cache key as `prompt_cache_key`.
+    pub fn with_prompt_cache_key(mut self, send: bool) -> Self {
+        self.prompt_cache_key = send;
+        self
+    }
+
     fn is_official(&self) -> bool {
-        self.base_url.contains("api.openai.com")
+        is_official(&self.base_url)
     }
 
     /// The JSON body for `request`.
@@ -61,6 +72,11 @@ impl OpenAi {
             "max_tokens"
         };
         body[cap] = json!(request.max_tokens);
+        if self.prompt_cache_key
+            && let Some(key) = &request.cache_key
+        {
+            body["prompt_cache_key"] = json!(key);
+        }
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -75,6 +91,11 @@ impl OpenAi {
         }
         body
     }
+}
+
+/// Whether `base_url` is OpenAI's own API.
+fn is_official(base_url: &str) -> bool {
+    base_url.contains("api.openai.com")
 }
 
 fn content(parts: &[ContentPart]) -> Value {
@@ -178,6 +199,10 @@ impl Decoder {
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             out.push(StreamEvent::Usage(Usage {
                 input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+                cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                cache_write_tokens: 0,
                 output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
             }));
         }
@@ -341,7 +366,7 @@ mod tests {
                 r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}}]}"#,
                 r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\".\"}"}}]}}]}"#,
                 r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
-                r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5}}"#,
+                r#"{"choices":[],"usage":{"prompt_tokens":1300,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":1152}}}"#,
             ],
             true,
         )
@@ -365,7 +390,9 @@ mod tests {
                     arguments: "th\":\".\"}".into()
                 },
                 StreamEvent::Usage(Usage {
-                    input_tokens: 12,
+                    input_tokens: 1300,
+                    cached_tokens: 1152,
+                    cache_write_tokens: 0,
                     output_tokens: 5
                 }),
                 StreamEvent::ToolCallEnd { index: 0 },
@@ -436,6 +463,8 @@ mod tests {
                 description: "list".into(),
                 parameters: json!({"type": "object"}),
             }],
+            stable_messages: usize::MAX,
+            cache_key: Some("thread-1".into()),
             max_tokens: 100,
         };
         let body = p.body(&request);
@@ -459,6 +488,7 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "ls");
         assert_eq!(body["max_completion_tokens"], 100);
         assert_eq!(body["stream"], true);
+        assert_eq!(body["prompt_cache_key"], "thread-1");
         let local = OpenAi::new(
             reqwest::Client::new(),
             "http://localhost:11434/v1",
@@ -466,5 +496,9 @@ mod tests {
             NAME,
         );
         assert_eq!(local.body(&request)["max_tokens"], 100);
+        assert!(
+            local.body(&request).get("prompt_cache_key").is_none(),
+            "a compatible server may not know the field"
+        );
     }
 }

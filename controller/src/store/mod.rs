@@ -17,6 +17,7 @@ mod sandboxes;
 mod schema;
 mod screenshots;
 mod threads;
+mod usage;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -32,6 +33,7 @@ pub use requests::{DecideError, Decided, Decision, NewRequest, Request, RequestK
 pub use runs::{PauseKind, Run, RunState, Wait};
 pub use sandboxes::ManagedSandbox;
 pub use threads::{NewThread, Thread, ThreadStatus};
+pub use usage::{ModelCall, RunUsage};
 
 /// What went wrong with the database, by what the caller should do about it.
 #[derive(Debug, thiserror::Error)]

@@ -73,6 +73,23 @@ pub struct Wait {
     pub after_message: i64,
 }
 
+const RUN_COLUMNS: &str =
+    "id, thread_id, status, started_at, ended_at, iterations, error, pause_kind, pause_text";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: r.get(0)?,
+        thread_id: r.get(1)?,
+        status: r.get(2)?,
+        started_at: r.get(3)?,
+        ended_at: r.get(4)?,
+        iterations: r.get(5)?,
+        error: r.get(6)?,
+        pause_kind: r.get(7)?,
+        pause_text: r.get(8)?,
+    })
+}
+
 impl Store {
     /// Starts a run of a thread.
     pub fn start_run(&self, thread: &str) -> Result<Run, StoreError> {
@@ -133,25 +150,25 @@ impl Store {
         let run = self
             .conn()
             .query_row(
-                "SELECT id, thread_id, status, started_at, ended_at, iterations, error, pause_kind, pause_text
-                 FROM runs WHERE thread_id = ?1 ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ?1
+                     ORDER BY started_at DESC, rowid DESC LIMIT 1"
+                ),
                 params![thread],
-                |r| {
-                    Ok(Run {
-                        id: r.get(0)?,
-                        thread_id: r.get(1)?,
-                        status: r.get(2)?,
-                        started_at: r.get(3)?,
-                        ended_at: r.get(4)?,
-                        iterations: r.get(5)?,
-                        error: r.get(6)?,
-                        pause_kind: r.get(7)?,
-                        pause_text: r.get(8)?,
-                    })
-                },
+                run_row,
             )
             .optional()?;
         Ok(run)
+    }
+
+    /// The runs of a thread, oldest first.
+    pub fn runs(&self, thread: &str) -> Result<Vec<Run>, StoreError> {
+        let conn = self.conn();
+        let mut statement = conn.prepare(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ?1 ORDER BY started_at, rowid"
+        ))?;
+        let runs = statement.query_map(params![thread], run_row)?;
+        Ok(runs.collect::<Result<_, _>>()?)
     }
 
     /// Records that `run` (in this process) waits on the thread for a person to hand the

@@ -154,6 +154,23 @@ CREATE TABLE screenshots (
     "
 ALTER TABLE sandboxes ADD COLUMN spec TEXT;
 ",
+    // 7: each model call of a run, with the tokens the provider billed and what they cost
+    // (NULL when the model's price is unknown).
+    "
+CREATE TABLE model_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    iteration INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd REAL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX model_calls_by_run ON model_calls(run_id, id);
+",
 ];
 
 /// The version this build writes.
@@ -250,10 +267,12 @@ mod tests {
     #[test]
     fn a_newer_database_is_refused() {
         let mut conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch("PRAGMA user_version = 7").unwrap();
+        let newer = current_version() + 1;
+        conn.execute_batch(&format!("PRAGMA user_version = {newer}"))
+            .unwrap();
         let error = migrate(&mut conn, MIGRATIONS).unwrap_err();
         assert!(
-            matches!(error, StoreError::TooNew { found: 7, .. }),
+            matches!(error, StoreError::TooNew { found, .. } if found == newer),
             "{error}"
         );
         let tables: i64 = conn

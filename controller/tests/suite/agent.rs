@@ -317,7 +317,8 @@ async fn a_stopped_run_abandons_its_tools_and_the_next_run_repairs_the_thread() 
         assert!(matches!(
             after.last().unwrap().kind,
             EventKind::ThreadRunEnd {
-                status: RunStatus::Stopped
+                status: RunStatus::Stopped,
+                ..
             }
         ));
         let stopped = s.store.last_run(&s.thread.id).unwrap().unwrap();

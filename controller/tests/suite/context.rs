@@ -215,6 +215,7 @@ async fn knowledge_is_in_the_system_prompt_in_order_and_within_budget() {
         ContextSettings {
             mode: ContextMode::Truncate,
             knowledge_budget: budget,
+            ..ContextSettings::default()
         },
     )
     .await;
@@ -268,6 +269,7 @@ async fn summaries_stand_in_for_old_history_which_stays_stored() {
         ContextSettings {
             mode: ContextMode::Summarize,
             knowledge_budget: 4_000,
+            ..ContextSettings::default()
         },
     )
     .await;
@@ -275,7 +277,7 @@ async fn summaries_stand_in_for_old_history_which_stays_stored() {
     for _ in 0..80 {
         let calls = main_calls.clone();
         llm.push_fn(move |r| {
-            if r.body["system"].as_str() == Some(SUMMARY_PROMPT) {
+            if r.system_text() == SUMMARY_PROMPT {
                 return Turn::text("SUMMARY-42: the log was read many times; all jobs ok.");
             }
             if calls.fetch_add(1, Ordering::SeqCst) >= 40 {
@@ -296,14 +298,14 @@ async fn summaries_stand_in_for_old_history_which_stays_stored() {
     assert_within_window(
         &requests
             .iter()
-            .filter(|r| r.body["system"].as_str() != Some(SUMMARY_PROMPT))
+            .filter(|r| r.system_text() != SUMMARY_PROMPT)
             .cloned()
             .collect::<Vec<_>>(),
         WINDOW,
     );
     let summary_requests: Vec<_> = requests
         .iter()
-        .filter(|r| r.body["system"].as_str() == Some(SUMMARY_PROMPT))
+        .filter(|r| r.system_text() == SUMMARY_PROMPT)
         .collect();
     assert_eq!(summary_requests.len(), summarized);
     for r in &summary_requests {
@@ -355,7 +357,8 @@ async fn a_context_that_cannot_fit_fails_the_run_without_calling_the_model() {
     assert!(matches!(
         events.last().map(|e| &e.kind),
         Some(EventKind::ThreadRunEnd {
-            status: RunStatus::Failed
+            status: RunStatus::Failed,
+            ..
         })
     ));
     assert_eq!(

@@ -50,6 +50,8 @@ fn request(tools: bool) -> ChatRequest {
         } else {
             Vec::new()
         },
+        stable_messages: usize::MAX,
+        cache_key: None,
         max_tokens: 256,
     }
 }

@@ -808,10 +808,7 @@ async fn knowledge_added_on_the_command_line_reaches_the_system_prompt() {
         ])
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
-    let system = cove.llm.received()[0].body["system"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let system = cove.llm.received()[0].system_text();
     let language = system
         .find("Always answer in French.")
         .expect("the newest entry");
@@ -1946,7 +1943,7 @@ async fn a_plan_is_proposed_rejected_edited_approved_and_carried_out() {
             let text = request.all_text();
             if !text.contains("The approved plan (version 3)")
                 || !text.contains("Write hello.txt saying hi")
-                || !request.last_message_text().contains("I edited your plan")
+                || !text.contains("I edited your plan")
             {
                 return Turn::text("").call("complete", json!({"text": "EDIT NOT SEEN"}));
             }
