@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod person;
 pub mod preview;
 pub mod procs;
+pub mod prompt_cache;
 pub mod real_site;
 pub mod site;
 pub mod stats;

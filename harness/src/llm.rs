@@ -21,6 +21,8 @@ use axum::routing::post;
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
+use crate::prompt_cache::{Billed, PromptCaches};
+
 /// Which wire format a request used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
@@ -114,7 +116,7 @@ impl Received {
 
 /// o200k tokens of `text`, remembered: requests repeat the system prompt, the tool
 /// descriptions and the history, and the scripted model must answer at once.
-fn cached_count(text: &str) -> usize {
+pub(crate) fn cached_count(text: &str) -> usize {
     use std::collections::HashMap;
     use std::hash::{DefaultHasher, Hash, Hasher};
     static CACHE: Mutex<Option<HashMap<(u64, usize), usize>>> = Mutex::new(None);
@@ -136,7 +138,7 @@ fn cached_count(text: &str) -> usize {
 }
 
 /// Tokens of one message's content, in either wire format.
-fn billed(content: &Value, count: &impl Fn(&str) -> usize) -> usize {
+pub(crate) fn billed(content: &Value, count: &impl Fn(&str) -> usize) -> usize {
     match content {
         Value::String(s) => count(s),
         Value::Array(blocks) => blocks
@@ -280,6 +282,9 @@ struct Shared {
     chunking: Mutex<Chunking>,
     /// Requests that broke the pairing of tool calls and results (see [`pairing_problems`]).
     violations: Mutex<Vec<String>>,
+    caches: Mutex<PromptCaches>,
+    /// How each answered request was billed, in order.
+    billed: Mutex<Vec<Billed>>,
 }
 
 /// A running scripted model.
@@ -360,6 +365,16 @@ impl ScriptedLlm {
             .received
             .lock()
             .map(|r| r.iter().map(|one| Received::clone(one)).collect())
+            .unwrap_or_default()
+    }
+
+    /// How each answered request's prompt was billed (cached and written parts as the
+    /// provider's prompt cache would have them), in order.
+    pub fn billed(&self) -> Vec<Billed> {
+        self.shared
+            .billed
+            .lock()
+            .map(|b| b.clone())
             .unwrap_or_default()
     }
 
@@ -666,15 +681,24 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         return refusal;
     }
     match next(&shared, &request) {
-        Ok(turn) => sse(
-            openai_events(&turn, request.native_tools(), request.prompt_tokens()),
-            None,
-            chunking(&shared),
-        ),
+        Ok(turn) => {
+            let billed = match shared.caches.lock() {
+                Ok(mut caches) => caches.openai(&request),
+                Err(_) => Billed::default(),
+            };
+            if let Ok(mut all) = shared.billed.lock() {
+                all.push(billed);
+            }
+            sse(
+                openai_events(&turn, request.native_tools(), billed),
+                None,
+                chunking(&shared),
+            )
+        }
         Err(fault) => {
             fail(
                 fault,
-                openai_events(&Turn::text("partial answer"), false, 0),
+                openai_events(&Turn::text("partial answer"), false, Billed::default()),
             )
             .await
         }
@@ -686,16 +710,39 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
     if let Some(refusal) = refuse_unpaired(&shared, &request) {
         return refusal;
     }
+    let billed = match shared.caches.lock() {
+        Ok(mut caches) => caches.anthropic(&request),
+        Err(_) => Ok(Billed::default()),
+    };
+    let billed = match billed {
+        Ok(billed) => billed,
+        Err(message) => {
+            if let Ok(mut violations) = shared.violations.lock() {
+                violations.push(format!("cache marks: {message}"));
+            }
+            return (
+                StatusCode::BAD_REQUEST,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+                    .to_string(),
+            )
+                .into_response();
+        }
+    };
     match next(&shared, &request) {
-        Ok(turn) => sse(
-            anthropic_events(&turn, request.native_tools(), request.prompt_tokens()),
-            None,
-            chunking(&shared),
-        ),
+        Ok(turn) => {
+            if let Ok(mut all) = shared.billed.lock() {
+                all.push(billed);
+            }
+            sse(
+                anthropic_events(&turn, request.native_tools(), billed),
+                None,
+                chunking(&shared),
+            )
+        }
         Err(fault) => {
             fail(
                 fault,
-                anthropic_events(&Turn::text("partial answer"), false, 0),
+                anthropic_events(&Turn::text("partial answer"), false, Billed::default()),
             )
             .await
         }
@@ -815,6 +862,9 @@ pub fn xml_text(turn: &Turn) -> String {
     text
 }
 
+/// Output tokens every scripted answer reports.
+pub const OUTPUT_TOKENS: u64 = 5;
+
 fn finish_of(turn: &Turn, native: bool) -> &'static str {
     turn.finish.unwrap_or(if native && !turn.calls.is_empty() {
         "tool_calls"
@@ -823,7 +873,7 @@ fn finish_of(turn: &Turn, native: bool) -> &'static str {
     })
 }
 
-fn openai_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
+fn openai_events(turn: &Turn, native: bool, billed: Billed) -> String {
     let mut out = String::new();
     let mut chunk = |delta: Value, finish: Option<&str>| {
         let body = json!({
@@ -860,13 +910,14 @@ fn openai_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
     chunk(json!({}), Some(finish_of(turn, native)));
     out.push_str(&format!(
         "data: {}\n\n",
-        json!({"id": "chatcmpl-scripted", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5}})
+        json!({"id": "chatcmpl-scripted", "choices": [], "usage": {"prompt_tokens": billed.prompt,
+            "completion_tokens": OUTPUT_TOKENS, "prompt_tokens_details": {"cached_tokens": billed.cached}}})
     ));
     out.push_str("data: [DONE]\n\n");
     out
 }
 
-fn anthropic_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
+fn anthropic_events(turn: &Turn, native: bool, billed: Billed) -> String {
     let mut out = String::new();
     let mut event = |name: &str, data: Value| {
         out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
@@ -874,7 +925,9 @@ fn anthropic_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
     event(
         "message_start",
         json!({"type": "message_start", "message": {"id": "msg_scripted", "type": "message", "role": "assistant",
-            "content": [], "usage": {"input_tokens": prompt_tokens, "output_tokens": 1}}}),
+            "content": [], "usage": {"input_tokens": billed.prompt - billed.cached - billed.cache_write,
+                "cache_read_input_tokens": billed.cached, "cache_creation_input_tokens": billed.cache_write,
+                "output_tokens": 1}}}),
     );
     let text = if native {
         turn.text.clone()
@@ -928,7 +981,7 @@ fn anthropic_events(turn: &Turn, native: bool, prompt_tokens: usize) -> String {
     };
     event(
         "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": OUTPUT_TOKENS}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     out

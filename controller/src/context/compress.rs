@@ -24,6 +24,10 @@ const MIN_THRESHOLD: usize = 50;
 const KEEP_RECENT_TOOL_RESULTS: usize = 3;
 /// Assistant answers this new keep their tool-call arguments.
 const KEEP_RECENT_ARGUMENTS: usize = 2;
+/// Planned afresh, the history takes at most this share of the room it may take: enough
+/// left for many calls to append before the next fresh plan, which changes the prompt's
+/// middle, and enough kept that each call's new turn is a small part of its prompt.
+const RECUT_TARGET_PERCENT: usize = 85;
 /// The smallest output cap worth calling the model with.
 const MIN_OUTPUT_TOKENS: usize = 1_024;
 
@@ -443,11 +447,11 @@ fn finish(
 /// [`fit`] plans every call afresh: as the history grows it truncates a little more each
 /// time, halving thresholds over old messages and moving the gap of left-out turns, so the
 /// start of the prompt changes from one call to the next. Here a message, once cut, stays cut
-/// the same way; a call that no longer fits cuts only what is still whole, oldest first, and
-/// deeply (one threshold, no second pass); the newest turn, the task and the newest user
-/// message stay whole. Only when that is not enough is the history planned afresh, deeply:
+/// the same way; a call that no longer fits cuts whole messages deeply (one threshold, no
+/// second pass), newest first and no more than it needs, so the prompt changes only at its
+/// end (the newest turn, the task and the newest user message stay whole). Only when that is not enough is the history planned afresh, deeply:
 /// every older message cut and whole turns left out from the middle until the history takes
-/// half the room it may, so that the following calls only append.
+/// 85% of the room it may, so that many following calls only append.
 #[derive(Debug, Clone, Default)]
 pub struct Cuts {
     /// Forms by stored message id; a message not named is sent whole.
@@ -523,12 +527,30 @@ impl Cuts {
         }
         let mut refused = std::mem::take(&mut self.refused);
         if refused >= 1 || !fits(&plan, reserve) {
-            // Everything still whole at once: cut in one step, the prompt changes once,
-            // from the oldest of them on, and the next calls only append.
+            // The newest whole messages first, as few as will do: the start of the prompt,
+            // sent before, stays as it was, and the change is at its end. After a refusal,
+            // all of them.
             let before = plan.total;
-            for i in 0..entries.len() {
-                if !protected.contains(&i) && plan.forms[i] == Form::Whole {
-                    plan.cut(i, Form::Truncated(deep));
+            // The whole messages at the end of the history, back to the first cut one...
+            for i in (0..entries.len()).rev() {
+                if refused == 0 && fits(&plan, reserve) {
+                    break;
+                }
+                if protected.contains(&i) {
+                    continue;
+                }
+                if plan.forms[i] != Form::Whole {
+                    break;
+                }
+                plan.cut(i, Form::Truncated(deep));
+            }
+            // ...and if that is not enough, every whole one left, at once: the prompt then
+            // changes from the middle once, not a little further up on every call.
+            if refused >= 1 || !fits(&plan, reserve) {
+                for i in 0..entries.len() {
+                    if !protected.contains(&i) && plan.forms[i] == Form::Whole {
+                        plan.cut(i, Form::Truncated(deep));
+                    }
                 }
             }
             if plan.total == before {
@@ -548,7 +570,7 @@ impl Cuts {
             }
             let room = available.saturating_sub(reserve);
             let fixed = calibration.apply(budget.fixed);
-            let mut target = fixed + room.saturating_sub(fixed) / 2;
+            let mut target = fixed + room.saturating_sub(fixed) * RECUT_TARGET_PERCENT / 100;
             if refused >= 2 {
                 // The provider counts more than Cove does: well below what it refused.
                 target = target.min(fixed + refused_at.saturating_sub(fixed) / 2);
@@ -1032,7 +1054,7 @@ mod tests {
     }
 
     #[test]
-    fn kept_cuts_stay_until_the_history_no_longer_fits() {
+    fn a_call_after_a_cut_changes_only_the_end_of_the_prompt() {
         let entries = history(60, 400);
         let budget = Budget {
             window: 30_000,
@@ -1045,14 +1067,22 @@ mod tests {
             .fit(&entries[..81], budget, &calibration, &counter())
             .unwrap();
         assert!(first.stats.compressed());
-        // The cut was deep: two more turns fit after it, and the earlier call's messages
-        // come back unchanged.
+        // Two more turns: only the turn that was the newest may change (cut now); everything
+        // before it comes back as it was sent.
         let next = cuts
             .fit(&entries[..85], budget, &calibration, &counter())
             .unwrap();
-        let kept = first.messages.len();
-        assert_eq!(next.messages[..kept], first.messages[..]);
-        assert_eq!(next.messages.len(), kept + 4);
+        let same = first
+            .messages
+            .iter()
+            .zip(&next.messages)
+            .take_while(|(a, b)| a == b)
+            .count();
+        assert!(
+            same >= first.messages.len() - 2,
+            "{same} of {}",
+            first.messages.len()
+        );
         assert_eq!(next.messages.last(), Some(entries[84].message()));
         assert_eq!(
             next.messages[0].text(),

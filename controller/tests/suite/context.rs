@@ -16,6 +16,7 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{NewThread, Store, Thread};
 use cove_harness::llm::{Fault, Received, Wire};
+use cove_harness::prompt_cache::repeated_prefix;
 use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use serde_json::json;
@@ -134,6 +135,72 @@ fn assert_within_window(requests: &[Received], window: u32) {
 
 const TASK: &str = "Audit the log: read log.txt again and again until told to stop.";
 
+/// The share of the prompt tokens of `requests` (from the second) that repeat the start of
+/// the request before, and how many requests repeat less than 80%.
+fn repeated_share(requests: &[Received]) -> f64 {
+    let (mut repeated, mut sent) = (0, 0);
+    for pair in requests.windows(2) {
+        let prompt = pair[1].prompt_tokens();
+        repeated += repeated_prefix(&pair[0], &pair[1]).min(prompt);
+        sent += prompt;
+    }
+    repeated as f64 / sent as f64
+}
+
+/// How many of `requests` whose prompt takes half the window or more repeat less than 80%
+/// of the request before (a short prompt's new turn is a large part of it, cut or not).
+fn below_80(requests: &[Received], window: u32) -> usize {
+    requests
+        .windows(2)
+        .filter(|pair| {
+            let prompt = pair[1].prompt_tokens();
+            prompt * 2 >= window as usize
+                && repeated_prefix(&pair[0], &pair[1]).min(prompt) * 10 < prompt * 8
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_long_run_keeps_each_prompt_the_start_of_the_next() {
+    const LARGE: u32 = 128_000;
+    for (wire, mode) in [
+        (Wire::OpenAi, ToolMode::Native),
+        (Wire::Anthropic, ToolMode::Xml),
+    ] {
+        let llm = ScriptedLlm::start().await.unwrap();
+        let s = setup(&llm, wire, mode, LARGE, ContextSettings::default()).await;
+        for i in 0..299 {
+            llm.push(
+                Turn::text(format!("Pass {i}.")).call("read_file", json!({"file_path": "log.txt"})),
+            );
+        }
+        llm.push(Turn::text("").call("complete", json!({"text": "Audited."})));
+        let (outcome, events) = run(&s, TASK).await;
+        assert!(matches!(outcome.unwrap(), RunOutcome::Completed { .. }));
+        let requests = llm.received();
+        assert_eq!(requests.len(), 300);
+        assert_within_window(&requests, LARGE);
+        let compressed = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::ContextCompressed { .. }))
+            .count();
+        assert!(
+            compressed > 250,
+            "{wire:?} {mode:?}: compressed {compressed} calls"
+        );
+        let share = repeated_share(&requests);
+        assert!(
+            share >= 0.8,
+            "{wire:?} {mode:?}: {share:.3} of the prompt tokens repeat the previous request"
+        );
+        let low = below_80(&requests, LARGE);
+        assert!(
+            low * 20 <= requests.len(),
+            "{wire:?} {mode:?}: {low} requests repeat less than 80% of the one before"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_300_iteration_run_never_overflows_and_reads_back_what_was_cut() {
     for (wire, mode) in [
@@ -171,6 +238,16 @@ async fn a_300_iteration_run_never_overflows_and_reads_back_what_was_cut() {
         let requests = llm.received();
         assert_eq!(requests.len(), 300, "{wire:?} {mode:?}");
         assert_within_window(&requests, WINDOW);
+
+        // Each request repeats the start of the one before, as far as the cuts allow (what a
+        // provider's prompt cache serves). Here every result is an eighth of the window, so
+        // the newest turn alone is a fifth of each prompt: the share cannot reach 80%
+        // (`a_long_run_keeps_each_prompt_the_start_of_the_next` holds a common window to it).
+        let share = repeated_share(&requests);
+        assert!(
+            share >= 0.75,
+            "{wire:?} {mode:?}: {share:.3} of the prompt tokens repeat the previous request"
+        );
 
         // Without compression the last request would carry 299 results of ~5k tokens.
         let last = requests.last().unwrap().prompt_tokens();
