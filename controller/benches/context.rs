@@ -7,6 +7,12 @@
 //! - `fit_ms`: planning and building one call's context over 500 stored messages (250 tool
 //!   calls and their 20 KB results), in a 40k and a 128k window (target <= 5 ms).
 //! - `count_ms_per_20kb_message`: counting a new message once, when it is stored.
+//! - `caching`: the same 300-iteration run over the Anthropic wire (Claude Sonnet 4.5's
+//!   prices), in the 40k window and in a 128k one, with compression planned afresh for every
+//!   call (as before) and prefix-stable: the share of prompt tokens that repeat the start of
+//!   the previous request (what a prompt cache can serve), the tokens the scripted provider's
+//!   cache simulation read and wrote, and the run's cost at the published prices with caching
+//!   against the same tokens without it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
 
@@ -15,10 +21,13 @@ use std::time::{Duration, Instant};
 
 use cove::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
 use cove::context::{Budget, Calibration, ContextMode, ContextSettings, Entry, TokenCounter, fit};
+use cove::llm::anthropic::Anthropic;
 use cove::llm::openai::OpenAi;
+use cove::llm::price::PriceTable;
 use cove::llm::profile::ModelProfile;
 use cove::llm::{ChatMessage, ToolCall};
 use cove::store::{NewThread, Store};
+use cove_harness::prompt_cache::repeated_prefix;
 use cove_harness::stats::{round, summary};
 use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::{Value, json};
@@ -97,6 +106,86 @@ async fn scripted_run(mode: ContextMode) -> Value {
     })
 }
 
+/// The 300-iteration run over the Anthropic wire with compression planned afresh or kept
+/// prefix-stable, in `window`: how much of each prompt a cache could serve, and the cost.
+async fn caching_run(prefix_stable: bool, window: u32) -> Value {
+    const MODEL: &str = "claude-sonnet-4-5";
+    let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    std::fs::write(daemon.path("log.txt"), log_text()).unwrap();
+    let llm = ScriptedLlm::start().await.unwrap();
+    llm.set_chunking(Chunking::PerEvent);
+    for i in 1..ITERATIONS {
+        llm.push(
+            Turn::text(format!("Pass {i}.")).call("read_file", json!({"file_path": "log.txt"})),
+        );
+    }
+    llm.push(Turn::text("").call("complete", json!({"text": "done"})));
+    let store = Arc::new(Store::in_memory().unwrap());
+    let thread = store
+        .create_thread(NewThread::new("bench", MODEL, "native", "bench"))
+        .unwrap();
+    let agent = Arc::new(Agent::new(
+        AgentConfig::new(
+            MODEL,
+            "scripted/claude-sonnet-4-5",
+            ModelProfile {
+                context_window: window,
+                max_output: 4_000,
+                vision: false,
+            },
+            ToolMode::Native,
+        )
+        .max_tokens(4_000)
+        .max_iterations(ITERATIONS as u32 + 10)
+        .context(ContextSettings {
+            prefix_stable,
+            ..ContextSettings::default()
+        }),
+        Arc::new(Anthropic::new(
+            reqwest::Client::new(),
+            &llm.anthropic_base_url(),
+            "k".into(),
+        )),
+        store.clone(),
+        daemon.client.clone(),
+    ));
+    let outcome = agent
+        .start(&thread, Some(ChatMessage::user("Audit the log.")))
+        .unwrap()
+        .outcome()
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Completed { .. }));
+    let requests = llm.received();
+    let (mut repeated, mut sent) = (0, 0);
+    for pair in requests.windows(2) {
+        let prompt = pair[1].prompt_tokens();
+        repeated += repeated_prefix(&pair[0], &pair[1]).min(prompt);
+        sent += prompt;
+    }
+    let run = store.last_run(&thread.id).unwrap().unwrap();
+    let usage = store.run_usage(&run.id).unwrap();
+    let price = PriceTable::default().price(MODEL).unwrap();
+    let t = usage.tokens;
+    let uncached =
+        (t.input_tokens as f64 * price.input + t.output_tokens as f64 * price.output) / 1e6;
+    let cached = usage.cost.unwrap();
+    json!({
+        "compression": if prefix_stable { "prefix-stable" } else { "afresh" },
+        "window": window,
+        "repeated_prefix_share": round(repeated as f64 / sent as f64),
+        "prompt_tokens": t.input_tokens,
+        "cache_read_tokens": t.cached_tokens,
+        "cache_write_tokens": t.cache_write_tokens,
+        "cost_usd_with_caching": round(cached),
+        "cost_usd_without_caching": round(uncached),
+        "saved": round(1.0 - cached / uncached),
+    })
+}
+
 /// 500 stored messages: the task, then 250 calls with long arguments and their results.
 fn history(counter: &TokenCounter) -> (Vec<Entry>, Vec<f64>) {
     let log = log_text();
@@ -162,11 +251,21 @@ fn main() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         vec![on, off]
     });
+    let caching = runtime.block_on(async {
+        let mut out = Vec::new();
+        for window in [WINDOW, 128_000] {
+            for stable in [false, true] {
+                out.push(caching_run(stable, window).await);
+            }
+        }
+        out
+    });
     let report = json!({
         "bench": "cove-context",
         "run": runs,
         "fit_ms": fits,
         "count_ms_per_20kb_message": summary(count_ms),
+        "caching": caching,
     });
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
 }

@@ -1,4 +1,5 @@
 mod agent;
+mod caching;
 mod context;
 mod providers;
 mod store;
