@@ -827,7 +827,16 @@ impl Agent {
             let message = tool_message(self.config.mode, &call.id, &call.name, &result);
             live.record(&self.store, message)?;
             if let Some(event) = &result.event {
-                live.emitter.emit(event.clone());
+                let mut event = event.clone();
+                if let EventKind::PlanUpdated { plan, .. } = &mut event
+                    && let Some(now) = self.store.current_plan(&live.thread.id)?
+                {
+                    // Calls of one answer update the plan at once and finish in any order:
+                    // each is told with the plan as it stands now, so the last word is the
+                    // latest.
+                    *plan = now;
+                }
+                live.emitter.emit(event);
             }
             results[i] = Some(result);
         }

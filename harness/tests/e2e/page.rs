@@ -204,6 +204,12 @@ async fn a_task_streams_its_text_and_tool_cards_asks_in_a_dialog_and_shows_its_f
         "(document.querySelector('.card.final') || {}).textContent?.includes('the chart will be green')",
     )
     .await;
+    // The run's end says what its model calls took and cost.
+    wait(
+        &mut tab,
+        "Array.from(document.querySelectorAll('.divider')).some(d => /run ended · completed · \\d+ calls? · [\\d,]+ tokens in .* out · \\$\\d+\\.\\d{4} · /.test(d.textContent))",
+    )
+    .await;
 
     // The browser call's card shows the browser as the call left it.
     tab.click("details.card.tool[data-tool=\"browser_navigate_to\"] summary")

@@ -811,7 +811,7 @@ function render(event) {
     case 'thread_run_end':
       flushText();
       endText();
-      add(el('div', { class: 'divider', text: 'run ended · ' + event.status }));
+      add(el('div', { class: 'divider', text: 'run ended · ' + event.status + spendText(event) }));
       for (const card of S.cards.values()) {
         if (card.classList.contains('running')) {
           card.classList.remove('running');
@@ -824,6 +824,19 @@ function render(event) {
       break;
   }
   if (S.caughtUp && NEEDS_VIEW.has(event.type)) refreshView();
+}
+
+/** What a run's model calls took and cost, as ` · 3 calls · 12,345 tokens in (10,000 cached) · 456 out · $0.0123 · 42.1 s`. */
+function spendText(event) {
+  const u = event.usage;
+  if (!u || !u.calls) return '';
+  const n = (x) => Number(x || 0).toLocaleString('en-US');
+  let text = ' · ' + u.calls + (u.calls === 1 ? ' call' : ' calls') + ' · ' + n(u.input_tokens) + ' tokens in';
+  if (u.cached_tokens) text += ' (' + n(u.cached_tokens) + ' cached)';
+  text += ' · ' + n(u.output_tokens) + ' out';
+  if (typeof event.cost === 'number') text += ' · $' + event.cost.toFixed(4);
+  if (event.duration_ms) text += ' · ' + (event.duration_ms / 1000).toFixed(1) + ' s';
+  return text;
 }
 
 const NEEDS_VIEW = new Set([
