@@ -290,7 +290,11 @@ impl Agent {
             }
         };
         self.store.end_run(&run, status, error.as_deref(), pause)?;
-        let spent = self.store.run_usage(&run.id)?;
+        // The end is told whatever happens: clients wait for it.
+        let spent = self.store.run_usage(&run.id).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the run's usage");
+            store::RunUsage::default()
+        });
         emitter.emit(EventKind::ThreadRunEnd {
             status,
             usage: spent.tokens,
@@ -668,7 +672,7 @@ impl Agent {
             && hub.generation() != live.tools_generation
         {
             // A server came up, or mcp_search_tools loaded tools: offered from this call on
-            // (the one change to the prompt's start a run makes).
+            // (the only changes to the prompt's start a run makes).
             self.update_deferral(&live.counter, live.window);
             live.tools_generation = hub.generation();
             (live.system, live.tools, live.fixed) = self.fixed_parts(
@@ -690,12 +694,19 @@ impl Agent {
             .filter(|p| p.status == PlanStatus::Approved);
         let plan = prompt::plan_section(approved, false);
         let mut temp: Vec<ChatMessage> = Vec::new();
-        if !plan.is_empty() {
+        // An answer cut by the output cap is continued as it stands (the history ends with
+        // it): a message after it would make the model start a new one.
+        let continuing = live
+            .history
+            .last()
+            .is_some_and(|e| e.message().role == Role::Assistant);
+        if !plan.is_empty() && !continuing {
             temp.push(ChatMessage::user(plan.trim_start()));
         }
+        let images = std::mem::take(&mut live.images);
         temp.extend(temporary_message(
             browser.as_ref(),
-            &std::mem::take(&mut live.images),
+            &images,
             self.config.profile.vision,
         ));
         let budget = Budget {
@@ -736,16 +747,19 @@ impl Agent {
                     (fitted.messages, fitted.max_tokens as u32, fitted.counted)
                 }
             };
+            if let Some(reason) =
+                self.over_cost_limit(live, live.calibration.apply(counted), max_tokens)
+            {
+                live.emitter.emit(EventKind::Error {
+                    message: reason,
+                    fatal: false,
+                });
+                // What the call would have shown waits for the run that goes on.
+                live.browser = browser;
+                live.images = images;
+                return Ok(Some(RunOutcome::Stopped));
+            }
             if refusals == 0 {
-                if let Some(reason) =
-                    self.over_cost_limit(live, live.calibration.apply(counted), max_tokens)
-                {
-                    live.emitter.emit(EventKind::Error {
-                        message: reason,
-                        fatal: false,
-                    });
-                    return Ok(Some(RunOutcome::Stopped));
-                }
                 live.emitter
                     .emit(EventKind::AssistantResponseStart { iteration });
             }
@@ -792,7 +806,23 @@ impl Agent {
                 Err(e) => return Err(e.into()),
             }
         };
-        self.account(live, iteration, &answer.usage)?;
+        let usage = if answer.usage.input_tokens == 0 {
+            // No usage reported (a server that does not, or a stream Cove left early at the
+            // tool-call limit): the call is still billed, so it is counted as estimated.
+            Usage {
+                input_tokens: live.calibration.apply(counted) as u64,
+                output_tokens: live.counter.text(&answer.raw_text) as u64
+                    + answer
+                        .calls
+                        .iter()
+                        .map(|c| live.counter.text(&c.arguments.to_string()) as u64)
+                        .sum::<u64>(),
+                ..Usage::default()
+            }
+        } else {
+            answer.usage
+        };
+        self.account(live, iteration, &usage)?;
         live.calibration.observe(counted, answer.usage.input_tokens);
 
         let mut assistant = ChatMessage::assistant(answer.raw_text.clone());
@@ -987,6 +1017,8 @@ impl Agent {
         max_tokens: u32,
     ) -> Option<String> {
         let (limit, price) = (self.config.max_cost?, self.config.price?);
+        // Cove's count of a prompt not yet sent may be off by a little: 5% more.
+        let prompt_tokens = prompt_tokens + prompt_tokens / 20;
         let worst = price.worst_case(prompt_tokens as u64, u64::from(max_tokens));
         (live.spent + worst > limit).then(|| {
             format!(
@@ -1014,6 +1046,22 @@ impl Agent {
         else {
             return Ok(());
         };
+        if let (Some(limit), Some(price)) = (self.config.max_cost, self.config.price) {
+            // The summary's call at its worst: a window of transcript, its output cap.
+            let worst = price.worst_case(
+                budget.window as u64,
+                (budget.window / 8).clamp(256, 4_000) as u64,
+            );
+            if live.spent + worst > limit {
+                live.emitter.emit(EventKind::Error {
+                    message: format!(
+                        "summarizing could cost up to ${worst:.4} and take the run past its limit of ${limit:.4}; truncating instead"
+                    ),
+                    fatal: false,
+                });
+                return Ok(());
+            }
+        }
         let part = &live.history[range];
         let summary = summarize(
             self.provider.as_ref(),

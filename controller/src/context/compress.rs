@@ -375,7 +375,7 @@ pub fn fit(
         }
         // 3. Whole turns from the middle outwards; the first message and the newest turn stay.
         if !fits(&plan, reserve) {
-            omit_middle_out(&mut plan, |plan| fits(plan, reserve));
+            omit_middle_out(&mut plan, &[], |plan| fits(plan, reserve));
         }
         // 4. The protected messages too, before giving up on a full output cap.
         if !fits(&plan, min_output) {
@@ -576,12 +576,12 @@ impl Cuts {
                 target = target.min(fixed + refused_at.saturating_sub(fixed) / 2);
             }
             if calibration.apply(budget.fixed + plan.total) > target {
-                omit_middle_out(&mut plan, |plan| {
+                omit_middle_out(&mut plan, &protected, |plan| {
                     calibration.apply(budget.fixed + plan.total) <= target
                 });
             }
-            // The newest messages too, before giving up on a full output cap.
-            for i in 0..entries.len() {
+            // The newest messages too, before giving up on a full output cap; the task last.
+            for i in (1..entries.len()).chain((!entries.is_empty()).then_some(0)) {
                 if fits(&plan, min_output) {
                     break;
                 }
@@ -620,8 +620,9 @@ fn newest_turn_and_task(entries: &[Entry]) -> Vec<usize> {
 }
 
 /// Leaves out whole turns (a message and the tool results that answer it) from the middle of
-/// the history outwards until `fits`, keeping the first turn and the newest one.
-fn omit_middle_out(plan: &mut Plan, fits: impl Fn(&Plan) -> bool) {
+/// the history outwards until `fits`, keeping the first turn, the newest one and any turn
+/// holding an entry of `keep`.
+fn omit_middle_out(plan: &mut Plan, keep: &[usize], fits: impl Fn(&Plan) -> bool) {
     let entries = plan.entries;
     let mut turns: Vec<(usize, usize)> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -653,6 +654,9 @@ fn omit_middle_out(plan: &mut Plan, fits: impl Fn(&Plan) -> bool) {
             break;
         }
         let (start, end) = turns[t];
+        if keep.iter().any(|k| (start..end).contains(k)) {
+            continue;
+        }
         for i in start..end {
             plan.set(i, Form::Omitted);
         }
@@ -1088,6 +1092,34 @@ mod tests {
             next.messages[0].text(),
             "Build the site",
             "the task stays whole"
+        );
+    }
+
+    #[test]
+    fn a_fresh_plan_keeps_the_task_and_the_newest_user_message() {
+        let c = counter();
+        let mut entries = history(40, 300);
+        let said = Entry::new(500, ChatMessage::user("NEW INSTRUCTION: use tabs"), &c);
+        entries.push(said);
+        entries.extend(history(40, 300).into_iter().skip(1).map(|e| {
+            let id = e.id + 1_000;
+            Entry::new(id, e.message().clone(), &c)
+        }));
+        let budget = Budget {
+            window: 12_000,
+            max_tokens: 1_000,
+            fixed: 1_000,
+        };
+        let mut cuts = Cuts::default();
+        let fitted = cuts
+            .fit(&entries, budget, &Calibration::default(), &c)
+            .unwrap();
+        assert!(fitted.stats.omitted > 0, "{:?}", fitted.stats);
+        let texts: Vec<String> = fitted.messages.iter().map(ChatMessage::text).collect();
+        assert_eq!(texts[0], "Build the site");
+        assert!(
+            texts.iter().any(|t| t == "NEW INSTRUCTION: use tabs"),
+            "the newest user message was left out"
         );
     }
 }

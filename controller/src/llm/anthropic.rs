@@ -579,14 +579,20 @@ mod tests {
             strip(next)["messages"][4]["content"][0],
             strip(body.clone())["messages"][4]["content"][0]
         );
-        // XML mode: no tools, three marks; a history of one message, two.
-        let xml = Anthropic::body(&ChatRequest::new(
+        // XML mode: no tools; a history of one message: two marks.
+        let xml = Anthropic::body(&ChatRequest {
+            stable_messages: 1,
+            ..ChatRequest::new("m", "sys", vec![ChatMessage::user("task")], Vec::new(), 64)
+        });
+        assert_eq!(marks(&xml), ["system", "0.0"]);
+        // A one-off call (a summary) marks only the system prompt.
+        let one_off = Anthropic::body(&ChatRequest::new(
             "m",
             "sys",
-            vec![ChatMessage::user("task")],
+            vec![ChatMessage::user("summarize this")],
             Vec::new(),
             64,
         ));
-        assert_eq!(marks(&xml), ["system", "0.0"]);
+        assert_eq!(marks(&one_off), ["system"]);
     }
 }

@@ -140,7 +140,7 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    /// A one-off call: every message stable, no cache key.
+    /// A one-off call: no message marked for the cache (nothing will repeat it), no key.
     pub fn new(
         model: impl Into<String>,
         system: impl Into<String>,
@@ -151,7 +151,7 @@ impl ChatRequest {
         ChatRequest {
             model: model.into(),
             system: system.into(),
-            stable_messages: messages.len(),
+            stable_messages: 0,
             messages,
             tools,
             max_tokens,

@@ -133,14 +133,21 @@ pub fn normalize(model: &str) -> String {
     name.to_ascii_lowercase().replace('.', "-")
 }
 
-/// Whether `family` names `model`: `model` starts with it and the next character, if any,
-/// starts a new part (`gpt-4o` names `gpt-4o-2024-08-06`, not `gpt-4o1`).
+/// Whether `family` names `model`: `model` is the family, or the family with a version or
+/// date (`-4-5`, `-20250929`, `-latest`) or a tag (`:8b`, `@2024`) after it. A different
+/// kind of model that shares the start of the name (`gpt-5-pro`, `o4-mini-deep-research`,
+/// priced apart) is not named, so it has no price rather than a wrong one.
 fn names(family: &str, model: &str) -> bool {
-    model.starts_with(family)
-        && matches!(
-            model[family.len()..].chars().next(),
-            None | Some('-' | ':' | '@')
-        )
+    let Some(rest) = model.strip_prefix(family) else {
+        return false;
+    };
+    if rest.is_empty() || rest.starts_with([':', '@']) {
+        return true;
+    }
+    let Some(part) = rest.strip_prefix('-') else {
+        return false;
+    };
+    part.starts_with(|c: char| c.is_ascii_digit()) || part == "latest"
 }
 
 fn longest<'a>(
@@ -215,6 +222,9 @@ mod tests {
         assert_eq!(t.price("gpt-5.4-mini").unwrap().input, 0.75);
         assert_eq!(t.price("o3").unwrap().output, 8.0);
         assert_eq!(t.price("o3x"), None, "a family ends where a part ends");
+        assert_eq!(t.price("gpt-5-pro"), None, "priced apart, not as gpt-5");
+        assert_eq!(t.price("o4-mini-deep-research"), None);
+        assert_eq!(t.price("claude-3-5-sonnet-latest").unwrap().input, 3.0);
         assert_eq!(t.price("llama3.1:8b"), None);
     }
 
@@ -246,7 +256,12 @@ mod tests {
             (gpt.input, gpt.cached_input, gpt.cache_write),
             (2.0, 0.5, 2.0)
         );
-        assert_eq!(t.price("gpt-4o-mini").unwrap().input, 2.0, "a family");
+        assert_eq!(t.price("gpt-4o-2024-08-06").unwrap().input, 2.0, "dated");
+        assert_eq!(
+            t.price("gpt-4o-mini").unwrap().input,
+            0.15,
+            "another model, priced apart"
+        );
         configured.insert(
             "bad".into(),
             PriceConfig {

@@ -85,8 +85,9 @@ impl Store {
     /// What the model calls of `run` add up to.
     pub fn run_usage(&self, run: &str) -> Result<RunUsage, StoreError> {
         let calls = self.calls(run)?;
+        // Runs from before calls were stored have none: their cost is unknown, not $0.
         let mut total = RunUsage {
-            cost: Some(0.0),
+            cost: (!calls.is_empty()).then_some(0.0),
             ..RunUsage::default()
         };
         for call in &calls {
