@@ -25,10 +25,9 @@ use cove::llm::anthropic::Anthropic;
 use cove::llm::openai::OpenAi;
 use cove::llm::price::PriceTable;
 use cove::llm::profile::ModelProfile;
-use cove::llm::{ChatMessage, ChatProvider, ToolCall};
-use cove::store::{NewThread, Store, Thread};
-use cove_harness::llm::Wire;
-use cove_harness::prompt_cache::repeated_share;
+use cove::llm::{ChatMessage, ToolCall};
+use cove::store::{NewThread, Store};
+use cove_harness::prompt_cache::repeated_prefix;
 use cove_harness::stats::{round, summary};
 use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, log_text, workspace_binary};
 use serde_json::{Value, json};
@@ -36,15 +35,7 @@ use serde_json::{Value, json};
 const ITERATIONS: usize = 300;
 const WINDOW: u32 = 40_000;
 
-/// The run both figures use: `model` in `window` reads a ~20 KB log ITERATIONS - 1 times
-/// (a real coved, the scripted model answering over `wire`), then completes. The scripted
-/// model (with what it received), the store, the thread, and how long the run took.
-async fn log_reading_run(
-    wire: Wire,
-    model: &str,
-    window: u32,
-    context: ContextSettings,
-) -> (ScriptedLlm, Arc<Store>, Thread, Duration) {
+async fn scripted_run(mode: ContextMode) -> Value {
     let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
         .spawn()
         .await
@@ -58,29 +49,16 @@ async fn log_reading_run(
         );
     }
     llm.push(Turn::text("").call("complete", json!({"text": "done"})));
-    let provider: Arc<dyn ChatProvider> = match wire {
-        Wire::OpenAi => Arc::new(OpenAi::new(
-            reqwest::Client::new(),
-            &llm.openai_base_url(),
-            Some("k".into()),
-            "openai",
-        )),
-        Wire::Anthropic => Arc::new(Anthropic::new(
-            reqwest::Client::new(),
-            &llm.anthropic_base_url(),
-            "k".into(),
-        )),
-    };
     let store = Arc::new(Store::in_memory().unwrap());
     let thread = store
-        .create_thread(NewThread::new("bench", model, "native", "bench"))
+        .create_thread(NewThread::new("bench", "gpt-4o", "native", "bench"))
         .unwrap();
     let agent = Arc::new(Agent::new(
         AgentConfig::new(
-            model,
-            format!("scripted/{model}"),
+            "gpt-4o",
+            "scripted/gpt-4o",
             ModelProfile {
-                context_window: window,
+                context_window: WINDOW,
                 max_output: 4_000,
                 vision: false,
             },
@@ -89,9 +67,17 @@ async fn log_reading_run(
         .max_tokens(4_000)
         .max_iterations(ITERATIONS as u32 + 10)
         .max_auto_continues(3)
-        .context(context),
-        provider,
-        store.clone(),
+        .context(ContextSettings {
+            mode,
+            ..ContextSettings::default()
+        }),
+        Arc::new(OpenAi::new(
+            reqwest::Client::new(),
+            &llm.openai_base_url(),
+            Some("k".into()),
+            "openai",
+        )),
+        store,
         daemon.client.clone(),
     ));
     let started = Instant::now();
@@ -103,17 +89,8 @@ async fn log_reading_run(
         .unwrap();
     let wall = started.elapsed();
     assert!(matches!(outcome, RunOutcome::Completed { .. }));
-    assert_eq!(llm.request_count(), ITERATIONS);
-    (llm, store, thread, wall)
-}
-
-async fn scripted_run(mode: ContextMode) -> Value {
-    let context = ContextSettings {
-        mode,
-        ..ContextSettings::default()
-    };
-    let (llm, _, _, wall) = log_reading_run(Wire::OpenAi, "gpt-4o", WINDOW, context).await;
     let requests = llm.received();
+    assert_eq!(requests.len(), ITERATIONS);
     let tokens: Vec<f64> = requests.iter().map(|r| r.prompt_tokens() as f64).collect();
     let over = requests
         .iter()
@@ -129,15 +106,66 @@ async fn scripted_run(mode: ContextMode) -> Value {
     })
 }
 
-/// The run over the Anthropic wire with compression planned afresh or kept prefix-stable,
-/// in `window`: how much of each prompt a cache could serve, and the cost.
+/// The 300-iteration run over the Anthropic wire with compression planned afresh or kept
+/// prefix-stable, in `window`: how much of each prompt a cache could serve, and the cost.
 async fn caching_run(prefix_stable: bool, window: u32) -> Value {
     const MODEL: &str = "claude-sonnet-4-5";
-    let context = ContextSettings {
-        prefix_stable,
-        ..ContextSettings::default()
-    };
-    let (llm, store, thread, _) = log_reading_run(Wire::Anthropic, MODEL, window, context).await;
+    let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    std::fs::write(daemon.path("log.txt"), log_text()).unwrap();
+    let llm = ScriptedLlm::start().await.unwrap();
+    llm.set_chunking(Chunking::PerEvent);
+    for i in 1..ITERATIONS {
+        llm.push(
+            Turn::text(format!("Pass {i}.")).call("read_file", json!({"file_path": "log.txt"})),
+        );
+    }
+    llm.push(Turn::text("").call("complete", json!({"text": "done"})));
+    let store = Arc::new(Store::in_memory().unwrap());
+    let thread = store
+        .create_thread(NewThread::new("bench", MODEL, "native", "bench"))
+        .unwrap();
+    let agent = Arc::new(Agent::new(
+        AgentConfig::new(
+            MODEL,
+            "scripted/claude-sonnet-4-5",
+            ModelProfile {
+                context_window: window,
+                max_output: 4_000,
+                vision: false,
+            },
+            ToolMode::Native,
+        )
+        .max_tokens(4_000)
+        .max_iterations(ITERATIONS as u32 + 10)
+        .context(ContextSettings {
+            prefix_stable,
+            ..ContextSettings::default()
+        }),
+        Arc::new(Anthropic::new(
+            reqwest::Client::new(),
+            &llm.anthropic_base_url(),
+            "k".into(),
+        )),
+        store.clone(),
+        daemon.client.clone(),
+    ));
+    let outcome = agent
+        .start(&thread, Some(ChatMessage::user("Audit the log.")))
+        .unwrap()
+        .outcome()
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Completed { .. }));
+    let requests = llm.received();
+    let (mut repeated, mut sent) = (0, 0);
+    for pair in requests.windows(2) {
+        let prompt = pair[1].prompt_tokens();
+        repeated += repeated_prefix(&pair[0], &pair[1]).min(prompt);
+        sent += prompt;
+    }
     let run = store.last_run(&thread.id).unwrap().unwrap();
     let usage = store.run_usage(&run.id).unwrap();
     let price = PriceTable::default().price(MODEL).unwrap();
@@ -148,7 +176,7 @@ async fn caching_run(prefix_stable: bool, window: u32) -> Value {
     json!({
         "compression": if prefix_stable { "prefix-stable" } else { "afresh" },
         "window": window,
-        "repeated_prefix_share": round(repeated_share(&llm.received())),
+        "repeated_prefix_share": round(repeated as f64 / sent as f64),
         "prompt_tokens": t.input_tokens,
         "cache_read_tokens": t.cached_tokens,
         "cache_write_tokens": t.cache_write_tokens,

@@ -94,7 +94,12 @@ impl Received {
             tokens += count(&system) + 4;
         }
         for message in self.body["messages"].as_array().into_iter().flatten() {
-            tokens += message_tokens(message);
+            tokens += 4;
+            tokens += billed(&message["content"], &count);
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                tokens += count(call["function"]["name"].as_str().unwrap_or_default());
+                tokens += count(call["function"]["arguments"].as_str().unwrap_or_default()) + 8;
+            }
         }
         if let Some(tools) = self.body["tools"].as_array().filter(|t| !t.is_empty()) {
             tokens += count(&Value::Array(tools.clone()).to_string());
@@ -130,17 +135,6 @@ pub(crate) fn cached_count(text: &str) -> usize {
         cache.get_or_insert_with(HashMap::new).insert(key, n);
     }
     n
-}
-
-/// Tokens of one message as billed: 4, its content, and (OpenAI) its tool calls.
-pub(crate) fn message_tokens(message: &Value) -> usize {
-    let count = |s: &str| cached_count(s);
-    let mut tokens = 4 + billed(&message["content"], &count);
-    for call in message["tool_calls"].as_array().into_iter().flatten() {
-        tokens += count(call["function"]["name"].as_str().unwrap_or_default());
-        tokens += count(call["function"]["arguments"].as_str().unwrap_or_default()) + 8;
-    }
-    tokens
 }
 
 /// Tokens of one message's content, in either wire format.

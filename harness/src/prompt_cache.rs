@@ -19,7 +19,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
-use crate::llm::{Received, billed, cached_count, message_tokens};
+use crate::llm::{Received, billed, cached_count};
 
 /// Most `cache_control` marks Anthropic takes in one request.
 pub const MAX_BREAKPOINTS: usize = 4;
@@ -213,7 +213,12 @@ fn openai_units(request: &Received) -> Vec<Unit> {
         parts.push((tools.clone(), count(&tools.to_string()), false));
     }
     for message in body["messages"].as_array().into_iter().flatten() {
-        parts.push((message.clone(), message_tokens(message), false));
+        let mut own = 4 + billed(&message["content"], &count);
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            own += count(call["function"]["name"].as_str().unwrap_or_default());
+            own += count(call["function"]["arguments"].as_str().unwrap_or_default()) + 8;
+        }
+        parts.push((message.clone(), own, false));
     }
     units(parts)
 }
@@ -235,16 +240,4 @@ pub fn repeated_prefix(previous: &Received, next: &Received) -> usize {
         .take_while(|(x, y)| x.prefix == y.prefix)
         .count();
     same.checked_sub(1).map_or(0, |last| b[last].tokens)
-}
-
-/// The share of the prompt tokens of `requests` (from the second on) that repeat the start
-/// of the request before: what a prompt cache could serve over a run.
-pub fn repeated_share(requests: &[Received]) -> f64 {
-    let (mut repeated, mut sent) = (0, 0);
-    for pair in requests.windows(2) {
-        let prompt = pair[1].prompt_tokens();
-        repeated += repeated_prefix(&pair[0], &pair[1]).min(prompt);
-        sent += prompt;
-    }
-    repeated as f64 / sent.max(1) as f64
 }

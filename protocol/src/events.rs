@@ -208,17 +208,6 @@ pub struct TokenUsage {
     pub output_tokens: u64,
 }
 
-impl TokenUsage {
-    /// Adds `other`'s calls and tokens to these.
-    pub fn add(&mut self, other: &TokenUsage) {
-        self.calls += other.calls;
-        self.input_tokens += other.input_tokens;
-        self.cached_tokens += other.cached_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-        self.output_tokens += other.output_tokens;
-    }
-}
-
 impl EventKind {
     /// The event's `type`, as on the wire.
     pub fn name(&self) -> &'static str {

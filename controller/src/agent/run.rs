@@ -298,7 +298,7 @@ impl Agent {
         emitter.emit(EventKind::ThreadRunEnd {
             status,
             usage: spent.tokens,
-            cost: spent.cost,
+            cost: spent.cost.filter(|_| self.config.price.is_some()),
             duration_ms: u64::try_from(store::now_ms() - run.started_at).unwrap_or(0),
         });
         outcome

@@ -7,6 +7,7 @@ use crate::llm::ChatMessage;
 use serde::Serialize;
 
 use crate::store::{MessageKind, RequestKind, Run, RunUsage, StoredMessage, Thread};
+use cove_protocol::events::TokenUsage;
 
 /// A thread as `cove threads` lists it: with what it waits for, if anything, and its runs.
 #[derive(Debug, Serialize)]
@@ -42,12 +43,19 @@ fn runs(inv: &Invocation, thread: &str) -> Result<Vec<RunRow>, CliError> {
 }
 
 /// The totals of `runs`: tokens, and the cost when every call's is known.
-fn total(runs: &[RunRow]) -> RunUsage {
-    let mut total = RunUsage::default();
+fn total(runs: &[RunRow]) -> (TokenUsage, Option<f64>) {
+    let mut tokens = TokenUsage::default();
+    let mut cost = Some(0.0);
     for r in runs {
-        total.add(&r.usage);
+        let t = &r.usage.tokens;
+        tokens.calls += t.calls;
+        tokens.input_tokens += t.input_tokens;
+        tokens.cached_tokens += t.cached_tokens;
+        tokens.cache_write_tokens += t.cache_write_tokens;
+        tokens.output_tokens += t.output_tokens;
+        cost = cost.zip(r.usage.cost).map(|(a, b)| a + b);
     }
-    total
+    (tokens, cost)
 }
 
 /// A run's line in `cove show`.
@@ -118,15 +126,15 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
                 .as_deref()
                 .map(|w| format!("  (waits for {w})"))
                 .unwrap_or_default();
-            let total = total(&row.runs);
-            let spent = if total.tokens.calls == 0 {
+            let (tokens, cost) = total(&row.runs);
+            let spent = if tokens.calls == 0 {
                 String::new()
             } else {
                 let runs = row.runs.len();
                 format!(
                     "  [{runs} run{} · {}]",
                     if runs == 1 { "" } else { "s" },
-                    super::render::spend(&total.tokens, total.cost, None)
+                    super::render::spend(&tokens, cost, None)
                 )
             };
             format!(

@@ -28,22 +28,6 @@ pub struct ModelCall {
     pub cost: Option<f64>,
 }
 
-impl RunUsage {
-    /// Adds `other` to this total: its tokens, and its cost (the total's cost is unknown
-    /// once one part's is). A part without calls adds nothing.
-    pub fn add(&mut self, other: &RunUsage) {
-        if other.tokens.calls == 0 {
-            return;
-        }
-        self.cost = if self.tokens.calls == 0 {
-            other.cost
-        } else {
-            self.cost.zip(other.cost).map(|(a, b)| a + b)
-        };
-        self.tokens.add(&other.tokens);
-    }
-}
-
 impl Store {
     /// Records a model call of `run` (iteration `iteration`) and its cost, if known.
     pub fn record_call(
@@ -100,19 +84,20 @@ impl Store {
 
     /// What the model calls of `run` add up to.
     pub fn run_usage(&self, run: &str) -> Result<RunUsage, StoreError> {
+        let calls = self.calls(run)?;
         // Runs from before calls were stored have none: their cost is unknown, not $0.
-        let mut total = RunUsage::default();
-        for call in self.calls(run)? {
-            total.add(&RunUsage {
-                tokens: TokenUsage {
-                    calls: 1,
-                    input_tokens: call.input_tokens,
-                    cached_tokens: call.cached_tokens,
-                    cache_write_tokens: call.cache_write_tokens,
-                    output_tokens: call.output_tokens,
-                },
-                cost: call.cost,
-            });
+        let mut total = RunUsage {
+            cost: (!calls.is_empty()).then_some(0.0),
+            ..RunUsage::default()
+        };
+        for call in &calls {
+            let t = &mut total.tokens;
+            t.calls += 1;
+            t.input_tokens += call.input_tokens;
+            t.cached_tokens += call.cached_tokens;
+            t.cache_write_tokens += call.cache_write_tokens;
+            t.output_tokens += call.output_tokens;
+            total.cost = total.cost.zip(call.cost).map(|(a, b)| a + b);
         }
         Ok(total)
     }

@@ -120,22 +120,6 @@ fn script(llm: &ScriptedLlm, reads: usize) {
     llm.push(Turn::text("").call("complete", json!({"text": "Read."})));
 }
 
-/// The message blocks of a body in order, as (turn, block, the block).
-fn message_blocks(body: &Value) -> Vec<(usize, usize, &Value)> {
-    let mut out = Vec::new();
-    for (t, turn) in body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        for (b, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
-            out.push((t, b, block));
-        }
-    }
-    out
-}
-
 /// Where a body's `cache_control` marks are: `tool N`, `system N`, or `message T.B`.
 fn marks(body: &Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -146,9 +130,32 @@ fn marks(body: &Value) -> Vec<String> {
             }
         }
     }
-    for (t, b, block) in message_blocks(body) {
-        if block.get("cache_control").is_some() {
-            out.push(format!("message {t}.{b}"));
+    for (t, turn) in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for (b, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
+            if block.get("cache_control").is_some() {
+                out.push(format!("message {t}.{b}"));
+            }
+        }
+    }
+    out
+}
+
+/// The message blocks of a body in order, as (turn, block, text).
+fn blocks(body: &Value) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    for (t, turn) in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for (b, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
+            out.push((t, b, block.to_string()));
         }
     }
     out
@@ -235,10 +242,10 @@ async fn anthropic_breakpoints_sit_where_the_docs_say_and_the_cache_is_read() {
                 if i == 0 { 1 } else { 2 },
                 "{mode:?} request {i}: {marks:?}"
             );
-            let all = message_blocks(&r.body);
+            let all = blocks(&r.body);
             let plan = all
                 .iter()
-                .position(|(_, _, block)| block.to_string().contains("The approved plan"))
+                .position(|(_, _, text)| text.contains("The approved plan"))
                 .expect("the plan rides along");
             let last_mark = all
                 .iter()

@@ -16,7 +16,7 @@ use cove::llm::retry::RetryPolicy;
 use cove::llm::{ChatMessage, ChatProvider};
 use cove::store::{NewThread, Store, Thread};
 use cove_harness::llm::{Fault, Received, Wire};
-use cove_harness::prompt_cache::{repeated_prefix, repeated_share};
+use cove_harness::prompt_cache::repeated_prefix;
 use cove_harness::{DaemonBuilder, DaemonProcess, ScriptedLlm, Turn, log_text, workspace_binary};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use serde_json::json;
@@ -134,6 +134,18 @@ fn assert_within_window(requests: &[Received], window: u32) {
 }
 
 const TASK: &str = "Audit the log: read log.txt again and again until told to stop.";
+
+/// The share of the prompt tokens of `requests` (from the second) that repeat the start of
+/// the request before, and how many requests repeat less than 80%.
+fn repeated_share(requests: &[Received]) -> f64 {
+    let (mut repeated, mut sent) = (0, 0);
+    for pair in requests.windows(2) {
+        let prompt = pair[1].prompt_tokens();
+        repeated += repeated_prefix(&pair[0], &pair[1]).min(prompt);
+        sent += prompt;
+    }
+    repeated as f64 / sent as f64
+}
 
 /// How many of `requests` whose prompt takes half the window or more repeat less than 80%
 /// of the request before (a short prompt's new turn is a large part of it, cut or not).
