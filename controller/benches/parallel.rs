@@ -103,6 +103,7 @@ async fn bench() {
                 },
                 None,
                 None,
+                &cove::sandbox::LocalSettings::default(),
             )
             .await
             .map_err(|e| format!("run {n}: sandbox: {e}"))?;

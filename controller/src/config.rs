@@ -40,6 +40,8 @@ pub struct FileConfig {
     pub permissions: Option<crate::permissions::PermissionsConfig>,
     /// `[web]`: which search provider `web_search` uses and where the images API is.
     pub web: Option<WebConfig>,
+    /// `[local_sandbox]`: what a local sandbox's walls let through.
+    pub local_sandbox: Option<LocalSandboxConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,
@@ -65,6 +67,116 @@ pub struct WebConfig {
     pub images_base_url: Option<String>,
     /// The image model (default gpt-image-1).
     pub images_model: Option<String>,
+}
+
+/// `[local_sandbox]` of `cove.toml`: what a local sandbox's walls let through.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSandboxConfig {
+    /// `internet` (default: its own network, the internet through Cove's proxy, not this
+    /// machine's loopback or local networks), `none` (loopback only), or `host` (this
+    /// machine's network, loopback services included).
+    pub network: Option<String>,
+    /// Destinations reached beyond the internet: `db.internal:5432`, `10.0.0.0/8`.
+    #[serde(default)]
+    pub allow_net: Vec<String>,
+    /// Ports of this machine's loopback the sandbox reaches at the same port of its own.
+    #[serde(default)]
+    pub host_ports: Vec<u16>,
+    /// Variables given to the sandbox: `NAME` (its value here) or `NAME=value`.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Folders shown to the sandbox read-only (`~/` is the home folder).
+    #[serde(default)]
+    pub read_only: Vec<String>,
+    /// Folders the sandbox may write besides its workspace.
+    #[serde(default)]
+    pub writable: Vec<String>,
+}
+
+impl LocalSandboxConfig {
+    /// The settings these name, checked.
+    pub fn settings(&self) -> Result<crate::sandbox::LocalSettings, ConfigError> {
+        use crate::sandbox::local::bwrap::Network;
+        use crate::sandbox::local::net_policy::{NetPolicy, NetRule};
+        let bad = |m: String| ConfigError::Invalid(format!("[local_sandbox] in cove.toml: {m}"));
+        let network = match self.network.as_deref() {
+            None | Some("internet") => Network::Proxied,
+            Some("none") => Network::None,
+            Some("host") => Network::Host,
+            Some(other) => {
+                return Err(bad(format!(
+                    "network = {other:?} is not internet, none or host"
+                )));
+            }
+        };
+        let mut rules = self
+            .allow_net
+            .iter()
+            .map(|r| NetRule::parse(r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        for &port in &self.host_ports {
+            if port == crate::sandbox::local::bwrap::PROXY_PORT || port == 0 {
+                return Err(bad(format!("host_ports cannot hold {port}")));
+            }
+            rules.push(NetRule::parse(&format!("127.0.0.1:{port}")).map_err(bad)?);
+        }
+        let env = self
+            .env
+            .iter()
+            .filter_map(|entry| match entry.split_once('=') {
+                Some((name, value)) => Some(Ok((name.to_string(), value.to_string()))),
+                None if entry.is_empty() => Some(Err(bad("env holds an empty name".into()))),
+                None => std::env::var(entry).ok().map(|v| Ok((entry.clone(), v))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let paths = |list: &[String], what: &str| {
+            list.iter()
+                .map(|raw| {
+                    let path = expand_home(raw);
+                    if path.is_absolute() && path.exists() {
+                        Ok(path)
+                    } else {
+                        Err(bad(format!(
+                            "{what} {raw:?} is not an existing absolute path"
+                        )))
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(crate::sandbox::LocalSettings {
+            network,
+            policy: NetPolicy::new(rules),
+            host_ports: self.host_ports.clone(),
+            env,
+            read_only: paths(&self.read_only, "read_only")?,
+            writable: paths(&self.writable, "writable")?,
+        })
+    }
+}
+
+/// The local sandbox's settings: `[local_sandbox]`, with the host ports `COVE_HOST_PORTS`
+/// names (comma-separated) added.
+pub fn local_settings(file: &FileConfig) -> Result<crate::sandbox::LocalSettings, ConfigError> {
+    let mut config = file.local_sandbox.clone().unwrap_or_default();
+    if let Ok(ports) = std::env::var("COVE_HOST_PORTS") {
+        for port in ports.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            config.host_ports.push(port.parse().map_err(|_| {
+                ConfigError::Invalid(format!("COVE_HOST_PORTS: {port:?} is not a port"))
+            })?);
+        }
+    }
+    config.settings()
+}
+
+/// `~/x` as a path in the home folder; anything else as it is.
+fn expand_home(raw: &str) -> PathBuf {
+    match (raw.strip_prefix("~/"), home()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if raw == "~" => home().unwrap_or_else(|| PathBuf::from(raw)),
+        _ => PathBuf::from(raw),
+    }
 }
 
 /// A sandbox named in `cove.toml`.

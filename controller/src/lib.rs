@@ -13,6 +13,7 @@ pub mod llm;
 pub mod mcp;
 pub mod permissions;
 pub mod plan_text;
+pub mod private_files;
 pub mod sandbox;
 pub mod skills;
 pub mod store;

@@ -7,6 +7,7 @@ pub mod browser_text;
 pub mod daemon;
 pub mod docker;
 pub mod firefox;
+pub mod hostile_web;
 pub mod images;
 pub mod kube_api;
 pub mod live;

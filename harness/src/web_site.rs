@@ -88,7 +88,8 @@ impl WebSite {
                     "never"
                 }),
             )
-            .route("/plain.txt", get(|| async { "just text\nsecond line\n" }));
+            .route("/plain.txt", get(|| async { "just text\nsecond line\n" }))
+            .merge(crate::hostile_web::routes());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

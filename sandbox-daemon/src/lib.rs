@@ -6,6 +6,8 @@ pub mod auth;
 pub mod blocking;
 pub mod body;
 pub mod browser;
+pub mod confine;
+pub mod egress;
 pub mod error;
 pub mod extract;
 pub mod files;
@@ -75,6 +77,9 @@ pub struct DaemonConfig {
     pub max_read_bytes: u64,
     /// Chromium executable; searched on `PATH` when absent.
     pub chromium: Option<PathBuf>,
+    /// The proxy the browser reaches the web through (`http://127.0.0.1:3128` in a local
+    /// sandbox, whose network is its own); none goes direct.
+    pub browser_proxy: Option<String>,
     pub browser_viewport: Viewport,
     /// Deadline of each browser action and CDP call.
     pub browser_timeout: Duration,
@@ -107,6 +112,7 @@ impl DaemonConfig {
             max_upload_bytes: 1024 * 1024 * 1024,
             max_read_bytes: 32 * 1024 * 1024,
             chromium: None,
+            browser_proxy: None,
             browser_viewport: DEFAULT_VIEWPORT,
             browser_timeout: Duration::from_secs(30),
             elements_cap: DEFAULT_ELEMENTS_CAP,
@@ -236,6 +242,7 @@ impl Daemon {
         let browser = BrowserManager::new(
             BrowserSettings {
                 chromium: config.chromium.clone(),
+                proxy: config.browser_proxy.clone(),
                 viewport: config.browser_viewport,
                 timeout: config.browser_timeout,
                 elements_cap: config.elements_cap,
@@ -268,7 +275,7 @@ impl Daemon {
                 workspace: root.to_string_lossy().into_owned(),
             },
             browser,
-            web: web::Web::new(config.web.clone()),
+            web: web::Web::new(config.web.clone(), registry.clone()),
             takeover: TakeoverManager::new(TakeoverSettings {
                 ttl: config.takeover_ttl,
             }),

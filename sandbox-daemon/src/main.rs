@@ -26,6 +26,36 @@ struct Cli {
     #[arg(long, env = "COVED_LISTEN", default_value = "127.0.0.1:7700")]
     listen: SocketAddr,
 
+    /// Serve on this inherited file descriptor, a TCP socket already listening (the local
+    /// sandbox's controller binds it outside the sandbox's network), instead of --listen.
+    #[arg(long)]
+    listen_fd: Option<i32>,
+
+    /// Restrict coved and everything it starts before serving: writes only under the
+    /// workspace, the state folder, /tmp, $HOME, /dev and --writable (Landlock), and the
+    /// system calls an agent has no use for refused (seccomp).
+    #[arg(long)]
+    confine: bool,
+
+    /// Another folder writable under --confine.
+    #[arg(long, requires = "confine")]
+    writable: Vec<PathBuf>,
+
+    /// The controller's unix socket the network is reached through, when the sandbox's own
+    /// network is only loopback: coved relays --proxy-port and each --host-port to it.
+    #[arg(long)]
+    egress_socket: Option<PathBuf>,
+
+    /// Port of 127.0.0.1 where the sandbox's HTTP proxy listens (with --egress-socket);
+    /// the browser uses it.
+    #[arg(long, requires = "egress_socket")]
+    proxy_port: Option<u16>,
+
+    /// A port of the host's loopback reached at the same port of the sandbox's (with
+    /// --egress-socket).
+    #[arg(long, requires = "egress_socket")]
+    host_port: Vec<u16>,
+
     /// Workspace root: every file path is relative to it, shells start in it. Created if missing.
     #[arg(
         long,
@@ -140,6 +170,10 @@ enum Command {
     /// Serve the sandbox's tools over MCP on stdin and stdout (for an MCP host that starts
     /// coved itself), instead of the HTTP API. Logs go to stderr.
     Mcp,
+    /// Read one page from stdin within this process's limits (the daemon runs this for each
+    /// page it fetches; not for people).
+    #[command(hide = true)]
+    ReadPage(coved::web::reader::ReadArgs),
 }
 
 fn parse_viewport(raw: &str) -> Result<Viewport, String> {
@@ -182,16 +216,80 @@ async fn shutdown_signal() {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches)?;
+    if let Some(Command::ReadPage(args)) = &cli.command {
+        // Before any thread exists: the reader limits its own process.
+        return Ok(coved::web::reader::child_main(args)?);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("COVED_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches)?;
+    if cli.confine {
+        // Before the runtime starts its threads: Landlock binds only the calling thread.
+        let confined = coved::confine::confine(&writable_roots(&cli))
+            .context("cannot confine coved (--confine)")?;
+        tracing::info!(
+            landlock = confined.landlock,
+            syscalls_refused = confined.syscalls_refused,
+            "confined"
+        );
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(run(cli, matches))
+}
+
+/// What coved and its children may write under --confine.
+fn writable_roots(cli: &Cli) -> Vec<PathBuf> {
+    let mut roots = vec![
+        cli.workspace.clone(),
+        cli.state_dir.clone().unwrap_or_else(default_state_dir),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/dev"),
+        PathBuf::from("/proc"),
+    ];
+    roots.extend(std::env::var_os("HOME").map(PathBuf::from));
+    roots.extend(cli.writable.iter().cloned());
+    roots
+}
+
+/// The listening socket the spawner handed over as descriptor `fd`.
+#[allow(unsafe_code)]
+fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
+    use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+    anyhow::ensure!(
+        fd > 2,
+        "--listen-fd {fd} is a standard stream, not a socket"
+    );
+    // SAFETY: only fcntl(2) and getsockname(2) are called on the borrowed number; on a
+    // descriptor that is not open they fail with EBADF and nothing is taken.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    rustix::io::fcntl_getfd(borrowed)
+        .with_context(|| format!("--listen-fd {fd} is not an open descriptor"))?;
+    let addr = rustix::net::getsockname(borrowed)
+        .with_context(|| format!("--listen-fd {fd} is not a socket"))?;
+    anyhow::ensure!(
+        std::net::SocketAddr::try_from(addr).is_ok(),
+        "--listen-fd {fd} is not a TCP socket"
+    );
+    // SAFETY: the descriptor is open, a socket, and handed to this process to own: nothing
+    // else in coved knows its number.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // The agent's shells must not inherit a socket of the network outside.
+    rustix::io::fcntl_setfd(&owned, rustix::io::FdFlags::CLOEXEC)?;
+    let listener = std::net::TcpListener::from(owned);
+    listener.set_nonblocking(true)?;
+    Ok(tokio::net::TcpListener::from_std(listener)?)
+}
+
+async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
     if matches.value_source("token") == Some(ValueSource::CommandLine) {
         tracing::warn!(
             "--token puts the secret in the process list, readable by every local user; pass it in COVE_TOKEN or a file (--token-file) instead"
@@ -235,6 +333,9 @@ async fn main() -> anyhow::Result<()> {
     config.max_request_bytes = cli.max_request_bytes;
     config.max_read_bytes = cli.max_read_bytes;
     config.chromium = cli.chromium;
+    config.browser_proxy = cli
+        .proxy_port
+        .map(|port| format!("http://127.0.0.1:{port}"));
     config.browser_viewport = cli.browser_viewport;
     config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
     config.elements_cap = cli.elements_cap.max(500);
@@ -278,9 +379,25 @@ async fn main() -> anyhow::Result<()> {
         return serve_mcp_on_stdio(daemon).await;
     }
 
-    let listener = tokio::net::TcpListener::bind(cli.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", cli.listen))?;
+    if let Some(socket) = &cli.egress_socket {
+        let doors: Vec<(u16, coved::egress::Door)> = cli
+            .proxy_port
+            .map(|port| (port, coved::egress::Door::Proxy))
+            .into_iter()
+            .chain(
+                cli.host_port
+                    .iter()
+                    .map(|&p| (p, coved::egress::Door::HostPort(p))),
+            )
+            .collect();
+        coved::egress::open(socket, &doors).await?;
+    }
+    let listener = match cli.listen_fd {
+        Some(fd) => inherited_listener(fd)?,
+        None => tokio::net::TcpListener::bind(cli.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", cli.listen))?,
+    };
     let addr = listener.local_addr()?;
     // Spawners (the controller, tests) read this line to learn the chosen port.
     let mut stdout = std::io::stdout().lock();

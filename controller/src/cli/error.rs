@@ -135,7 +135,8 @@ impl From<SandboxError> for CliError {
         match e {
             SandboxError::DaemonMissing
             | SandboxError::BadToken { .. }
-            | SandboxError::NoToken { .. } => CliError::Setup(e.to_string()),
+            | SandboxError::NoToken { .. }
+            | SandboxError::NoIsolation { .. } => CliError::Setup(e.to_string()),
             SandboxError::Unreachable { .. } => CliError::Unreachable(e.to_string()),
             SandboxError::Startup(_) | SandboxError::NotStarted(_) => {
                 CliError::Failed(e.to_string())

@@ -102,6 +102,8 @@ struct Invocation {
     file: FileConfig,
     /// `--in-cluster`: how Kubernetes sandboxes are reached (none: detected).
     in_cluster: Option<bool>,
+    /// What a local sandbox's walls let through (`[local_sandbox]`, `COVE_HOST_PORTS`).
+    local: crate::sandbox::LocalSettings,
 }
 
 /// Runs the command line; returns the process exit code.
@@ -122,11 +124,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         .clone()
         .or_else(|| file.db.clone())
         .unwrap_or_else(|| config::data_dir().join("cove.db"));
+    let local = config::local_settings(&file)?;
     let inv = Invocation {
         printer: Printer::new(cli.json),
         store: Arc::new(Store::open(&db)?),
         file,
         in_cluster: cli.in_cluster,
+        local,
     };
     match cli.command {
         Command::Run(args) => run::run(&inv, args).await,

@@ -341,9 +341,10 @@ async fn open_sandbox(
     let spec = SandboxSpec::from_label(&thread.sandbox);
     let token = args.sandbox_token.clone().or_else(|| match &spec {
         SandboxSpec::Remote { url } => inv.file.token_for(url),
-        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } | SandboxSpec::Kubernetes { .. } => {
-            None
-        }
+        SandboxSpec::Local { .. }
+        | SandboxSpec::Host { .. }
+        | SandboxSpec::Docker { .. }
+        | SandboxSpec::Kubernetes { .. } => None,
     });
     let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
     if answering
@@ -550,7 +551,9 @@ pub(super) async fn drive(
             }
         }
     };
-    if let SandboxSpec::Local { workspace } = &prepared.sandbox.spec {
+    if let SandboxSpec::Local { workspace } | SandboxSpec::Host { workspace } =
+        &prepared.sandbox.spec
+    {
         renderer.workspace(workspace);
     }
     drop(agent);

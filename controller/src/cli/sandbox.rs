@@ -128,7 +128,8 @@ async fn up(
             workspace.display()
         ))
     })?;
-    let mut daemon = LocalDaemon::start_at(&workspace, listen, Some(&coved_log())).await?;
+    let isolation = crate::sandbox::Isolation::Walled(inv.local.clone());
+    let mut daemon = LocalDaemon::start(&workspace, &isolation, listen, Some(&coved_log())).await?;
     inv.printer.result(
         &json!({"url": daemon.url, "token": daemon.token, "workspace": workspace}),
         |_| {
@@ -157,7 +158,7 @@ async fn up(
 async fn status(inv: &Invocation, args: &SandboxArgs) -> Result<ExitCode, CliError> {
     let (spec, token) = sandbox_choice::choose(inv, args, || PathBuf::from("."))?;
     match spec {
-        SandboxSpec::Local { .. } => {
+        SandboxSpec::Local { .. } | SandboxSpec::Host { .. } => {
             let coved = crate::sandbox::find_coved()?;
             inv.printer
                 .result(&json!({"kind": "local", "coved": coved}), |_| {

@@ -17,7 +17,8 @@ use crate::store::ManagedSandbox;
 /// The flags that choose a sandbox.
 #[derive(Debug, Clone, Args)]
 pub(super) struct SandboxArgs {
-    /// `local` (start coved here), the URL of a running coved, or a sandbox's name.
+    /// `local` (start coved here, walled in), `host` (start coved here with no walls: the
+    /// agent runs as you), the URL of a running coved, or a sandbox's name.
     #[arg(long, env = "COVE_SANDBOX_URL")]
     pub sandbox: Option<String>,
     /// Token of a remote sandbox.
@@ -90,10 +91,17 @@ pub(super) fn choose(
             .or_else(|| inv.file.sandbox_token.clone())
     });
     match choice.as_deref() {
-        None | Some("local") => {
+        None | Some("local") | Some("host") => {
             let workspace = args.workspace.clone().unwrap_or_else(default_workspace);
             let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
-            Ok((SandboxSpec::Local { workspace }, None))
+            Ok((
+                if choice.as_deref() == Some("host") {
+                    SandboxSpec::Host { workspace }
+                } else {
+                    SandboxSpec::Local { workspace }
+                },
+                None,
+            ))
         }
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok((
             SandboxSpec::Remote {
@@ -104,7 +112,7 @@ pub(super) fn choose(
         Some(other) => {
             let names: Vec<&str> = inv.file.sandboxes.keys().map(String::as_str).collect();
             Err(CliError::Usage(format!(
-                "--sandbox must be `local`, a URL or a sandbox named in cove.toml ({}), not {other:?}",
+                "--sandbox must be `local`, `host`, a URL or a sandbox named in cove.toml ({}), not {other:?}",
                 if names.is_empty() {
                     "none are".to_string()
                 } else {
@@ -135,8 +143,14 @@ pub(super) async fn open(
     if let SandboxSpec::Kubernetes { name } = &spec {
         return open_pod(inv, name).await;
     }
+    if let SandboxSpec::Host { workspace } = &spec {
+        inv.printer.note(&format!(
+            "warning: --sandbox host: no walls; the agent's commands run as you, on this machine, and can read and change anything you can (workspace {})",
+            workspace.display()
+        ));
+    }
     let SandboxSpec::Docker { name } = &spec else {
-        return Ok(Sandbox::open(spec, token, log).await?);
+        return Ok(Sandbox::open(spec, token, log, &inv.local).await?);
     };
     let managed = inv.store.sandbox(name)?.ok_or_else(|| {
         CliError::NotFound(format!(
@@ -153,7 +167,13 @@ pub(super) async fn open(
         .url
         .ok_or_else(|| CliError::Failed(format!("sandbox {name} publishes no port")))?;
     inv.store.set_sandbox_url(name, Some(&url))?;
-    let mut sandbox = Sandbox::open(SandboxSpec::Remote { url }, Some(managed.token), log).await?;
+    let mut sandbox = Sandbox::open(
+        SandboxSpec::Remote { url },
+        Some(managed.token),
+        log,
+        &inv.local,
+    )
+    .await?;
     // Threads remember the name, not the URL of this start.
     sandbox.spec = spec;
     Ok(sandbox)

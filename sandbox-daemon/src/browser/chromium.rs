@@ -139,10 +139,10 @@ impl Chromium {
     pub async fn launch(
         launcher: &Launcher,
         executable: &Path,
-        width: u32,
-        height: u32,
+        settings: &super::BrowserSettings,
         registry: &Arc<ChildRegistry>,
     ) -> Result<Chromium, BrowserError> {
+        let super::Viewport { width, height } = settings.viewport;
         let profile = tempfile::Builder::new()
             .prefix("coved-chromium-")
             .tempdir()
@@ -172,6 +172,7 @@ impl Chromium {
         ])
         .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(settings.proxy.iter().map(|p| format!("--proxy-server={p}")))
         .arg("about:blank")
         .env_remove("COVE_TOKEN")
         .env_remove("COVE_TOKEN_FILE")

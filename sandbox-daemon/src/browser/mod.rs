@@ -132,6 +132,8 @@ fn running(slot: &mut Option<Session>) -> Result<&mut Session, BrowserError> {
 pub struct BrowserSettings {
     /// The Chromium executable; searched on `PATH` when absent.
     pub chromium: Option<PathBuf>,
+    /// `--proxy-server` for Chromium: where it reaches the web (loopback stays direct).
+    pub proxy: Option<String>,
     pub viewport: Viewport,
     /// Deadline of each action (navigation included) and of each CDP call.
     pub timeout: Duration,

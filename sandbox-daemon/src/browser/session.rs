@@ -241,8 +241,7 @@ impl Session {
     ) -> Result<Session, BrowserError> {
         let executable = chromium::find(settings.chromium.as_deref())?;
         let vp = settings.viewport;
-        let chromium =
-            Chromium::launch(launcher, &executable, vp.width, vp.height, registry).await?;
+        let chromium = Chromium::launch(launcher, &executable, &settings, registry).await?;
         let config = HandlerConfig {
             viewport: Some(CdpViewport {
                 width: vp.width,

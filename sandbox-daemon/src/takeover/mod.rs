@@ -212,22 +212,27 @@ impl TakeoverManager {
         self.current().filter(|live| live.token.matches(presented))
     }
 
+    /// Waits (a moment at most) until the takeover that ended last has taken its checks off
+    /// the tabs and stopped its screencast.
+    async fn wait_for_release(&self) {
+        let ending = lock(&self.inner).ending.clone();
+        if let Some(live) = ending {
+            let mut released = live.released.subscribe();
+            let _ =
+                tokio::time::timeout(RELEASE_WAIT, released.wait_for(|released| *released)).await;
+            let mut inner = lock(&self.inner);
+            if inner.ending.as_ref().is_some_and(|e| Arc::ptr_eq(e, &live)) {
+                inner.ending = None;
+            }
+        }
+    }
+
     /// Refuses agent actions while a person has control; once they handed back, waits (a
     /// moment at most) until the person's checks are off the tabs.
     pub async fn check_agent_may_act(&self) -> Result<(), ApiError> {
         match self.current() {
             None => {
-                let ending = lock(&self.inner).ending.clone();
-                if let Some(live) = ending {
-                    let mut released = live.released.subscribe();
-                    let _ =
-                        tokio::time::timeout(RELEASE_WAIT, released.wait_for(|released| *released))
-                            .await;
-                    let mut inner = lock(&self.inner);
-                    if inner.ending.as_ref().is_some_and(|e| Arc::ptr_eq(e, &live)) {
-                        inner.ending = None;
-                    }
-                }
+                self.wait_for_release().await;
                 Ok(())
             }
             Some(live) => Err(ApiError::new(
@@ -292,6 +297,9 @@ impl TakeoverManager {
         if let Some(live) = self.current() {
             return Ok(grant(&base, &live));
         }
+        // The last takeover's screencast stops when it is released; a new one started
+        // before that would be stopped with it, leaving its viewers a still picture.
+        self.wait_for_release().await;
         // The person needs a browser to look at: launch it now, so a missing Chromium is
         // the caller's error and not a blank page.
         let tab = app.browser.live_tab().await?;

@@ -84,11 +84,11 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: TakeoverTab) {
             _ = live.refresh.notified() => follow(&app, &live, &mut cast, &mut guard, quality).await,
         }
     }
-    guard.release().await;
-    live.released.send_replace(true);
     if let Some(cast) = cast {
         takeover_tab::stop_screencast(&cast.page, CALL_LIMIT).await;
     }
+    guard.release().await;
+    live.released.send_replace(true);
 }
 
 /// Re-reads the tabs; moves the screencast when the active tab changed.

@@ -27,6 +27,8 @@ use cove_protocol::browser::NavigateTo;
 const IN_FLIGHT: usize = 2;
 /// Deadline of one input event.
 const INPUT_LIMIT: Duration = Duration::from_secs(5);
+/// Longest a viewer's socket waits for the page's Close once the takeover ended.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// Largest message a page may send.
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
@@ -103,6 +105,17 @@ async fn run(
                     code: 1000,
                     reason: Utf8Bytes::from_static("the takeover ended"),
                 }))).await;
+                // Finish the closing handshake: read what the page still sends (acks of the
+                // frames in flight) until its Close. Dropping the connection now would reset
+                // it under a page that has not yet read `ended`.
+                let _ = tokio::time::timeout(CLOSE_WAIT, async {
+                    while let Some(Ok(message)) = incoming.next().await {
+                        if matches!(message, Message::Close(_)) {
+                            break;
+                        }
+                    }
+                })
+                .await;
                 return Ok(());
             }
             changed = frames.changed(), if in_flight < IN_FLIGHT => {

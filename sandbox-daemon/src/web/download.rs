@@ -161,8 +161,12 @@ pub fn kind_of(downloaded: &Downloaded) -> Result<Kind, WebError> {
 /// The body as text, decoded from the charset the header names, else a byte-order mark,
 /// else a `<meta>` charset in the first kilobytes, else UTF-8 (windows-1252 when it is not).
 pub fn decode(downloaded: &Downloaded, kind: Kind) -> String {
-    let bytes = &downloaded.bytes;
-    let from_header = charset_param(&downloaded.content_type);
+    decode_bytes(&downloaded.bytes, &downloaded.content_type, kind)
+}
+
+/// `bytes` as text, their charset found as [`decode`] finds it.
+pub fn decode_bytes(bytes: &[u8], content_type: &str, kind: Kind) -> String {
+    let from_header = charset_param(content_type);
     let encoding = from_header
         .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()))
         .or_else(|| encoding_rs::Encoding::for_bom(bytes).map(|(e, _)| e))

@@ -3,11 +3,13 @@
 //! to show its content is rendered in a background tab of the daemon's browser, as are
 //! searches, so the agent's own tab is never disturbed.
 
+pub mod bounds;
 pub mod download;
 pub mod engines;
 pub mod extract;
 pub mod http;
 pub mod pdf;
+pub mod reader;
 pub mod saved;
 
 use std::collections::VecDeque;
@@ -22,8 +24,10 @@ use serde::Deserialize;
 
 use crate::browser::{BrowserError, BrowserManager};
 use crate::files::{FileError, Workspace};
+use crate::procs::ChildRegistry;
 use download::Kind;
 use engines::Engine;
+use reader::{PageKind, Read, ReadArgs, Reader};
 
 /// Fetches whose later pages are served from their saved copy.
 const REMEMBERED: usize = 32;
@@ -135,6 +139,7 @@ pub struct Web {
     settings: WebSettings,
     client: OnceLock<reqwest::Client>,
     recent: Mutex<VecDeque<Fetched>>,
+    reader: Reader,
 }
 
 #[derive(Debug, Deserialize)]
@@ -151,12 +156,14 @@ struct EngineAnswer {
 }
 
 impl Web {
-    /// A web family fetching and searching as `settings` say.
-    pub fn new(settings: WebSettings) -> Web {
+    /// A web family fetching and searching as `settings` say; its page readers are
+    /// children `registry` leaves to their waiter.
+    pub fn new(settings: WebSettings, registry: Arc<ChildRegistry>) -> Web {
         Web {
             settings,
             client: OnceLock::new(),
             recent: Mutex::new(VecDeque::new()),
+            reader: Reader::new(registry),
         }
     }
 
@@ -220,40 +227,61 @@ impl Web {
         let mut rendered = false;
         let landed = downloaded.url.clone();
         let content_type = downloaded.content_type.clone();
-        let (title, content) = match kind {
+        let read_args = |kind, content_type: &str, check_scripts| ReadArgs {
+            kind,
+            format,
+            url: landed.clone(),
+            content_type: content_type.to_string(),
+            check_scripts,
+        };
+        let body = bytes::Bytes::from(downloaded.bytes);
+        let read = match kind {
             Kind::Pdf => {
-                let source = landed.clone();
-                let bytes = downloaded.bytes;
-                let text = crate::blocking::blocking(move || pdf::text(bytes, &source))
-                    .await
-                    .map_err(|e| WebError::Internal(e.to_string()))??;
-                let title = text.lines().next().unwrap_or("").trim().to_string();
-                (title, text)
+                self.reader
+                    .read(&read_args(PageKind::Pdf, &content_type, false), body)
+                    .await?
             }
-            Kind::Text => (String::new(), download::decode(&downloaded, kind)),
+            Kind::Text => Read::Read {
+                title: String::new(),
+                content: download::decode_bytes(&body, &content_type, kind),
+            },
             Kind::Html => {
-                let mut html = download::decode(&downloaded, kind);
-                if extract::needs_scripts(&html) {
-                    match browser
+                let first = self
+                    .reader
+                    .read(
+                        &read_args(PageKind::Html, &content_type, true),
+                        body.clone(),
+                    )
+                    .await?;
+                if first != Read::NeedsScripts {
+                    first
+                } else {
+                    let (html, html_type) = match browser
                         .read_in_background::<String>(&landed, OUTER_HTML_JS)
                         .await
                     {
                         Ok(read) => {
-                            html = read.value;
                             rendered = true;
+                            (bytes::Bytes::from(read.value), "text/html; charset=utf-8")
                         }
                         // What came over HTTP is still worth giving.
                         Err(e) => {
-                            tracing::info!(error = %e, url = %landed, "cannot render a page that needs scripts")
+                            tracing::info!(error = %e, url = %landed, "cannot render a page that needs scripts");
+                            (body, content_type.as_str())
                         }
-                    }
+                    };
+                    self.reader
+                        .read(&read_args(PageKind::Html, html_type, false), html)
+                        .await?
                 }
-                let source = landed.clone();
-                let extracted =
-                    crate::blocking::blocking(move || extract::extract(&html, &source, format))
-                        .await
-                        .map_err(|e| WebError::Internal(e.to_string()))?;
-                (extracted.title, extracted.content)
+            }
+        };
+        let (title, content) = match read {
+            Read::Read { title, content } => (title, content),
+            Read::NeedsScripts => {
+                return Err(WebError::Internal(
+                    "the page reader asked for scripts twice".into(),
+                ));
             }
         };
         let fetched = Fetched {

@@ -3,6 +3,7 @@ mod bad_requests;
 mod browser;
 mod confinement;
 mod files;
+mod hostile_web;
 mod mcp;
 mod preview;
 mod real_pages;

@@ -121,9 +121,10 @@ async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedCli
     let spec = SandboxSpec::from_label(&thread.sandbox);
     let token = state.sandbox.sandbox_token.clone().or_else(|| match &spec {
         SandboxSpec::Remote { url } => state.inv.file.token_for(url),
-        SandboxSpec::Local { .. } | SandboxSpec::Docker { .. } | SandboxSpec::Kubernetes { .. } => {
-            None
-        }
+        SandboxSpec::Local { .. }
+        | SandboxSpec::Host { .. }
+        | SandboxSpec::Docker { .. }
+        | SandboxSpec::Kubernetes { .. } => None,
     });
     let sandbox = sandbox_choice::open(&state.inv, spec, token, Some(&coved_log()))
         .await
