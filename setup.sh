@@ -20,6 +20,19 @@ else
     echo "setup: no Chromium and no apt-get: install Chromium for the browser tools (or pass coved --chromium PATH)" >&2
 fi
 
+if have bwrap; then
+    echo "setup: bubblewrap is installed" >&2
+elif have apt-get; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    echo "setup: installing bubblewrap (apt-get install bubblewrap): the local sandbox's walls" >&2
+    if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null; }; then
+        echo "setup: bubblewrap could not be installed; local sandboxes will refuse to start (use Docker, a remote sandbox, or --sandbox host)" >&2
+    fi
+else
+    echo "setup: no bubblewrap and no apt-get: install bubblewrap for the local sandbox's walls" >&2
+fi
+
 if ! have cargo; then
     echo "setup: cargo is missing: install the Rust toolchain (https://rustup.rs), then run ./setup.sh again" >&2
     exit 1

@@ -42,6 +42,8 @@ pub struct FileConfig {
     pub web: Option<WebConfig>,
     /// `[local_sandbox]`: what a local sandbox's walls let through.
     pub local_sandbox: Option<LocalSandboxConfig>,
+    /// `[serve]`: what `cove serve` lets its clients choose.
+    pub serve: Option<ServeConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,
@@ -67,6 +69,16 @@ pub struct WebConfig {
     pub images_base_url: Option<String>,
     /// The image model (default gpt-image-1).
     pub images_model: Option<String>,
+}
+
+/// `[serve]` of `cove.toml`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Sandboxes a client may name for its thread besides the server's own (`--sandbox`):
+    /// names, `local`, `host`, `k8s:NAME`, with `*` for any run of characters (`box-*`).
+    #[serde(default)]
+    pub sandboxes: Vec<String>,
 }
 
 /// `[local_sandbox]` of `cove.toml`: what a local sandbox's walls let through.

@@ -111,6 +111,11 @@ impl FixtureSite {
     }
 
     /// The URL of `path` on this site (`path` starts without a slash).
+    /// The port it serves on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}/{path}", self.addr)
     }

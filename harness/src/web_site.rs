@@ -96,6 +96,11 @@ impl WebSite {
         Ok(WebSite { addr, task })
     }
 
+    /// The port it serves on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
     /// The URL of `path` on this site (`path` starts without a slash).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}/{path}", self.addr)

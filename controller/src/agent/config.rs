@@ -156,6 +156,12 @@ impl AgentConfig {
         self
     }
 
+    /// Tells the policy whether walls stand between the agent and this machine.
+    pub fn walls(mut self, walled: bool) -> Self {
+        self.permissions = self.permissions.map(|p| p.with_walls(walled));
+        self
+    }
+
     /// Whether the agent must have a plan approved (`create_plan`) before it changes
     /// anything: until then calls that change something are refused.
     pub fn plan_first(mut self, plan_first: bool) -> Self {

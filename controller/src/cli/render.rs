@@ -93,6 +93,40 @@ pub struct Renderer<O: Write, E: Write> {
     last_compression: Option<(u32, u32)>,
 }
 
+/// Columns a permission request is wrapped to.
+const WRAP_COLUMNS: usize = 96;
+
+/// `text` broken into lines of at most `width` characters, at spaces where it can, nothing
+/// left out.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        let used = line.chars().count();
+        if used > 0 && used + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        while word.len() > width {
+            let rest = word.split_off(width);
+            let part: String = word.into_iter().collect();
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(part);
+            word = rest;
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.extend(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 fn first_line(text: &str, max: usize) -> String {
     let line = text
         .lines()
@@ -285,12 +319,23 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 ..
             } => {
                 let head = self.paint("1;33", "? Permission needed");
-                self.line(&format!(
-                    "\n{head} (request {request_id}): {}\n  because {}\n  answer here, or from any terminal: cove permit {} {request_id} allow_once|allow_for_thread|deny [\"reason\"]",
-                    first_line(summary, 200),
-                    first_line(why, 200),
+                // The whole call and every reason: what is allowed is what is shown.
+                let mut text = format!("\n{head} (request {request_id}):\n");
+                for line in wrap(summary, WRAP_COLUMNS) {
+                    text.push_str(&format!("  {line}\n"));
+                }
+                text.push_str("  because:\n");
+                for reason in why.lines().filter(|l| !l.trim().is_empty()) {
+                    for (n, line) in wrap(reason.trim(), WRAP_COLUMNS - 4).iter().enumerate() {
+                        let mark = if n == 0 { "-" } else { " " };
+                        text.push_str(&format!("    {mark} {line}\n"));
+                    }
+                }
+                text.push_str(&format!(
+                    "  answer here, or from any terminal: cove permit {} {request_id} allow_once|allow_for_thread|deny [\"reason\"]",
                     event.thread_id
                 ));
+                self.line(&text);
                 self.spinner.set(Some("waiting for permission"));
             }
             EventKind::PermissionDecided {
@@ -735,5 +780,51 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         panic!("the ticker outlived its renderer");
+    }
+
+    #[test]
+    fn a_permission_request_shows_the_whole_command_and_every_reason() {
+        let command = format!(
+            "rm -rf /srv/old-cache && true {} && sh -c 'rm -rf /srv/precious'",
+            "clean-".repeat(40)
+        );
+        let out = render(
+            false,
+            &[event(
+                1,
+                EventKind::PermissionRequest {
+                    request_id: "q1".into(),
+                    call_id: "c1".into(),
+                    tool: "execute_command".into(),
+                    summary: format!("run `{command}`"),
+                    why: "no walls (--sandbox host): every command runs as you\nthe command runs code it is given as text (sh -c)".into(),
+                    arguments: serde_json::json!({"command": command}),
+                    decisions: vec![],
+                },
+            )],
+        );
+        let shown: String = out.split_whitespace().collect();
+        let wanted: String = command.split_whitespace().collect();
+        assert!(
+            shown.contains(&wanted),
+            "the whole command is shown:\n{out}"
+        );
+        assert!(out.contains("- no walls"), "{out}");
+        assert!(
+            out.contains("- the command runs code it is given as text"),
+            "{out}"
+        );
+        assert!(
+            out.lines().all(|l| l.chars().count() <= WRAP_COLUMNS + 4),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn wrapping_keeps_every_character() {
+        let text = format!("a {} b", "x".repeat(250));
+        let lines = wrap(&text, 100);
+        assert_eq!(lines.concat().replace(' ', ""), text.replace(' ', ""));
+        assert!(lines.iter().all(|l| l.chars().count() <= 100));
     }
 }

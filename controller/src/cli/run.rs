@@ -339,13 +339,7 @@ async fn open_sandbox(
     args: &SandboxArgs,
 ) -> Result<Sandbox, CliError> {
     let spec = SandboxSpec::from_label(&thread.sandbox);
-    let token = args.sandbox_token.clone().or_else(|| match &spec {
-        SandboxSpec::Remote { url } => inv.file.token_for(url),
-        SandboxSpec::Local { .. }
-        | SandboxSpec::Host { .. }
-        | SandboxSpec::Docker { .. }
-        | SandboxSpec::Kubernetes { .. } => None,
-    });
+    let token = sandbox_choice::token_for(inv, args, &spec);
     let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
     if answering
         && let Ok(status) = sandbox.client.takeover_status(0).await
@@ -414,8 +408,9 @@ pub(super) async fn prepare(
         .await
         .map(|i| i.workspace)
         .unwrap_or_else(|_| "/workspace".into());
+    let walled = !matches!(sandbox.spec, SandboxSpec::Host { .. });
     let config = match agent_config(inv, &model, mode, flags, workspace_label) {
-        Ok(config) => config.plan_first(plan_first),
+        Ok(config) => config.plan_first(plan_first).walls(walled),
         Err(e) => {
             sandbox.close().await;
             return Err(e);

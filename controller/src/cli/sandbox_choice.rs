@@ -123,6 +123,25 @@ pub(super) fn choose(
     }
 }
 
+/// The token for `spec`, a thread's sandbox: `--sandbox-token` only for the sandbox
+/// `--sandbox` names (or any when none is named), else the one cove.toml gives its address.
+/// A token belongs to the sandbox it was given for.
+pub(super) fn token_for(
+    inv: &Invocation,
+    args: &SandboxArgs,
+    spec: &SandboxSpec,
+) -> Option<String> {
+    let SandboxSpec::Remote { url } = spec else {
+        return None;
+    };
+    let given_for_it = args.sandbox.is_none()
+        || choose(inv, args, PathBuf::new).is_ok_and(|(chosen, _)| chosen.label() == spec.label());
+    match &args.sandbox_token {
+        Some(token) if given_for_it => Some(token.clone()),
+        _ => inv.file.token_for(url),
+    }
+}
+
 /// The sandbox of a command that needs no model (`exec`, `ls`, `cat`, …): a local one works
 /// in the current folder.
 pub(super) async fn open_for_command(

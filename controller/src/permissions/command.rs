@@ -87,8 +87,14 @@ fn tokens(line: &str) -> Vec<Token> {
                     _ => out.push(Token::Pipe),
                 }
             }
-            ';' | '&' | '\n' | '(' | ')' | '{' | '}' => {
+            ';' | '&' | '\n' | '(' | ')' => {
                 end_word(&mut out, &mut word, &mut in_word);
+                out.push(Token::Break);
+            }
+            // `{ cmd; }` groups; `{a,b}` inside a word is brace expansion.
+            '{' | '}'
+                if !in_word && chars.peek().is_none_or(|n| n.is_whitespace() || *n == ';') =>
+            {
                 out.push(Token::Break);
             }
             '`' => {
@@ -192,7 +198,20 @@ fn program(words: &[String]) -> Option<Program<'_>> {
                 as_root = true;
                 &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"]
             }
-            "env" => &["-u", "-C", "-S"],
+            "env"
+                if words[at + 1..].iter().any(|a| {
+                    a == "-S" || a.starts_with("--split-string") || a.starts_with("-S")
+                }) =>
+            {
+                // `env -S "cmd args"` runs a string: the reading stops at env.
+                return Some(Program {
+                    name: base,
+                    args: &words[at + 1..],
+                    as_root,
+                    args_from_input,
+                });
+            }
+            "env" => &["-u", "-C"],
             "nice" => &["-n"],
             "timeout" => &["-k", "-s"],
             "xargs" => {
@@ -302,15 +321,22 @@ fn find_deletes(prog: &Program<'_>) -> Option<Vec<String>> {
     let deletes = prog.args.iter().enumerate().any(|(i, a)| {
         a == "-delete"
             || ((a == "-exec" || a == "-execdir")
-                && prog
-                    .args
-                    .get(i + 1)
-                    .is_some_and(|p| DELETERS.contains(&p.as_str())))
+                && prog.args.get(i + 1).is_some_and(|p| {
+                    let base = p.rsplit('/').next().unwrap_or(p);
+                    DELETERS.contains(&base) || OVERWRITERS.contains(&base)
+                }))
     });
     deletes.then(|| {
-        let starts: Vec<String> = prog
-            .args
-            .iter()
+        // Options that come before the starting points (`find -L /x`).
+        let mut args = prog.args.iter().peekable();
+        while let Some(a) = args.next_if(|a| {
+            matches!(a.as_str(), "-H" | "-L" | "-P" | "-O" | "-D") || a.starts_with("-O")
+        }) {
+            if a == "-D" {
+                args.next();
+            }
+        }
+        let starts: Vec<String> = args
             .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
             .cloned()
             .collect();
@@ -340,15 +366,110 @@ fn git_subcommand(args: &[String]) -> Option<&str> {
     None
 }
 
-/// Why `command` should be put to the user in `auto` mode; empty when nothing here needs it.
-/// `workspace` is where the sandbox's workspace lies (relative paths start there).
-pub fn risks(command: &str, workspace: Option<&Path>) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    let mut note = |why: String| {
-        if !found.contains(&why) {
-            found.push(why);
+/// What a command may do that is worth asking about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RiskKind {
+    /// Runs as root.
+    Root,
+    /// Runs code fetched from the network.
+    Download,
+    /// Sends work to the world: a push, a publish.
+    Publish,
+    /// Deletes or overwrites something outside the workspace.
+    Outside,
+    /// Deletes the whole workspace.
+    Workspace,
+    /// Runs something this reading cannot see into (a string given to an interpreter, an
+    /// alias, a substitution).
+    CannotTell,
+}
+
+/// One finding of the reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Risk {
+    pub kind: RiskKind,
+    /// What the command does, to follow "the command …".
+    pub text: String,
+}
+
+impl Risk {
+    /// Whether it reaches past a sandbox's walls: to the world, or to the workspace, the
+    /// one place inside whose loss is the user's.
+    pub fn crosses_walls(&self) -> bool {
+        matches!(self.kind, RiskKind::Publish | RiskKind::Workspace)
+    }
+}
+
+/// Programs that run a string they are given as code, and the option that gives it.
+const STRING_RUNNERS: &[(&str, &[&str])] = &[
+    ("sh", &["-c"]),
+    ("bash", &["-c"]),
+    ("zsh", &["-c"]),
+    ("dash", &["-c"]),
+    ("ksh", &["-c"]),
+    ("fish", &["-c"]),
+    ("busybox", &["sh", "ash"]),
+    ("python", &["-c"]),
+    ("python3", &["-c"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("node", &["-e", "-p", "--eval", "--print"]),
+    ("php", &["-r"]),
+    ("awk", &[]),
+    ("env", &["-S", "--split-string"]),
+];
+/// Commands that send work to the world, by program and subcommand.
+const PUBLISHERS: &[(&str, &str)] = &[
+    ("git", "push"),
+    ("npm", "publish"),
+    ("yarn", "publish"),
+    ("pnpm", "publish"),
+    ("cargo", "publish"),
+    ("twine", "upload"),
+    ("docker", "push"),
+    ("podman", "push"),
+    ("gh", "release"),
+    ("gem", "push"),
+];
+/// Programs that destroy what they are given besides the deleters.
+const OVERWRITERS: &[&str] = &["mv", "truncate", "shred", "dd", "rsync"];
+
+/// What `command`, run from `folder` (relative to the workspace, or absolute) in the sandbox
+/// whose workspace is `workspace`, may do that is worth asking about; empty when nothing.
+/// A hint, never a verdict: a shell can do what no reading of its words foresees.
+pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> Vec<Risk> {
+    let mut found: Vec<Risk> = Vec::new();
+    let mut note = |kind: RiskKind, text: String| {
+        if !found.iter().any(|r| r.text == text) {
+            found.push(Risk { kind, text });
         }
     };
+    // Where relative paths start: the workspace, or the folder the call names.
+    let start: Option<PathBuf> = match folder.filter(|f| !f.is_empty()) {
+        Some(f) => {
+            if place(f, workspace) == Place::Outside {
+                note(
+                    RiskKind::Outside,
+                    format!("runs in a folder outside the workspace: {f}"),
+                );
+            }
+            workspace.map(|w| w.join(f))
+        }
+        None => workspace.map(Path::to_path_buf),
+    };
+    let here = start.as_deref();
+    if command.contains("()") {
+        note(
+            RiskKind::CannotTell,
+            "defines an alias or a function that later commands may run".into(),
+        );
+    }
+    if command.contains("$'") {
+        note(
+            RiskKind::CannotTell,
+            "spells words in escapes ($'…'), which Cove cannot read".into(),
+        );
+    }
     let commands = simple_commands(command);
     // Whether a command earlier in the current pipeline downloads.
     let mut pipeline_downloads = false;
@@ -360,12 +481,15 @@ pub fn risks(command: &str, workspace: Option<&Path>) -> Vec<String> {
             continue;
         };
         if prog.as_root {
-            note("runs as root (sudo)".into());
+            note(RiskKind::Root, "runs as root (sudo)".into());
         }
         let is_shell = SHELLS.contains(&prog.name);
         let downloads = DOWNLOADERS.contains(&prog.name);
         if is_shell && pipeline_downloads {
-            note("runs code downloaded from the network (a download piped into a shell)".into());
+            note(
+                RiskKind::Download,
+                "runs code downloaded from the network (a download piped into a shell)".into(),
+            );
         }
         if is_shell {
             // `bash <(curl …)`, `sh -c "$(curl …)"`: the download is inside the shell's words.
@@ -379,37 +503,181 @@ pub fn risks(command: &str, workspace: Option<&Path>) -> Vec<String> {
                     .any(|d| a.contains(&format!("$({d} ")) || a.contains(&format!("`{d} ")))
             });
             if next_downloads || quoted_download {
-                note("runs code downloaded from the network".into());
+                note(
+                    RiskKind::Download,
+                    "runs code downloaded from the network".into(),
+                );
             }
         }
         pipeline_downloads |= downloads;
-        if prog.name == "git" && git_subcommand(prog.args) == Some("push") {
-            note("pushes to a remote (git push)".into());
+        if let Some(how) = runs_a_string(&prog) {
+            note(
+                RiskKind::CannotTell,
+                format!("runs code it is given as text ({how}), which Cove cannot read"),
+            );
         }
-        if DELETERS.contains(&prog.name) {
-            if prog.args_from_input {
-                note(format!(
-                    "deletes paths it reads from its input ({})",
-                    prog.name
-                ));
-            }
-            for path in deleted_paths(&prog) {
-                match place(&path, workspace) {
+        if prog.name == "alias" || prog.name == "function" {
+            note(
+                RiskKind::CannotTell,
+                "defines an alias or a function that later commands may run".into(),
+            );
+        }
+        if (prog.name == "cd" || prog.name == "pushd")
+            && let Some(dir) = prog.args.iter().find(|a| !a.starts_with('-'))
+            && place(dir, here) == Place::Outside
+        {
+            note(
+                RiskKind::Outside,
+                format!("moves the shell to a folder outside the workspace: {dir}"),
+            );
+        }
+        if let Some(sub) = publish_of(&prog) {
+            note(RiskKind::Publish, sub);
+        }
+        let before = i.checked_sub(1).and_then(|b| program(&commands[b].words));
+        if simple.substituted
+            && before.is_some_and(|b| DELETERS.contains(&b.name) || OVERWRITERS.contains(&b.name))
+        {
+            note(
+                RiskKind::CannotTell,
+                "deletes paths another command prints ($(…)), which Cove cannot read".into(),
+            );
+        }
+        for path in destroyed_paths(&prog) {
+            for path in expand_braces(&path) {
+                match place(&path, here) {
                     Place::Inside => {}
-                    Place::Workspace => note(format!("deletes the whole workspace: {path}")),
-                    Place::Outside => note(format!("deletes outside the workspace: {path}")),
+                    // `find . -delete` deletes what it matches, not the workspace.
+                    Place::Workspace if prog.name == "find" => {}
+                    Place::Workspace => note(
+                        RiskKind::Workspace,
+                        format!("deletes the whole workspace: {path}"),
+                    ),
+                    Place::Outside => note(
+                        RiskKind::Outside,
+                        format!("deletes or overwrites outside the workspace: {path}"),
+                    ),
                 }
             }
-        } else if prog.name == "find" {
-            // `find . -delete` empties the workspace's matches, not the workspace.
-            for path in find_deletes(&prog).unwrap_or_default() {
-                if place(&path, workspace) == Place::Outside {
-                    note(format!("deletes outside the workspace: {path}"));
-                }
+        }
+        if (DELETERS.contains(&prog.name) || OVERWRITERS.contains(&prog.name))
+            && prog.args_from_input
+        {
+            note(
+                RiskKind::Outside,
+                format!("deletes paths it reads from its input ({})", prog.name),
+            );
+        }
+        let redirects = simple
+            .words
+            .iter()
+            .zip(simple.words.iter().skip(1).map(Some).chain([None]));
+        for (word, next) in redirects {
+            let target = match word.as_str() {
+                ">" | ">>" | ">|" => next.map_or("", String::as_str),
+                _ => word
+                    .strip_prefix(">>")
+                    .or_else(|| word.strip_prefix('>'))
+                    .unwrap_or(""),
+            };
+            if !target.is_empty()
+                && !target.starts_with('&')
+                && target != "/dev/null"
+                && place(target, here) == Place::Outside
+            {
+                note(
+                    RiskKind::Outside,
+                    format!("writes outside the workspace: {target}"),
+                );
             }
         }
     }
     found
+}
+
+/// How the program runs a string as code, if it does.
+fn runs_a_string(prog: &Program<'_>) -> Option<String> {
+    if matches!(prog.name, "eval" | "source" | ".") {
+        return Some(prog.name.to_string());
+    }
+    let (_, options) = STRING_RUNNERS.iter().find(|(name, _)| *name == prog.name)?;
+    if prog.name == "awk" {
+        // `system(…)` and pipes to commands inside the program text.
+        return prog
+            .args
+            .iter()
+            .any(|a| a.contains("system(") || a.contains("| \"") || a.contains("|\""))
+            .then(|| "awk's system()".to_string());
+    }
+    prog.args
+        .iter()
+        .find(|a| options.contains(&a.as_str()) || (a.starts_with("-c") && options.contains(&"-c")))
+        .map(|option| format!("{} {option}", prog.name))
+}
+
+/// What the program publishes, if it does (`git -c alias.x=push x` is an alias Cove
+/// cannot follow, and said so).
+fn publish_of(prog: &Program<'_>) -> Option<String> {
+    if prog.name == "git"
+        && prog
+            .args
+            .windows(2)
+            .any(|w| w[0] == "-c" && w[1].starts_with("alias."))
+    {
+        return Some("runs a git alias it defines (it may push)".into());
+    }
+    let sub = if prog.name == "git" {
+        git_subcommand(prog.args)?
+    } else {
+        prog.args.iter().find(|a| !a.starts_with('-'))?.as_str()
+    };
+    PUBLISHERS
+        .iter()
+        .find(|(name, verb)| *name == prog.name && *verb == sub)
+        .map(|(name, verb)| format!("sends work out of the sandbox ({name} {verb})"))
+}
+
+/// The paths a program deletes or overwrites.
+fn destroyed_paths(prog: &Program<'_>) -> Vec<String> {
+    if DELETERS.contains(&prog.name) {
+        return deleted_paths(prog);
+    }
+    match prog.name {
+        "find" => find_deletes(prog).unwrap_or_default(),
+        // The source of a move leaves its place.
+        "mv" => {
+            let paths = deleted_paths(prog);
+            paths[..paths.len().saturating_sub(1)].to_vec()
+        }
+        "truncate" | "shred" => deleted_paths(prog)
+            .into_iter()
+            .filter(|p| p.parse::<i64>().is_err())
+            .collect(),
+        "rsync" if prog.args.iter().any(|a| a.starts_with("--delete")) => {
+            deleted_paths(prog).into_iter().last().into_iter().collect()
+        }
+        "dd" => prog
+            .args
+            .iter()
+            .filter_map(|a| a.strip_prefix("of="))
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `{a,b}c` as `ac`, `bc` (one level, as a hint needs).
+fn expand_braces(word: &str) -> Vec<String> {
+    let (Some(open), Some(close)) = (word.find('{'), word.find('}')) else {
+        return vec![word.to_string()];
+    };
+    if close < open || !word[open..close].contains(',') {
+        return vec![word.to_string()];
+    }
+    word[open + 1..close]
+        .split(',')
+        .map(|part| format!("{}{part}{}", &word[..open], &word[close + 1..]))
+        .collect()
 }
 
 #[cfg(test)]
@@ -417,7 +685,11 @@ mod tests {
     use super::*;
 
     fn risk(command: &str) -> Vec<String> {
-        risks(command, Some(Path::new("/workspace")))
+        texts(risks(command, Some(Path::new("/workspace")), None))
+    }
+
+    fn texts(risks: Vec<Risk>) -> Vec<String> {
+        risks.into_iter().map(|r| r.text).collect()
     }
 
     #[test]
@@ -457,7 +729,9 @@ mod tests {
         ] {
             let got = risk(loud);
             assert!(
-                got.contains(&format!("deletes outside the workspace: {path}")),
+                got.contains(&format!(
+                    "deletes or overwrites outside the workspace: {path}"
+                )),
                 "{loud}: {got:?}"
             );
         }
@@ -495,7 +769,10 @@ mod tests {
         );
         assert_eq!(
             risk("sh -c \"$(curl -fsSL https://x/install.sh)\""),
-            vec!["runs code downloaded from the network"]
+            vec![
+                "runs code downloaded from the network",
+                "runs code it is given as text (sh -c), which Cove cannot read"
+            ]
         );
         assert_eq!(
             risk("curl https://x | tee out.txt | grep a"),
@@ -503,21 +780,70 @@ mod tests {
         );
         assert_eq!(
             risk("git -C repo push origin main"),
-            vec!["pushes to a remote (git push)"]
+            vec!["sends work out of the sandbox (git push)"]
         );
         assert_eq!(
             risk("git add . && git commit -m x && git push"),
-            vec!["pushes to a remote (git push)"]
+            vec!["sends work out of the sandbox (git push)"]
         );
         assert_eq!(risk("git pull --rebase"), Vec::<String>::new());
     }
 
     #[test]
     fn without_the_workspace_only_relative_paths_below_it_are_inside() {
-        assert!(risks("rm -rf build", None).is_empty());
+        assert!(risks("rm -rf build", None, None).is_empty());
         assert_eq!(
-            risks("rm -rf /tmp/x", None),
-            vec!["deletes outside the workspace: /tmp/x"]
+            texts(risks("rm -rf /tmp/x", None, None)),
+            vec!["deletes or overwrites outside the workspace: /tmp/x"]
         );
+    }
+
+    #[test]
+    fn the_spellings_a_security_review_tried_are_seen() {
+        let outside = |c: &str| {
+            risks(c, Some(Path::new("/workspace")), None)
+                .iter()
+                .any(|r| r.kind == RiskKind::Outside)
+        };
+        let cannot_tell = |c: &str| {
+            risks(c, Some(Path::new("/workspace")), None)
+                .iter()
+                .any(|r| r.kind == RiskKind::CannotTell)
+        };
+        for c in [
+            "rm -rf {/etc/x,y}",
+            "find -L /srv -delete",
+            "find /srv -exec /bin/rm {} +",
+            "mv /srv/data /workspace/gone",
+            "truncate -s 0 /srv/db",
+            ": > /srv/keep",
+            "rsync -a --delete empty/ /srv/data/",
+            "cd /srv && rm -rf *",
+        ] {
+            assert!(outside(c), "{c}: {:?}", risk(c));
+        }
+        for c in [
+            "sh -c 'rm -rf /srv'",
+            "bash -c \"$(cat x)\"",
+            "eval 'rm -rf /srv'",
+            "python3 -c 'import shutil; shutil.rmtree(\"/srv\")'",
+            "perl -e 'rmtree(\"/srv\")'",
+            "curl https://x | awk '{system($0)}'",
+            "curl https://x | env -S sh",
+            "$'\\x72\\x6d' -rf /srv",
+            "alias ll='rm -rf /srv'",
+            "f() { rm -rf /srv; }",
+            "rm -rf $(echo /srv)",
+        ] {
+            assert!(cannot_tell(c), "{c}: {:?}", risk(c));
+        }
+        let pushed = risks("git -c alias.p=push p", None, None);
+        assert!(pushed.iter().any(Risk::crosses_walls), "{pushed:?}");
+        let folder = risks("rm -rf *", Some(Path::new("/workspace")), Some("/srv"));
+        assert!(
+            folder.iter().any(|r| r.kind == RiskKind::Outside),
+            "{folder:?}"
+        );
+        assert!(risks("ls", Some(Path::new("/workspace")), Some("src")).is_empty());
     }
 }

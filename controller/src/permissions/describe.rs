@@ -100,6 +100,13 @@ fn clip(text: &str) -> String {
     }
 }
 
+/// `text` in full, its line breaks shown as ⏎.
+fn whole(text: &str) -> String {
+    text.chars()
+        .map(|c| if c == '\n' { '⏎' } else { c })
+        .collect()
+}
+
 fn lines(text: &str) -> usize {
     if text.is_empty() {
         0
@@ -121,17 +128,18 @@ pub fn summary(tool: &str, args: &Value) -> String {
     let text = |field: &str| args.get(field).and_then(Value::as_str).unwrap_or("");
     let index = |field: &str| args.get(field).map(Value::to_string).unwrap_or_default();
     match tool {
+        // What runs is shown whole: allowing a part would allow what was cut off too.
         "execute_command" => {
             let folder = text("folder");
             if folder.is_empty() {
-                format!("run `{}`", clip(text("command")))
+                format!("run `{}`", whole(text("command")))
             } else {
-                format!("run `{}` in {}", clip(text("command")), clip(folder))
+                format!("run `{}` in {}", whole(text("command")), clip(folder))
             }
         }
         "send_command_input" => format!(
             "type \"{}\" into shell session {}",
-            clip(text("text")),
+            whole(text("text")),
             clip(text("session_name"))
         ),
         "terminate_command" => format!("stop shell session {}", clip(text("session_name"))),

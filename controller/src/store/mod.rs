@@ -70,6 +70,32 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// Makes the database (created empty if missing) and its WAL readable by its owner only:
+/// SQLite gives the WAL and shared-memory files the mode of the database. A database an
+/// older Cove left readable to others is tightened, and said.
+fn keep_private(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path);
+    if path.parent() == Some(crate::config::data_dir().as_path())
+        && let Ok(true) = crate::private_files::tighten(&crate::config::data_dir(), 0o700)
+    {
+        tracing::warn!(folder = %crate::config::data_dir().display(), "Cove's data folder was open to other users; it is now 0700");
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let file = std::path::PathBuf::from(file);
+        if let Ok(true) = crate::private_files::tighten(&file, 0o600) {
+            tracing::warn!(file = %file.display(), "the database was readable by other users; it is now 0600");
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -181,12 +207,13 @@ impl Store {
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let _ = std::fs::create_dir_all(dir);
+            let _ = crate::private_files::dir_all(dir);
         }
         let open_error = |source| StoreError::Open {
             path: path.display().to_string(),
             source,
         };
+        keep_private(path);
         let mut conn = Connection::open(path).map_err(open_error)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(open_error)?;

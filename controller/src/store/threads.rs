@@ -124,21 +124,34 @@ impl Store {
         Ok(thread)
     }
 
-    /// The thread called `id` (a unique prefix of it is enough).
+    /// The thread called `id` (a unique prefix of it is enough, as people type them).
     pub fn thread(&self, id: &str) -> Result<Thread, StoreError> {
         let conn = self.conn();
+        // A prefix compared as text: LIKE would read `%` and `_` in it as wildcards.
         let mut stmt = conn.prepare(&format!(
             "SELECT {THREAD_COLUMNS} FROM threads
-             WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2"
+             WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 ORDER BY id = ?1 DESC LIMIT 2"
         ))?;
         let rows: Vec<Thread> = stmt
-            .query_map(params![id, format!("{id}%")], thread_row)?
+            .query_map(params![id], thread_row)?
             .collect::<Result<_, _>>()?;
         match rows.as_slice() {
             [one] => Ok(one.clone()),
             [exact, _] if exact.id == id => Ok(exact.clone()),
             _ => Err(StoreError::NoThread(id.to_string())),
         }
+    }
+
+    /// The thread whose id is exactly `id` (for programs, which have the whole id).
+    pub fn thread_exact(&self, id: &str) -> Result<Thread, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?1"
+        ))?;
+        stmt.query_map(params![id], thread_row)?
+            .next()
+            .transpose()?
+            .ok_or_else(|| StoreError::NoThread(id.to_string()))
     }
 
     /// Every thread, newest first.

@@ -31,6 +31,8 @@ struct Cove {
     workspace: PathBuf,
     llm: ScriptedLlm,
     wire: Wire,
+    /// Ports of this machine's loopback its local sandboxes reach (the fixture sites).
+    host_ports: std::sync::Mutex<Vec<u16>>,
 }
 
 impl Cove {
@@ -48,7 +50,14 @@ impl Cove {
                 ScriptedLlm::start().await.unwrap()
             },
             wire,
+            host_ports: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Lets its local sandboxes reach this machine's `port` (a fixture site), as a user
+    /// shares a port with `COVE_HOST_PORTS`.
+    fn share_port(&self, port: u16) {
+        self.host_ports.lock().unwrap().push(port);
     }
 
     fn model(&self) -> &'static str {
@@ -77,6 +86,16 @@ impl Cove {
             .env_remove("COVE_SANDBOX_TOKEN")
             .env_remove("COVE_WORKSPACE")
             .env_remove("COVE_CONFIG")
+            .env(
+                "COVE_HOST_PORTS",
+                self.host_ports
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -173,6 +192,7 @@ async fn a_task_plans_acts_browses_looks_asks_and_completes() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         for mode in ["native", "xml"] {
             let cove = Cove::new(wire).await;
+            cove.share_port(site.port());
             std::fs::write(
                 cove.workspace.join("pic.png"),
                 base64::engine::general_purpose::STANDARD
@@ -541,7 +561,12 @@ async fn a_killed_controller_loses_nothing_and_resume_continues() {
     let cove_pid = i32::try_from(child.id().unwrap()).unwrap();
     let daemons: Vec<i32> = procs::descendants(cove_pid)
         .iter()
-        .filter(|p| p.cmdline.contains("coved"))
+        .filter(|p| {
+            p.cmdline
+                .split_whitespace()
+                .next()
+                .is_some_and(|exe| exe.ends_with("/coved"))
+        })
         .map(|p| p.pid)
         .collect();
     assert_eq!(daemons.len(), 1, "cove runs one coved");
@@ -666,6 +691,7 @@ async fn errors_a_user_can_act_on_are_one_clear_line() {
 async fn operator_commands_reach_the_sandbox_without_a_model() {
     let cove = Cove::new(Wire::OpenAi).await;
     let site = FixtureSite::start().await.unwrap();
+    cove.share_port(site.port());
     let ws = cove.workspace.to_str().unwrap().to_string();
     std::fs::write(cove.workspace.join("note.txt"), "hello operator").unwrap();
     let out = cove
@@ -901,6 +927,7 @@ fn script_takeover(llm: &ScriptedLlm, site: &FixtureSite, expect: &'static str) 
 async fn a_person_takes_over_the_browser_then_hands_it_back_and_the_run_continues() {
     let site = FixtureSite::start().await.unwrap();
     let cove = Cove::new(Wire::Anthropic).await;
+    cove.share_port(site.port());
     script_takeover(&cove.llm, &site, "Their note: clicked Bravo for you");
     let ws = cove.workspace.to_str().unwrap().to_string();
     let mut child = cove
@@ -983,6 +1010,7 @@ async fn a_person_takes_over_the_browser_then_hands_it_back_and_the_run_continue
 async fn cove_reply_answers_a_takeover_from_another_terminal() {
     let site = FixtureSite::start().await.unwrap();
     let cove = Cove::new(Wire::OpenAi).await;
+    cove.share_port(site.port());
     script_takeover(&cove.llm, &site, "I logged in myself");
     let ws = cove.workspace.to_str().unwrap().to_string();
     let mut child = cove
@@ -1438,7 +1466,8 @@ async fn a_permission_request_is_answered_from_another_terminal() {
 
 async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
     let cove = Cove::new(wire).await;
-    // Outside the workspace: deleting there asks in the default (auto) mode.
+    // With no walls (--sandbox host) every command asks in the default (auto) mode, and
+    // one that deletes outside the workspace says so.
     let outside = tempfile::tempdir().unwrap();
     let keep = outside.path().join("keep");
     let gone = outside.path().join("gone");
@@ -1478,6 +1507,8 @@ async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
             "--workspace",
             &ws,
             "--no-prompt",
+            "--sandbox",
+            "host",
         ])
         .spawn()
         .unwrap();
@@ -1490,11 +1521,13 @@ async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
         format!("run `rm -rf {}`", keep.display()),
         "{asked}"
     );
+    let why = asked["why"].as_str().unwrap();
     assert!(
-        asked["why"]
-            .as_str()
-            .unwrap()
-            .contains("deletes outside the workspace")
+        why.contains(&format!(
+            "deletes or overwrites outside the workspace: {}",
+            keep.display()
+        )),
+        "{why}"
     );
     assert_eq!(
         asked["decisions"],
@@ -1656,6 +1689,8 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
                 "--workspace",
                 &ws,
                 "--no-prompt",
+                "--sandbox",
+                "host",
             ])
             .spawn()
             .unwrap();

@@ -552,6 +552,7 @@ impl Server {
 async fn attachments_land_in_the_workspace_and_its_files_screenshots_are_served_safely() {
     let cove = Cove::new(Wire::OpenAi).await;
     let site = cove_harness::FixtureSite::start().await.unwrap();
+    cove.share_port(site.port());
     let page = site.url("form.html");
     cove.llm.push_fn(move |request| {
         let said = request.last_message_text();

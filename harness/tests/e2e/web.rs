@@ -60,6 +60,7 @@ async fn the_agent_searches_without_a_key_reads_a_page_and_writes_a_report() {
     let article = site.url("article.html");
     for (wire, mode) in [(Wire::Anthropic, "native"), (Wire::OpenAi, "xml")] {
         let cove = Cove::new(wire).await;
+        cove.share_port(site.port());
         cove.llm.push_fn(|request| {
             if !request.all_text().contains("## The web") {
                 return Turn::text("").call("complete", json!({"text": "NO WEB GUIDANCE"}));

@@ -212,6 +212,20 @@ pub(super) async fn create_thread(
                 "sandbox {choice:?} is an address: name it in cove.toml ([sandboxes.NAME] with its url and token) and give that name"
             )));
         }
+        let own = state.own_sandbox();
+        if choice != own {
+            if !state.may_choose(&choice) {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "sandbox_not_allowed",
+                    format!(
+                        "this server runs threads in {own:?}; its operator lets clients choose others with [serve] sandboxes = [...] in cove.toml, and {choice:?} is not there"
+                    ),
+                ));
+            }
+            // The server's sandbox token is for its own sandbox, never another's.
+            sandbox.sandbox_token = None;
+        }
         sandbox.sandbox = Some(choice);
     }
     let attachments = state.uploads.take(&body.attachments)?;
@@ -254,7 +268,7 @@ pub(super) async fn get_thread(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Json<ThreadView>, ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     Ok(Json(view(&state, &thread)?))
 }
 
@@ -263,7 +277,7 @@ pub(super) async fn messages(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Json<MessageList>, ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let messages = state
         .inv
         .store
@@ -281,7 +295,7 @@ pub(super) async fn reply(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ReplyRequest>,
 ) -> Result<(StatusCode, Json<ReplyResponse>), ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     if body.text.trim().is_empty() {
         return Err(ApiError::bad("the reply is empty"));
     }
@@ -382,7 +396,7 @@ pub(super) async fn permit(
     Path((id, request)): Path<(String, String)>,
     ApiJson(body): ApiJson<PermitRequest>,
 ) -> Result<Json<PermitResponse>, ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let decision: Decision = body.decision.parse().map_err(|_| {
         ApiError::bad(format!(
             "decision must be allow_once, allow_for_thread or deny, not {:?}",
@@ -426,7 +440,7 @@ pub(super) async fn approve(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let claim = Claim::take(&state, &thread.id)?;
     let plan = state.inv.store.approve_plan(&thread.id, None)?;
     claim.start(thread, Input::text(approved(&plan, false)), false);
@@ -443,7 +457,7 @@ pub(super) async fn reject(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<RejectRequest>,
 ) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let reason = body.reason;
     let claim = Claim::take(&state, &thread.id)?;
     let plan = state.inv.store.reject_plan(&thread.id, reason.as_deref())?;
@@ -462,7 +476,7 @@ pub(super) async fn stop(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     if !state.live.stop(&thread.id) {
         return Err(ApiError::conflict(
             "not_running",
@@ -482,7 +496,7 @@ pub(super) async fn resume(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     launch(&state, thread, Input::default(), false)?;
     Ok((
         StatusCode::ACCEPTED,

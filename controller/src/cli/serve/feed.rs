@@ -173,7 +173,7 @@ pub(super) async fn events(
     ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -217,6 +217,48 @@ fn interrupt_leftovers(state: &ServeState) -> Result<(), CliError> {
     Ok(())
 }
 
+impl ServeState {
+    /// The sandbox threads get unless a client names another: `--sandbox`, `sandbox` in
+    /// cove.toml, or `local`.
+    pub(super) fn own_sandbox(&self) -> String {
+        self.sandbox
+            .sandbox
+            .clone()
+            .or_else(|| self.inv.file.sandbox.clone())
+            .unwrap_or_else(|| "local".into())
+    }
+
+    /// Whether a client may name `choice` for its thread: only what `[serve] sandboxes`
+    /// lists (the operator decides where agents run).
+    pub(super) fn may_choose(&self, choice: &str) -> bool {
+        self.inv.file.serve.as_ref().is_some_and(|serve| {
+            serve
+                .sandboxes
+                .iter()
+                .any(|pattern| crate::permissions::glob::Glob::new(pattern).matches(choice))
+        })
+    }
+}
+
+/// Says so when a secret was given as a flag: every user of the machine reads flags in the
+/// process list.
+fn warn_of_flag_secrets(inv: &Invocation) {
+    let args: Vec<String> = std::env::args().collect();
+    for (flag, instead) in [
+        ("--token", "COVE_SERVE_TOKEN"),
+        ("--sandbox-token", "COVE_SANDBOX_TOKEN"),
+    ] {
+        let given = args
+            .iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+        if given {
+            inv.printer.note(&format!(
+                "warning: {flag} puts the secret in the process list, readable by every user of this machine; set {instead} instead"
+            ));
+        }
+    }
+}
+
 /// `cove serve`.
 pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, CliError> {
     if let Some(token) = &args.token
@@ -226,6 +268,7 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
             "--token must have 32 characters or more".into(),
         ));
     }
+    warn_of_flag_secrets(&inv);
     let json = inv.printer.json();
     let given_token = args.token.is_some();
     let state = Arc::new(ServeState {

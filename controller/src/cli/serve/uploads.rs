@@ -152,8 +152,13 @@ async fn write(folder: &Path, name: &str, body: Body) -> Result<u64, ApiError> {
             format!("cannot hold the file: {e}"),
         )
     };
-    tokio::fs::create_dir_all(folder).await.map_err(failed)?;
-    let mut file = tokio::fs::File::create(folder.join(name))
+    crate::private_files::dir_all(folder).map_err(failed)?;
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(folder.join(name))
         .await
         .map_err(failed)?;
     let mut size = 0u64;

@@ -119,13 +119,7 @@ async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedCli
         return Ok(sandbox.client.clone());
     }
     let spec = SandboxSpec::from_label(&thread.sandbox);
-    let token = state.sandbox.sandbox_token.clone().or_else(|| match &spec {
-        SandboxSpec::Remote { url } => state.inv.file.token_for(url),
-        SandboxSpec::Local { .. }
-        | SandboxSpec::Host { .. }
-        | SandboxSpec::Docker { .. }
-        | SandboxSpec::Kubernetes { .. } => None,
-    });
+    let token = sandbox_choice::token_for(&state.inv, &state.sandbox, &spec);
     let sandbox = sandbox_choice::open(&state.inv, spec, token, Some(&coved_log()))
         .await
         .map_err(|e| {
@@ -167,7 +161,7 @@ pub(super) async fn list(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<ListResponse>, ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let sandbox = sandbox_of(&state, &thread).await?;
     Ok(Json(sandbox.list(&query).await.map_err(from_sandbox)?))
 }
@@ -227,7 +221,7 @@ pub(super) async fn content(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<FileContentQuery>,
 ) -> Result<Response, ApiError> {
-    let thread = state.inv.store.thread(&id)?;
+    let thread = state.inv.store.thread_exact(&id)?;
     let sandbox = sandbox_of(&state, &thread).await?;
     let upstream = sandbox
         .download_response(&query.path)

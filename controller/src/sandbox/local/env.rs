@@ -24,10 +24,14 @@ const PASSED: &[&str] = &[
 const SANDBOX_PATH: &str =
     "/home/agent/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// What is passed on: how text is shown, and coved's own settings (`COVED_*`: the browser,
+/// the search engine), none of them secrets.
 fn passed() -> impl Iterator<Item = (String, String)> {
-    PASSED
+    let shown = PASSED
         .iter()
-        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)));
+    let coved = std::env::vars().filter(|(name, _)| name.starts_with("COVED_"));
+    shown.chain(coved)
 }
 
 fn user() -> String {
@@ -184,6 +188,7 @@ mod tests {
         for name in names {
             assert!(
                 PASSED.contains(&name)
+                    || name.starts_with("COVED_")
                     || [
                         "HOME",
                         "PATH",
