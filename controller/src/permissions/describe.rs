@@ -245,9 +245,15 @@ mod tests {
             summary("mcp:github:create_issue", &json!({"title": "Bug"})),
             "call mcp:github:create_issue {\"title\":\"Bug\"}"
         );
-        let long = "x".repeat(500);
+        // What runs is never cut: allowing a prefix would allow the rest.
+        let long = format!("{} && rm -rf /srv", "x".repeat(500));
         let line = summary("execute_command", &json!({ "command": long }));
-        assert!(line.chars().count() < 200 && line.ends_with("…`"), "{line}");
+        assert_eq!(line, format!("run `{long}`"));
+        let file = summary(
+            "create_file",
+            &json!({"file_path": "x".repeat(500), "file_contents": ""}),
+        );
+        assert!(file.chars().count() < 200 && file.contains('…'), "{file}");
     }
 
     #[test]
