@@ -18,4 +18,5 @@ pub mod sandbox;
 pub mod skills;
 pub mod store;
 pub mod tools;
+pub mod trust;
 pub mod web;

@@ -37,6 +37,8 @@ struct Engine {
     /// Every call, as `METHOD path`.
     calls: Mutex<Vec<String>>,
     next: Mutex<u64>,
+    /// Networks by name, as they were asked for.
+    networks: Mutex<HashMap<String, Value>>,
 }
 
 type Shared = Arc<(Engine, PathBuf)>;
@@ -112,6 +114,8 @@ impl ScriptedDocker {
             .route("/containers/{id}/stop", post(stop))
             .route("/containers/{id}/json", get(inspect))
             .route("/containers/{id}", delete(remove))
+            .route("/networks/create", post(create_network))
+            .route("/networks/{id}", delete(remove_network))
             .with_state(shared.clone());
         // The version prefix goes before routing.
         let app = tower::Layer::layer(&axum::middleware::map_request(unversioned), app);
@@ -151,6 +155,16 @@ impl ScriptedDocker {
             .calls
             .lock()
             .map(|c| c.clone())
+            .unwrap_or_default()
+    }
+
+    /// The networks there are, by name, with what they were created with.
+    pub fn networks(&self) -> HashMap<String, Value> {
+        self.shared
+            .0
+            .networks
+            .lock()
+            .map(|n| n.clone())
             .unwrap_or_default()
     }
 
@@ -366,4 +380,40 @@ async fn remove(
         let _ = daemon.terminate().await;
     }
     StatusCode::NO_CONTENT.into_response()
+}
+
+/// `POST /networks/create`: kept by name (a second of the same name is a conflict).
+async fn create_network(
+    State(shared): State<Shared>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let name = body["Name"].as_str().unwrap_or_default().to_string();
+    record(&shared, format!("POST /networks/create {name}"));
+    let Ok(mut networks) = shared.0.networks.lock() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    if networks.contains_key(&name) {
+        return message(
+            StatusCode::CONFLICT,
+            &format!("network with name {name} already exists"),
+        );
+    }
+    networks.insert(name.clone(), body);
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"Id": name, "Warning": ""})),
+    )
+        .into_response()
+}
+
+/// `DELETE /networks/{id}`.
+async fn remove_network(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
+    record(&shared, format!("DELETE /networks/{id}"));
+    let Ok(mut networks) = shared.0.networks.lock() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    match networks.remove(&id) {
+        Some(_) => StatusCode::NO_CONTENT.into_response(),
+        None => message(StatusCode::NOT_FOUND, &format!("network {id} not found")),
+    }
 }

@@ -50,7 +50,7 @@ impl Gate {
         policy_name: &str,
         args: &Value,
     ) -> Result<(), ToolResult> {
-        if self.plan_first && permissions::effect(policy_name) == Effect::Change {
+        if self.plan_first && permissions::effect_of(policy_name, args) == Effect::Change {
             let approved = self
                 .store
                 .current_plan(&self.thread_id)

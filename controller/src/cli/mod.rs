@@ -15,6 +15,7 @@ mod sandbox_choice;
 mod serve;
 mod skills;
 mod threads;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

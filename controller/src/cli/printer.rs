@@ -57,6 +57,12 @@ impl Printer {
         }
     }
 
+    /// A warning about safety, on stderr in every mode (a program reading JSON from stdout
+    /// is still told): no walls, settings left out, a secret in the process list.
+    pub(super) fn warn(&self, text: &str) {
+        eprintln!("cove: {text}");
+    }
+
     /// A note for the person at the terminal, on stderr; none in JSON mode.
     pub(super) fn note(&self, text: &str) {
         if !self.json {

@@ -68,6 +68,11 @@ pub(super) struct RunFlags {
     /// ~/.config/cove/mcp.json, .mcp.json and .cove/mcp.json).
     #[arg(long = "mcp-config")]
     mcp_config: Vec<PathBuf>,
+    /// Use the settings of the folder cove runs in (.mcp.json, .cove/mcp.json, .cove/skills)
+    /// without asking, and remember that until they change. Read them first: their MCP
+    /// servers run on this machine.
+    #[arg(long)]
+    pub(super) trust: bool,
 }
 
 #[derive(Debug, Args)]
@@ -399,8 +404,9 @@ pub(super) async fn prepare(
         )?;
     }
     let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
+    let project = super::trust::project_trusted(inv, flags.trust, !flags.no_prompt);
     // The servers start while the sandbox does.
-    let mcp = super::mcp::start(inv, &flags.mcp_config);
+    let mcp = super::mcp::start(inv, &flags.mcp_config, project);
     let sandbox = open_sandbox(inv, thread, answering, sandbox_args).await?;
     let workspace_label = sandbox
         .client
@@ -424,7 +430,7 @@ pub(super) async fn prepare(
         }
     };
     let mut registry = ToolRegistry::standard()
-        .with_skills(super::skills::for_run(inv))
+        .with_skills(super::skills::for_run(inv, project))
         .with_web(web);
     if let Some(hub) = &mcp {
         registry = registry.with_mcp(hub.clone());

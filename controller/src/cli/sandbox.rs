@@ -443,6 +443,7 @@ async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
             Ok(()) | Err(DockerError::NotFound(_)) => {}
             Err(e) => return Err(e.into()),
         }
+        docker.remove_network(name).await?;
     }
     inv.store.remove_sandbox(name)?;
     inv.printer

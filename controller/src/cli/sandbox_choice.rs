@@ -163,7 +163,7 @@ pub(super) async fn open(
         return open_pod(inv, name).await;
     }
     if let SandboxSpec::Host { workspace } = &spec {
-        inv.printer.note(&format!(
+        inv.printer.warn(&format!(
             "warning: --sandbox host: no walls; the agent's commands run as you, on this machine, and can read and change anything you can (workspace {})",
             workspace.display()
         ));

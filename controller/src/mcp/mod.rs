@@ -32,6 +32,13 @@ const MAX_DESCRIPTION_CHARS: usize = 2_000;
 /// wins): Claude Desktop's and WorkAny's when present, Cove's own, then the project's
 /// `.mcp.json` (Claude Code's) and `.cove/mcp.json`.
 pub fn config_files(project: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = user_config_files();
+    files.extend(project_config_files(project));
+    files
+}
+
+/// The user's own `mcpServers` files: Claude Desktop's, WorkAny's, Cove's.
+pub fn user_config_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     let cove = crate::config::config_dir();
     if let Some(config) = cove.parent() {
@@ -41,9 +48,15 @@ pub fn config_files(project: &std::path::Path) -> Vec<PathBuf> {
         files.push(PathBuf::from(home).join(".workany").join("mcp.json"));
     }
     files.push(cove.join("mcp.json"));
-    files.push(project.join(".mcp.json"));
-    files.push(project.join(".cove").join("mcp.json"));
     files
+}
+
+/// A folder's own `mcpServers` files, used once the user trusts it ([`crate::trust`]).
+pub fn project_config_files(project: &std::path::Path) -> Vec<PathBuf> {
+    crate::trust::PROJECT_MCP_FILES
+        .iter()
+        .map(|f| project.join(f))
+        .collect()
 }
 
 /// How a server stands.

@@ -283,6 +283,44 @@ fn install_tls_provider() {
     });
 }
 
+/// Variables an MCP server gets from this process: how to find programs, where home and
+/// temporary files are, how text is shown, and how this machine reaches the network
+/// (proxies, certificate bundles).
+fn inherited_env() -> impl Iterator<Item = (String, String)> {
+    const NAMES: &[&str] = &[
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TMPDIR",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TERM",
+        "TZ",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_RUNTIME_DIR",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "NODE_EXTRA_CA_CERTS",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "PIP_CERT",
+    ];
+    NAMES
+        .iter()
+        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+}
+
 /// Connects to the server and lists its tools, within its startup timeout.
 async fn connect(
     config: &ServerConfig,
@@ -299,7 +337,9 @@ async fn connect(
                 cwd,
             } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env);
+                // What any program needs to run and reach the network, then what its
+                // configuration names: never the controller's keys and tokens.
+                cmd.args(args).env_clear().envs(inherited_env()).envs(env);
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }

@@ -42,13 +42,33 @@ const READS: &[&str] = &[
     "scrape_webpage",
 ];
 
-/// Whether `tool` changes anything.
+/// Whether `tool` changes anything, whatever its arguments.
 pub fn effect(tool: &str) -> Effect {
     if READS.contains(&tool) {
         Effect::Read
     } else {
         Effect::Change
     }
+}
+
+/// Whether this call of `tool` changes anything: a navigation is a read only to an http(s)
+/// address; a `data:` or `javascript:` page is code the agent wrote, free to submit forms
+/// with the browser's logins.
+pub fn effect_of(tool: &str, args: &Value) -> Effect {
+    if tool == "browser_navigate_to" {
+        let url = args.get("url").and_then(Value::as_str).unwrap_or("").trim();
+        let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+        // A bare host (`example.com`) is opened as https.
+        let web = match scheme.as_deref() {
+            Some("http" | "https") => true,
+            Some(s) => s.chars().all(|c| c.is_ascii_digit()) || url.starts_with("localhost:"),
+            None => true,
+        };
+        if !web {
+            return Effect::Change;
+        }
+    }
+    effect(tool)
 }
 
 /// The argument a rule's `match` is tried on: the command, the path, the URL, or for an MCP
@@ -65,6 +85,8 @@ pub fn key_argument(tool: &str, args: &Value) -> Option<String> {
         }
         "list_files" => "path",
         "browser_navigate_to" | "web_fetch" => "url",
+        "see_image" if args.get("url").is_some() => "url",
+        "see_image" => "file_path",
         "browser_input_text" => "text",
         "web_search" => "query",
         "scrape_webpage" => "urls",

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use command::{Risk, RiskKind, risks as command_risks};
-pub use describe::{Effect, effect, fingerprint, key_argument, summary};
+pub use describe::{Effect, effect, effect_of, fingerprint, key_argument, summary};
 pub use glob::Glob;
 
 /// How much the agent may do without asking.
@@ -231,7 +231,7 @@ impl Policy {
         if self.mode == Mode::Yolo {
             return Verdict::Allow;
         }
-        let changes = effect(tool) == Effect::Change;
+        let changes = effect_of(tool, args) == Effect::Change;
         if self.mode == Mode::ReadOnly && changes {
             return Verdict::Deny {
                 why: "the permissions mode is read-only: nothing may be changed".into(),
@@ -534,5 +534,46 @@ allow = [{ tool = "create_file" }]
                 .is_err(),
             "a misspelt key is reported"
         );
+    }
+
+    #[test]
+    fn a_page_the_agent_writes_is_a_change_and_web_pages_are_reads() {
+        let read_only = policy("[permissions]", Some(Mode::ReadOnly));
+        let ask = policy("[permissions]", Some(Mode::Ask));
+        for url in [
+            "data:text/html,<form method=post action=http://127.0.0.1:9/x></form><script>document.forms[0].submit()</script>",
+            "javascript:fetch('/api/delete',{method:'POST'})",
+            " DATA:text/html,x",
+            "file:///etc/passwd",
+        ] {
+            let call = json!({ "url": url });
+            assert!(
+                is_deny(&read_only.check("browser_navigate_to", &call)),
+                "{url}"
+            );
+            assert!(is_ask(&ask.check("browser_navigate_to", &call)), "{url}");
+        }
+        for url in [
+            "https://example.org/a",
+            "http://127.0.0.1:8000/",
+            "example.org",
+            "localhost:3000",
+        ] {
+            let call = json!({ "url": url });
+            assert_eq!(
+                read_only.check("browser_navigate_to", &call),
+                Verdict::Allow,
+                "{url}"
+            );
+        }
+        // A URL-taking tool's address is what rules match.
+        let p = policy(
+            "[permissions]\nask = [{ tool = \"*\", match = \"*.internal.example*\" }]",
+            None,
+        );
+        for tool in ["web_fetch", "browser_navigate_to", "see_image"] {
+            let call = json!({ "url": "https://db.internal.example/admin" });
+            assert!(is_ask(&p.check(tool, &call)), "{tool}");
+        }
     }
 }

@@ -27,6 +27,12 @@ pub const DEFAULT_IMAGE: &str = "cove-sandbox:latest";
 pub const CONTAINER_PORT: &str = "7700/tcp";
 /// The label that marks Cove's containers, valued with the sandbox's name.
 pub const LABEL: &str = "cove.sandbox";
+/// A sandbox's memory unless told: a browser, a build and the agent's tools fit.
+pub const DEFAULT_MEMORY_BYTES: i64 = 4 << 30;
+/// A sandbox's CPUs unless told.
+pub const DEFAULT_CPUS: f64 = 2.0;
+/// Most processes and threads in one sandbox: a fork bomb stops there, not at the host's.
+pub const PIDS_LIMIT: i64 = 4096;
 /// How long a fresh container may take to answer `/health`.
 const HEALTH_WAIT: Duration = Duration::from_secs(60);
 /// Deadline of one Engine API call.
@@ -74,9 +80,9 @@ pub enum DockerError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerSpec {
     pub image: String,
-    /// Memory limit in bytes.
+    /// Memory limit in bytes ([`DEFAULT_MEMORY_BYTES`] when none is asked).
     pub memory_bytes: Option<i64>,
-    /// CPU limit in cores.
+    /// CPU limit in cores ([`DEFAULT_CPUS`] when none is asked).
     pub cpus: Option<f64>,
     /// Size of /dev/shm (Chromium needs more than Docker's 64 MB).
     pub shm_bytes: i64,
@@ -276,6 +282,15 @@ impl Docker {
         let published_on = remote_host(&host)
             .filter(|h| !is_loopback(h))
             .unwrap_or_else(|| "127.0.0.1".into());
+        let tls = host.starts_with("https://") || std::env::var_os("DOCKER_TLS_VERIFY").is_some();
+        if published_on != "127.0.0.1" && !tls {
+            // Sandboxes' tokens would cross the network in clear, and so would the engine's
+            // control of this machine's containers.
+            return Err(DockerError::UnsupportedHost {
+                host,
+                message: "a remote engine is reached over TLS only".into(),
+            });
+        }
         Ok(Docker {
             first,
             client: Default::default(),
@@ -366,10 +381,17 @@ impl Docker {
                 name: Some(RestartPolicyNameEnum::UNLESS_STOPPED),
                 maximum_retry_count: None,
             }),
-            memory: spec.memory_bytes,
-            nano_cpus: spec.cpus.map(|cpus| (cpus * 1e9) as i64),
+            memory: Some(spec.memory_bytes.unwrap_or(DEFAULT_MEMORY_BYTES)),
+            nano_cpus: Some((spec.cpus.unwrap_or(DEFAULT_CPUS) * 1e9) as i64),
+            pids_limit: Some(PIDS_LIMIT),
+            // coved runs as an unprivileged user and needs no capability.
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges:true".into()]),
+            // A network of its own: sandboxes do not reach each other.
+            network_mode: Some(network_name(name)),
             ..Default::default()
         };
+        self.make_network(name).await?;
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             env: Some(vec![format!("COVE_TOKEN={token}")]),
@@ -399,6 +421,43 @@ impl Docker {
             }
         };
         self.start(&created.id).await
+    }
+
+    /// Makes sandbox `name`'s own network (kept if it is there).
+    async fn make_network(&self, name: &str) -> Result<(), DockerError> {
+        let request = bollard::models::NetworkCreateRequest {
+            name: network_name(name),
+            driver: Some("bridge".into()),
+            labels: Some(HashMap::from([(LABEL.to_string(), name.to_string())])),
+            options: Some(HashMap::from([(
+                "com.docker.network.bridge.enable_icc".to_string(),
+                "false".to_string(),
+            )])),
+            ..Default::default()
+        };
+        match self.client().await?.create_network(request).await {
+            Ok(_) => Ok(()),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(()),
+            Err(e) => Err(self.failed(e, || DockerError::NotFound("/networks/create".into()))),
+        }
+    }
+
+    /// Removes sandbox `name`'s network, if it has one.
+    pub async fn remove_network(&self, name: &str) -> Result<(), DockerError> {
+        match self
+            .client()
+            .await?
+            .remove_network(&network_name(name))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(e) => Err(self.failed(e, || DockerError::NotFound(network_name(name)))),
+        }
     }
 
     /// Starts a stopped container; answers with where coved listens once it does.
@@ -451,6 +510,11 @@ impl Docker {
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))?;
         Ok(info_of(&inspect, &self.published_on))
     }
+}
+
+/// The network of sandbox `name`.
+pub fn network_name(name: &str) -> String {
+    format!("cove-{name}")
 }
 
 /// Polls coved's `/health` until it answers.

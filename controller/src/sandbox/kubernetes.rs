@@ -36,6 +36,14 @@ pub const SANDBOX_LABEL: &str = "cove.sandbox";
 pub const PORT: u16 = 7700;
 /// The token's key in its Secret.
 pub const TOKEN_KEY: &str = "token";
+/// What a sandbox Pod asks for when told nothing: enough to start, and a ceiling no
+/// sandbox passes unasked (a Pod with no limits can take its node).
+pub const DEFAULT_REQUESTS: (&str, &str) = ("500m", "1Gi");
+pub const DEFAULT_LIMITS: (&str, &str) = ("2", "4Gi");
+/// Scratch disk (the container's own layer and logs) a Pod may use.
+pub const EPHEMERAL_STORAGE: (&str, &str) = ("1Gi", "10Gi");
+/// Size of a workspace held on the node (no claim asked for).
+pub const WORKSPACE_ON_NODE: &str = "10Gi";
 /// The Pod's uid and gid: the image's `agent`.
 const AGENT_UID: i64 = 1000;
 /// How long a Pod may take to turn Ready (an image pull included).
@@ -167,13 +175,26 @@ fn meta(name: String, namespace: &str, sandbox: &str) -> ObjectMeta {
 
 /// The Pod of sandbox `name` as `plan` has it.
 pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
-    let mut limits = BTreeMap::new();
-    if let Some(cpu) = &plan.cpu {
-        limits.insert("cpu".to_string(), Quantity(cpu.clone()));
-    }
-    if let Some(memory) = plan.memory_bytes {
-        limits.insert("memory".to_string(), bytes_quantity(memory));
-    }
+    // What is asked is both the request and the limit; what is not gets the defaults.
+    let cpu = plan.cpu.clone().map(Quantity);
+    let memory = plan.memory_bytes.map(bytes_quantity);
+    let quantities = |(cpu_default, memory_default): (&str, &str), ephemeral: &str| {
+        BTreeMap::from([
+            (
+                "cpu".to_string(),
+                cpu.clone().unwrap_or_else(|| Quantity(cpu_default.into())),
+            ),
+            (
+                "memory".to_string(),
+                memory
+                    .clone()
+                    .unwrap_or_else(|| Quantity(memory_default.into())),
+            ),
+            ("ephemeral-storage".to_string(), Quantity(ephemeral.into())),
+        ])
+    };
+    let requests = quantities(DEFAULT_REQUESTS, EPHEMERAL_STORAGE.0);
+    let limits = quantities(DEFAULT_LIMITS, EPHEMERAL_STORAGE.1);
     let workspace = match plan.storage_bytes {
         Some(_) => Volume {
             name: "workspace".into(),
@@ -185,7 +206,10 @@ pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
         },
         None => Volume {
             name: "workspace".into(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: None,
+                size_limit: Some(Quantity(WORKSPACE_ON_NODE.into())),
+            }),
             ..Volume::default()
         },
     };
@@ -218,8 +242,8 @@ pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
             ..EnvVar::default()
         }]),
         resources: Some(ResourceRequirements {
-            requests: Some(limits.clone()).filter(|l| !l.is_empty()),
-            limits: Some(limits).filter(|l| !l.is_empty()),
+            requests: Some(requests),
+            limits: Some(limits),
             ..ResourceRequirements::default()
         }),
         readiness_probe: Some(Probe {
@@ -851,9 +875,15 @@ mod tests {
             },
         ))
         .unwrap();
-        assert!(bare["spec"]["volumes"][0]["emptyDir"].is_object());
+        assert_eq!(bare["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "10Gi");
         assert!(bare["spec"]["activeDeadlineSeconds"].is_null());
-        assert!(bare["spec"]["containers"][0]["resources"]["limits"].is_null());
+        // Told nothing, a Pod still has requests and a ceiling, disk included.
+        let resources = &bare["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["requests"]["cpu"], "500m");
+        assert_eq!(resources["requests"]["memory"], "1Gi");
+        assert_eq!(resources["limits"]["cpu"], "2");
+        assert_eq!(resources["limits"]["memory"], "4Gi");
+        assert_eq!(resources["limits"]["ephemeral-storage"], "10Gi");
     }
 
     #[test]

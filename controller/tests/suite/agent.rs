@@ -482,9 +482,12 @@ async fn a_call_the_policy_asks_about_waits_for_the_user_while_the_others_go_on(
         (Wire::Anthropic, ToolMode::Xml),
     ] {
         let llm = ScriptedLlm::start().await.unwrap();
-        let policy = Policy::new(&PermissionsConfig::default(), None).unwrap();
+        // The test's coved runs on this machine with no walls around it: every command
+        // asks, and deleting outside the workspace is what the reading finds.
+        let policy = Policy::new(&PermissionsConfig::default(), None)
+            .unwrap()
+            .with_walls(false);
         let s = setup_with(&llm, wire, mode, Some(policy)).await;
-        // Outside the sandbox's workspace: deleting there asks.
         let outside = tempfile::tempdir().unwrap();
         let keep = outside.path().join("keep");
         let gone = outside.path().join("gone");

@@ -13,9 +13,11 @@ use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binar
 use serde_json::{Value, json};
 
 mod cost;
+mod isolation;
 mod kubernetes;
 mod mcp;
 mod page;
+mod project_trust;
 mod real_docker;
 mod serve;
 mod skills;
@@ -1229,9 +1231,14 @@ async fn the_docker_provider_speaks_to_an_engine_over_tcp() {
         "{}",
         explain(&exec)
     );
+    // Without --memory and --cpus, the defaults hold.
+    let host = &engine.created()["cove-t1"]["HostConfig"];
+    assert_eq!(host["Memory"], 4_i64 << 30);
+    assert_eq!(host["NanoCpus"], 2_000_000_000_i64);
     let rm = run(&["sandbox", "rm", "t1"]).await;
     assert!(rm.status.success(), "{}", explain(&rm));
     assert_eq!(engine.counts(), (0, 0));
+    assert!(engine.networks().is_empty(), "its network went with it");
 }
 
 #[tokio::test]
@@ -1268,6 +1275,18 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
     assert_eq!(host["NanoCpus"], 2_000_000_000_i64);
     assert_eq!(host["PortBindings"]["7700/tcp"][0]["HostIp"], "127.0.0.1");
     assert!(host["ShmSize"].as_i64().unwrap() >= 256 * 1024 * 1024);
+    // Hardened as the Kubernetes Pod is: no capability, no privilege gained, a ceiling on
+    // processes, and a network of its own (sandboxes do not reach each other).
+    assert_eq!(host["CapDrop"], json!(["ALL"]));
+    assert_eq!(host["SecurityOpt"], json!(["no-new-privileges:true"]));
+    assert_eq!(host["PidsLimit"], 4096);
+    assert_eq!(host["NetworkMode"], "cove-b1");
+    let network = &engine.networks()["cove-b1"];
+    assert_eq!(network["Labels"]["cove.sandbox"], "b1");
+    assert_eq!(
+        network["Options"]["com.docker.network.bridge.enable_icc"],
+        "false"
+    );
     assert_eq!(engine.counts(), (1, 1));
 
     // Used by name; listed with its health.
@@ -1364,6 +1383,19 @@ async fn the_docker_provider_creates_starts_stops_and_removes_sandboxes() {
         String::from_utf8_lossy(&tls.stderr).contains("DOCKER_CERT_PATH"),
         "{}",
         explain(&tls)
+    );
+    // A remote engine in clear: refused before anything is sent (tokens would cross the
+    // network readable).
+    let mut clear = cove.command(&["sandbox", "create", "b3"]);
+    clear
+        .env("DOCKER_HOST", "tcp://10.0.0.1:2375")
+        .env_remove("DOCKER_TLS_VERIFY");
+    let clear = clear.output().await.unwrap();
+    assert_eq!(clear.status.code(), Some(6), "{}", explain(&clear));
+    assert!(
+        String::from_utf8_lossy(&clear.stderr).contains("over TLS only"),
+        "{}",
+        explain(&clear)
     );
     let mut down = cove.command(&["sandbox", "create", "b4"]);
     down.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");

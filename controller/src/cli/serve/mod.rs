@@ -252,7 +252,7 @@ fn warn_of_flag_secrets(inv: &Invocation) {
             .iter()
             .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
         if given {
-            inv.printer.note(&format!(
+            inv.printer.warn(&format!(
                 "warning: {flag} puts the secret in the process list, readable by every user of this machine; set {instead} instead"
             ));
         }

@@ -158,7 +158,7 @@ impl LocalDaemon {
                 (command, env::host_env(&token), None, None)
             }
             Isolation::Walled(settings) => {
-                probe::check()?;
+                let bwrap = probe::check()?;
                 let tmp = private_dir("cove-tmp-").map_err(|e| startup("cannot make /tmp", &e))?;
                 let home = env::home_for(workspace)
                     .map_err(|e| startup("cannot make the sandbox's home", &e))?;
@@ -204,7 +204,7 @@ impl LocalDaemon {
                 };
                 let mut inside: Vec<OsString> = vec![bwrap::SANDBOX_COVED.into()];
                 inside.extend(coved_args.iter().cloned());
-                let mut command = Command::new(probe::BWRAP);
+                let mut command = Command::new(bwrap);
                 command.args(layout.args(&inside));
                 (
                     command,

@@ -2,25 +2,37 @@
 //! this user make namespaces. Asked once per process (a few milliseconds); a machine that
 //! cannot is told so in one line, with its choices, and nothing runs unwalled unasked.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
 use super::SandboxError;
 
-/// bubblewrap's executable.
-pub const BWRAP: &str = "bwrap";
+/// bubblewrap's executable, as it is named on `PATH`.
+const BWRAP: &str = "bwrap";
 
-/// Whether walls can go up here; the reason when not.
-pub fn check() -> Result<(), SandboxError> {
-    static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
+/// bubblewrap, found on this process's `PATH`, if walls can go up here; the reason when
+/// not.
+pub fn check() -> Result<PathBuf, SandboxError> {
+    static ANSWER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     ANSWER
         .get_or_init(try_walls)
         .clone()
         .map_err(|why| SandboxError::NoIsolation { why })
 }
 
-fn try_walls() -> Result<(), String> {
-    let out = Command::new(BWRAP)
+fn find_bwrap() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(BWRAP))
+        .find(|p| p.is_file())
+}
+
+fn try_walls() -> Result<PathBuf, String> {
+    let bwrap = find_bwrap().ok_or_else(|| {
+        "bubblewrap is not installed (Debian and Ubuntu: apt-get install bubblewrap)".to_string()
+    })?;
+    let out = Command::new(&bwrap)
         .args([
             "--unshare-user",
             "--unshare-pid",
@@ -48,7 +60,7 @@ fn try_walls() -> Result<(), String> {
             _ => format!("bubblewrap cannot run: {e}"),
         })?;
     if out.status.success() {
-        return Ok(());
+        return Ok(bwrap);
     }
     let said = String::from_utf8_lossy(&out.stderr);
     let first = said.lines().next().unwrap_or("no reason given").trim();

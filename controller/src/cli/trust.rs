@@ -1,0 +1,93 @@
+//! Whether a run uses the settings of the folder it starts in (`.mcp.json`, `.cove/`):
+//! trusted before, as they are now; `--trust` (remembered); or a yes from the person at the
+//! terminal, who is shown what they would run. Otherwise they are left out, and said so.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use super::Invocation;
+use crate::mcp::Transport;
+use crate::trust::{self, ProjectSettings};
+
+/// The folder runs start in, whose settings are in question.
+pub(super) fn project_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// Whether this process uses the current folder's settings (decided once, asked at most
+/// once).
+pub(super) fn project_trusted(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
+    static DECIDED: OnceLock<bool> = OnceLock::new();
+    *DECIDED.get_or_init(|| decide(inv, trust_flag, may_ask))
+}
+
+fn decide(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
+    let Some(settings) = trust::project_settings(&project_dir()) else {
+        return true;
+    };
+    let store = trust::store_path();
+    if trust::is_trusted(&settings, &store) {
+        return true;
+    }
+    let yes = trust_flag
+        || (may_ask && !inv.printer.json() && std::io::stdin().is_terminal() && ask(&settings));
+    if yes {
+        if let Err(e) = trust::remember(&settings, &store) {
+            inv.printer.note(&format!(
+                "cannot remember the trust in {} ({e}): it is used this time only",
+                settings.dir.display()
+            ));
+        }
+        return true;
+    }
+    inv.printer.warn(&format!(
+        "{} has settings of its own ({}) that run commands on this machine or instruct the agent; they were left out. Read them, then run again with --trust to use them (remembered until they change)",
+        settings.dir.display(),
+        settings.files.join(", ")
+    ));
+    false
+}
+
+/// Shows the person what the folder's settings would do and asks.
+fn ask(settings: &ProjectSettings) -> bool {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "\n? {} has settings of its own. Trusting it lets them:",
+        settings.dir.display()
+    );
+    let files: Vec<PathBuf> = trust::PROJECT_MCP_FILES
+        .iter()
+        .map(|f| settings.dir.join(f))
+        .collect();
+    // Read without expanding anything: the person sees what is written.
+    let (servers, _) = crate::mcp::config::load(&files, &|_| Some(String::new()));
+    for server in &servers {
+        let what = match &server.transport {
+            Transport::Stdio { command, args, .. } => {
+                format!("run `{} {}` on this machine", command, args.join(" "))
+            }
+            Transport::Http { url, .. } => format!("connect to {url}"),
+        };
+        let _ = writeln!(err, "  - MCP server {}: {what}", server.name);
+    }
+    let skills: Vec<&String> = settings
+        .files
+        .iter()
+        .filter(|f| f.starts_with(trust::PROJECT_SKILLS))
+        .collect();
+    if !skills.is_empty() {
+        let _ = writeln!(
+            err,
+            "  - give the agent the instructions in {} file(s) under {}",
+            skills.len(),
+            trust::PROJECT_SKILLS
+        );
+    }
+    let _ = write!(err, "Trust this folder? [y/N] ");
+    let _ = err.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+}

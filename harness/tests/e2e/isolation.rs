@@ -1,0 +1,281 @@
+//! The local sandbox is a boundary: real commands run in it through `cove exec` (the
+//! operator's way in, no model needed) and show what they cannot see, write or reach — the
+//! controller's keys and tokens, its store and config, the user's credentials, this
+//! machine's other processes and loopback services — while the workspace, `/tmp`, the
+//! sandbox's home and the internet work (security review H2, H3, M6).
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Output;
+
+use super::{Cove, explain};
+use cove_harness::llm::Wire;
+
+/// Secrets a controller holds that the agent must never read.
+const SECRETS: &[(&str, &str)] = &[
+    ("OPENAI_API_KEY", "sk-canary-openai-3f1e"),
+    ("ANTHROPIC_API_KEY", "sk-ant-canary-77aa"),
+    ("OPENROUTER_API_KEY", "sk-or-canary-0c0c"),
+    (
+        "COVE_SERVE_TOKEN",
+        "serve-canary-token-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e",
+    ),
+    ("COVE_SANDBOX_TOKEN", "sandbox-canary-token-9191"),
+    ("AWS_SECRET_ACCESS_KEY", "aws-canary-secret-4242"),
+    ("GITHUB_TOKEN", "ghp_canarycanarycanary"),
+];
+
+async fn exec(cove: &Cove, script: &str, env: &[(&str, &str)]) -> Output {
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut cmd = cove.command(&["exec", script, "--workspace", &ws]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    tokio::time::timeout(std::time::Duration::from_secs(120), cmd.output())
+        .await
+        .expect("cove exec finished within 2 minutes")
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn the_agents_shell_reads_no_secret_of_the_controller_anywhere() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // Everything the sandbox could read that might hold them: its environment, every
+    // process's environment and command line it can see.
+    let out = exec(
+        &cove,
+        "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done 2>/dev/null; echo DONE",
+        SECRETS,
+    )
+    .await;
+    let seen = stdout(&out);
+    assert!(seen.contains("DONE"), "{}", explain(&out));
+    // Only what the sandbox is given by name: a new HOME, the proxy.
+    assert!(seen.contains("HOME=/home/agent"), "{seen}");
+    for (name, value) in SECRETS {
+        assert!(!seen.contains(value), "{name} reached the sandbox:\n{seen}");
+    }
+    // Named in cove.toml, a variable goes in (and only then).
+    std::fs::create_dir_all(cove.home.path().join("config/cove")).unwrap();
+    std::fs::write(
+        cove.home.path().join("config/cove/cove.toml"),
+        "[local_sandbox]\nenv = [\"GITHUB_TOKEN\", \"GREETING=hello\"]\n",
+    )
+    .unwrap();
+    let out = exec(
+        &cove,
+        "echo $GITHUB_TOKEN $GREETING $OPENAI_API_KEY",
+        SECRETS,
+    )
+    .await;
+    assert_eq!(
+        stdout(&out).trim(),
+        "ghp_canarycanarycanary hello",
+        "{}",
+        explain(&out)
+    );
+}
+
+#[tokio::test]
+async fn the_sandbox_writes_only_its_workspace_tmp_and_home_and_sees_nothing_of_the_users() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let home = cove.home.path();
+    // What the user has beside the workspace: keys, Cove's own store and config, a folder.
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY CANARY").unwrap();
+    std::fs::create_dir_all(home.join("project")).unwrap();
+    std::fs::write(home.join("project/precious.txt"), "keep me").unwrap();
+    let db = home.join("cove.db");
+    let outside_tmp = tempfile::tempdir().unwrap();
+    std::fs::write(outside_tmp.path().join("canary"), "keep me").unwrap();
+    let marker = format!("cove-marker-{}", std::process::id());
+    let script = format!(
+        r#"for p in {home}/.ssh/id_ed25519 {home}/project/precious.txt {db} {data} {tmp}/canary /var/run/docker.sock /run/docker.sock /root /etc/shadow; do
+  if [ -e "$p" ] && {{ [ -s "$p" ] || [ -S "$p" ] || {{ [ -d "$p" ] && [ -n "$(ls -A "$p" 2>/dev/null)" ]; }}; }}; then echo "SEES $p"; fi
+done
+rm -rf {home}/project {tmp} 2>/dev/null
+for p in /usr/bin/cove-x /etc/cove-x; do
+  if touch "$p" 2>/dev/null; then echo "WROTE $p"; fi
+done
+echo in-workspace > made-here.txt && echo WS-OK
+echo hidden > /tmp/{marker} && echo TMP-OK
+echo pip > ~/.kept && echo HOME-OK
+echo PROCS=$(ls -d /proc/[0-9]* | wc -l)
+python3 -c 'print("PY-OK")'
+node -e 'console.log("NODE-OK")'
+"#,
+        home = home.display(),
+        db = db.display(),
+        data = home.join("data/cove").display(),
+        tmp = outside_tmp.path().display(),
+    );
+    let out = exec(&cove, &script, &[]).await;
+    let seen = stdout(&out);
+    assert!(!seen.contains("SEES"), "{seen}\n{}", explain(&out));
+    assert!(!seen.contains("WROTE"), "{seen}");
+    for ok in ["WS-OK", "TMP-OK", "HOME-OK", "PY-OK", "NODE-OK"] {
+        assert!(seen.contains(ok), "{ok}: {}", explain(&out));
+    }
+    // Its processes only: bubblewrap's init, coved, its shell and what it runs.
+    let procs: usize = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("PROCS="))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(procs < 12, "the sandbox sees {procs} processes");
+    assert_eq!(
+        std::fs::read_to_string(cove.workspace.join("made-here.txt")).unwrap(),
+        "in-workspace\n"
+    );
+    assert!(
+        home.join("project/precious.txt").exists(),
+        "the user's folder is intact"
+    );
+    // Where its home folder was, the sandbox has a /tmp of its own: nothing lands here.
+    let script = format!("touch {}/new-file; echo done", home.display());
+    let out = exec(&cove, &script, &[]).await;
+    assert!(stdout(&out).contains("done"), "{}", explain(&out));
+    assert!(
+        !home.join("new-file").exists(),
+        "the sandbox wrote in the user's home"
+    );
+    assert!(
+        outside_tmp.path().join("canary").exists(),
+        "this machine's /tmp is intact"
+    );
+    assert!(
+        !std::path::Path::new("/tmp").join(&marker).exists(),
+        "the sandbox's /tmp is its own"
+    );
+    // The sandbox's home stays with its workspace: a second run finds what the first left.
+    let again = exec(&cove, "cat ~/.kept", &[]).await;
+    assert_eq!(stdout(&again).trim(), "pip", "{}", explain(&again));
+}
+
+/// A service on this machine's loopback, answering every connection with `body`.
+fn loopback_service(body: &'static str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn this_machines_loopback_services_are_out_of_reach_unless_shared() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let port = loopback_service("host-database-answer");
+    let script = format!(
+        "curl -s -m 5 http://127.0.0.1:{port}/ || echo DIRECT-REFUSED
+curl -s -m 5 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{port}/
+curl -s -m 5 -x http://127.0.0.1:3128 http://169.254.169.254/latest/meta-data/
+curl -s -m 5 -x http://127.0.0.1:3128 http://10.0.0.1/
+echo END"
+    );
+    let out = exec(&cove, &script, &[]).await;
+    let seen = stdout(&out);
+    assert!(seen.contains("END"), "{}", explain(&out));
+    assert!(!seen.contains("host-database-answer"), "{seen}");
+    assert!(seen.contains("DIRECT-REFUSED"), "{seen}");
+    // The proxy says why, and how to allow it.
+    assert!(
+        seen.contains(&format!("127.0.0.1:{port} is this machine's loopback")),
+        "{seen}"
+    );
+    assert!(seen.contains(&format!("host_ports = [{port}]")), "{seen}");
+    assert!(seen.contains("169.254.169.254:80 is link-local"), "{seen}");
+    assert!(seen.contains("10.0.0.1:80 is a private network"), "{seen}");
+
+    // Shared by the user, the port is the sandbox's own 127.0.0.1:PORT.
+    cove.share_port(port);
+    let out = exec(
+        &cove,
+        &format!("curl -s -m 5 http://127.0.0.1:{port}/"),
+        &[],
+    )
+    .await;
+    assert_eq!(stdout(&out), "host-database-answer", "{}", explain(&out));
+}
+
+#[tokio::test]
+async fn the_internet_is_reached_through_the_proxy() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // PyPI is reachable wherever the tests' own dependencies were installed from.
+    let out = exec(
+        &cove,
+        "curl -sS -m 30 -o /dev/null -w '%{http_code}' https://pypi.org/simple/six/",
+        &[],
+    )
+    .await;
+    assert_eq!(stdout(&out), "200", "{}", explain(&out));
+}
+
+#[tokio::test]
+async fn without_walls_the_sandbox_is_named_host_and_warns_on_every_run() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut cmd = cove.command(&[
+        "exec",
+        "echo $HOME",
+        "--workspace",
+        &ws,
+        "--sandbox",
+        "host",
+    ]);
+    for (k, v) in SECRETS {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", explain(&out));
+    assert_eq!(stdout(&out).trim(), cove.home.path().to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--sandbox host: no walls"), "{err}");
+    // Even so, its environment is named, not inherited.
+    let out = cove
+        .command(&["exec", "env", "--workspace", &ws, "--sandbox", "host"])
+        .env("OPENROUTER_API_KEY", "sk-or-canary-0c0c")
+        .output()
+        .await
+        .unwrap();
+    assert!(!stdout(&out).contains("sk-or-canary"), "{}", explain(&out));
+}
+
+#[tokio::test]
+async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    // No bubblewrap on this PATH: as on a machine without it.
+    let out = cove
+        .command(&["exec", "touch ran", "--workspace", &ws])
+        .env("PATH", "/nonexistent")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for said in [
+        "bubblewrap is not installed",
+        "--sandbox host",
+        "cove sandbox create",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    assert!(!cove.workspace.join("ran").exists());
+}
