@@ -110,12 +110,12 @@ impl FixtureSite {
         Ok(FixtureSite { addr, shared, task })
     }
 
-    /// The URL of `path` on this site (`path` starts without a slash).
     /// The port it serves on.
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
 
+    /// The URL of `path` on this site (`path` starts without a slash).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}/{path}", self.addr)
     }

@@ -336,6 +336,9 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
     config.browser_proxy = cli
         .proxy_port
         .map(|port| format!("http://127.0.0.1:{port}"));
+    if config.browser_proxy.is_some() {
+        coved::browser::reach::names_resolved_by_proxy();
+    }
     config.browser_viewport = cli.browser_viewport;
     config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
     config.elements_cap = cli.elements_cap.max(500);

@@ -163,7 +163,9 @@ impl Chromium {
             "--disable-default-apps",
             "--disable-extensions",
             "--disable-dev-shm-usage",
-            "--disable-features=Translate,MediaRouter,OptimizationHints",
+            // No back/forward cache: a page Back brings back is requested again, so a
+            // takeover's guard sees it (a cached one would come back live, unchecked).
+            "--disable-features=Translate,MediaRouter,OptimizationHints,BackForwardCache",
             "--password-store=basic",
             "--use-mock-keychain",
             "--hide-scrollbars",

@@ -19,6 +19,17 @@ use crate::net::{is_internal, is_localhost_name};
 /// How long resolving a person's host name may take.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Set when names are resolved by the proxy the sandbox reaches the web through (a local
+/// sandbox, whose network of its own has no resolver): that proxy refuses the machine's
+/// loopback and private addresses itself, and here a name cannot be looked up.
+static NAMES_RESOLVED_BY_PROXY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
+/// Says that the browser reaches the web through a proxy that resolves names and refuses
+/// internal addresses (call once, at startup).
+pub fn names_resolved_by_proxy() {
+    let _ = NAMES_RESOLVED_BY_PROXY.set(());
+}
+
 /// A URL the browser can load: a scheme is added when missing (`http://` for local hosts,
 /// `https://` otherwise). `file:` is refused: a page has no business reading the sandbox's
 /// files, and the agent reads them with the file tools.
@@ -83,6 +94,9 @@ pub async fn person_may_load(raw: &str) -> Result<String, BrowserError> {
         Some(Host::Domain(name)) => {
             if is_localhost_name(name) {
                 return Err(refused());
+            }
+            if NAMES_RESOLVED_BY_PROXY.get().is_some() {
+                return Ok(url.to_string());
             }
             let resolved = tokio::time::timeout(
                 RESOLVE_TIMEOUT,

@@ -12,7 +12,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
     DispatchMouseEventPointerType, DispatchMouseEventType, InsertTextParams, MouseButton,
 };
-use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
+use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use chromiumoxide::cdp::browser_protocol::page::{
     EventScreencastFrame, NavigateParams, ScreencastFrameAckParams, StartScreencastFormat,
     StartScreencastParams, StopLoadingParams, StopScreencastParams,
@@ -291,13 +291,13 @@ pub async fn hold_navigations(
         .await
         .map_err(|_| BrowserError::Timeout("the page did not answer in time".into()))?
         .map_err(BrowserError::from_cdp)?;
-    let documents = RequestPattern::builder()
+    // Every request, not only documents: a page's scripts fetch too.
+    let everything = RequestPattern::builder()
         .url_pattern("*")
-        .resource_type(ResourceType::Document)
         .request_stage(RequestStage::Request)
         .build();
     let params = fetch::EnableParams::builder()
-        .patterns(vec![documents])
+        .patterns(vec![everything])
         .build();
     cdp::run(page, params, limit).await?;
     Ok(held)

@@ -1,5 +1,7 @@
-//! While a person has the browser, every document their tab loads is checked before it is
-//! requested: an address they type, a link they follow, a redirect, a form. Each must be one
+//! While a person has the browser, every request their tab makes is checked before it is
+//! sent: an address they type, a link they follow, a redirect, a form, and what a page's
+//! scripts fetch (other sites than the page's own are checked; the browser keeps no
+//! back/forward cache, so Back asks again too). Each must be one
 //! [`reach::person_may_load`] allows; anything else fails with the browser's "access denied"
 //! page. The active tab is covered from the moment it becomes active; one that was already
 //! showing the sandbox itself by then (a popup a click opened) is emptied.
@@ -8,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::network::ResourceType;
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
@@ -53,21 +56,39 @@ impl Guard {
             }
         };
         let tab = page.clone();
-        // One document at a time: a later one waits for the check of the one before.
+        let mut shown_site = site_of(&shown);
+        // One request at a time: a later one waits for the check of the one before.
         let task = tokio::spawn(async move {
+            // Sites checked in this takeover: a page's many requests to one site cost one check.
+            let mut checked: HashMap<(String, String, u16), bool> = HashMap::new();
             while let Some(event) = held.next().await {
                 let url = event.request.url.clone();
-                if agents_site.is_some() && site_of(&url) == agents_site {
-                    takeover_tab::let_through(&tab, event.request_id.clone(), LIMIT).await;
-                    continue;
-                }
-                match reach::person_may_load(&url).await {
-                    Ok(_) => takeover_tab::let_through(&tab, event.request_id.clone(), LIMIT).await,
-                    Err(e) => {
-                        tracing::info!(reason = %e, "refused a page during a takeover");
-                        takeover_tab::refuse_navigation(&tab, event.request_id.clone(), LIMIT)
-                            .await;
+                let site = site_of(&url);
+                let document = event.resource_type == ResourceType::Document;
+                let allowed = if site.is_some() && site == agents_site {
+                    true
+                } else if !document && site.is_some() && site == shown_site {
+                    // The page's own site, which was checked when the page was.
+                    true
+                } else if let Some(known) = site.as_ref().and_then(|s| checked.get(s)) {
+                    *known
+                } else {
+                    let verdict = reach::person_may_load(&url).await;
+                    if let Err(e) = &verdict {
+                        tracing::info!(reason = %e, document, "refused a request during a takeover");
                     }
+                    if let Some(site) = site.clone() {
+                        checked.insert(site, verdict.is_ok());
+                    }
+                    verdict.is_ok()
+                };
+                if allowed {
+                    if document {
+                        shown_site = site;
+                    }
+                    takeover_tab::let_through(&tab, event.request_id.clone(), LIMIT).await;
+                } else {
+                    takeover_tab::refuse_navigation(&tab, event.request_id.clone(), LIMIT).await;
                 }
             }
         });

@@ -1325,6 +1325,78 @@ async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
     assert!(state.url.ends_with("/counter.html"), "{}", state.url);
 }
 
+/// L1: during a takeover Back and a page's own requests are checked too: a loopback site
+/// the agent visited before does not come back when the person goes back (the browser
+/// keeps no back/forward cache, so Back asks again), and a page on the web cannot make the
+/// person's browser fetch from the sandbox's loopback.
+#[tokio::test]
+async fn back_and_a_pages_requests_are_checked_during_a_takeover() {
+    chromium_path();
+    let d = daemon().await;
+    let c = &d.client;
+    let internal = EchoServer::start().await;
+    let agents = FixtureSite::start().await.unwrap();
+    let web = FixtureSite::start_on_network().await.unwrap();
+    // The agent looked at an internal app earlier, then went to its own site.
+    open(
+        c,
+        &format!("http://127.0.0.1:{}/unrelated/before", internal.port),
+    )
+    .await;
+    assert_eq!(internal.requests().len(), 1);
+    open(c, &agents.url("counter.html")).await;
+    let (_, mut live) = take_over(c).await;
+
+    live.send(json!({"t": "back"})).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let state = c.browser_state(LEAN).await.unwrap();
+        if state.url.starts_with("chrome-error://") || state.elements.contains("ERR_ACCESS_DENIED")
+        {
+            break;
+        }
+        assert!(
+            !state.elements.contains("ok"),
+            "Back brought the internal app back: {}",
+            state.url
+        );
+        assert!(Instant::now() < deadline, "still {}", state.url);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(internal.requests().len(), 1, "{:?}", internal.requests());
+
+    // A page of the web whose script reaches for the sandbox's loopback.
+    web.put_file(
+        "leak.html",
+        "text/html",
+        format!(
+            "<title>leak</title><script>fetch('http://127.0.0.1:{}/unrelated/leak', {{mode: 'no-cors'}}).finally(() => document.title = 'tried')</script>",
+            internal.port
+        )
+        .into_bytes(),
+    );
+    person_opens(&mut live, &web.url("files/leak.html")).await;
+    let deadline = Instant::now() + WAIT;
+    while c.browser_state(LEAN).await.unwrap().title != "tried" {
+        assert!(Instant::now() < deadline, "the page never tried");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        internal.requests().len(),
+        1,
+        "a page's script reached the loopback: {:?}",
+        internal.requests()
+    );
+    // The control: the agent, with the browser back, reaches it as before.
+    c.takeover_end().await.unwrap();
+    open(
+        c,
+        &format!("http://127.0.0.1:{}/unrelated/after", internal.port),
+    )
+    .await;
+    assert_eq!(internal.requests().len(), 2);
+}
+
 /// H2, M1: a preview token opens the origin its link is for, nothing else: an app that
 /// learns its own link's token (its service worker sees it) cannot read the files or another
 /// app with it; the files register no service worker; another run's addresses are dead; and
