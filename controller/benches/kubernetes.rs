@@ -32,6 +32,8 @@ async fn main() {
         storage_bytes: Some(1 << 30),
         deadline_secs: None,
         shm_bytes: 512 << 20,
+        installation: Some("bench".into()),
+        pod_uid: None,
     };
     let before = fake.calls().len();
     let started = Instant::now();

@@ -230,6 +230,13 @@ impl FakeKube {
             .map(|p| p.object.clone())
     }
 
+    /// Takes away Pod `namespace/name` (one planted, whose daemon there is none of).
+    pub fn remove_pod(&self, namespace: &str, name: &str) {
+        lock(&self.shared)
+            .pods
+            .remove(&(namespace.to_string(), name.to_string()));
+    }
+
     /// The Secret `namespace/name`.
     pub fn secret(&self, namespace: &str, name: &str) -> Option<Value> {
         lock(&self.shared)

@@ -168,7 +168,9 @@ impl From<KubeError> for CliError {
             KubeError::Unreachable(_) | KubeError::Forward { .. } => {
                 CliError::Unreachable(e.to_string())
             }
-            KubeError::Conflict { .. } => CliError::Usage(e.to_string()),
+            KubeError::Conflict { .. } | KubeError::NotOurs { .. } => {
+                CliError::Usage(e.to_string())
+            }
             KubeError::Api { code: 404, .. } => CliError::NotFound(e.to_string()),
             KubeError::Api { .. } | KubeError::NotReady { .. } => CliError::Failed(e.to_string()),
         }

@@ -314,6 +314,8 @@ async fn create_pod(
         storage_bytes: sizes.storage_bytes,
         deadline_secs,
         shm_bytes: ContainerSpec::default().shm_bytes,
+        installation: None,
+        pod_uid: None,
     };
     make_pod_sandbox(inv, &kube, name, plan.clone()).await?;
     inv.printer.result(
@@ -335,19 +337,23 @@ pub(super) async fn make_pod_sandbox(
     inv: &Invocation,
     kube: &Kubernetes,
     name: &str,
-    plan: PodPlan,
+    mut plan: PodPlan,
 ) -> Result<ManagedSandbox, CliError> {
     let token = crate::store::new_id(32);
+    plan.installation = Some(inv.store.installation_id()?);
     inv.printer.note(&format!(
         "creating sandbox {name} in Kubernetes namespace {} from {}",
         plan.namespace, plan.image
     ));
-    if let Err(e) = kube.create(name, &token, &plan).await {
-        // A claim made before the Pod failed, say; a name taken is someone else's.
-        if !matches!(e, crate::sandbox::kubernetes::KubeError::Conflict { .. }) {
-            let _ = kube.remove(name, &plan.namespace).await;
+    match kube.create(name, &token, &plan).await {
+        Ok(started) => plan.pod_uid = started.uid,
+        Err(e) => {
+            // A claim made before the Pod failed, say; a name taken is someone else's.
+            if !matches!(e, crate::sandbox::kubernetes::KubeError::Conflict { .. }) {
+                let _ = kube.remove(name, &plan.namespace).await;
+            }
+            return Err(e.into());
         }
-        return Err(e.into());
     }
     let made = ManagedSandbox {
         name: name.to_string(),
@@ -370,6 +376,7 @@ async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
         let plan = sandbox_choice::pod_plan(&sandbox)?;
         let kube = Kubernetes::from_env(inv.in_cluster).await?;
         let started = kube.ensure_running(name, &sandbox.token, &plan).await?;
+        sandbox_choice::keep_pod_uid(inv, name, plan, started.uid.clone())?;
         inv.printer.result(
             &json!({"name": name, "running": true, "remade": started.remade, "lost_workspace": started.lost_workspace}),
             |_| {
@@ -460,6 +467,7 @@ async fn gc(
     dry_run: bool,
 ) -> Result<ExitCode, CliError> {
     let kube = Kubernetes::from_env(inv.in_cluster).await?;
+    let installation = inv.store.installation_id()?;
     let made = inv.store.sandboxes()?;
     let known: Vec<String> = made
         .iter()
@@ -479,7 +487,7 @@ async fn gc(
     }
     let mut removed = Vec::new();
     for namespace in &namespaces {
-        for (kind, name) in kube.leftovers(namespace, &known).await? {
+        for (kind, name) in kube.leftovers(namespace, &known, &installation).await? {
             if !dry_run {
                 kube.delete(namespace, kind, &name).await?;
             }

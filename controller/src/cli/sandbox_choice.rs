@@ -198,6 +198,23 @@ pub(super) async fn open(
     Ok(sandbox)
 }
 
+/// Keeps the uid of the Pod a Kubernetes sandbox runs in now with its plan, when it changed
+/// (the Pod was made again): the next use refuses any other Pod of that name.
+pub(super) fn keep_pod_uid(
+    inv: &Invocation,
+    name: &str,
+    mut plan: PodPlan,
+    uid: Option<String>,
+) -> Result<(), CliError> {
+    if uid.is_some() && uid != plan.pod_uid {
+        plan.pod_uid = uid;
+        if let Ok(spec) = serde_json::to_string(&plan) {
+            inv.store.set_sandbox_spec(name, &spec)?;
+        }
+    }
+    Ok(())
+}
+
 /// The plan a Kubernetes sandbox was made with.
 pub(super) fn pod_plan(made: &ManagedSandbox) -> Result<PodPlan, CliError> {
     made.spec
@@ -229,12 +246,15 @@ async fn open_pod(inv: &Invocation, name: &str) -> Result<Sandbox, CliError> {
                 storage_bytes: None,
                 deadline_secs: None,
                 shm_bytes: crate::sandbox::docker::ContainerSpec::default().shm_bytes,
+                installation: None,
+                pod_uid: None,
             };
             super::sandbox::make_pod_sandbox(inv, &kube, name, plan).await?
         }
     };
     let plan = pod_plan(&made)?;
     let started = kube.ensure_running(name, &made.token, &plan).await?;
+    keep_pod_uid(inv, name, plan.clone(), started.uid.clone())?;
     if started.remade {
         let why = started
             .why

@@ -32,6 +32,9 @@ use serde::{Deserialize, Serialize};
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "cove");
 /// The label naming the sandbox an object belongs to.
 pub const SANDBOX_LABEL: &str = "cove.sandbox";
+/// The label naming the Cove installation (its database) that made an object: `gc` touches
+/// only its own, in a namespace shared with other users.
+pub const INSTALLATION_LABEL: &str = "cove.installation";
 /// coved's port in the Pod.
 pub const PORT: u16 = 7700;
 /// The token's key in its Secret.
@@ -64,6 +67,13 @@ pub struct PodPlan {
     pub deadline_secs: Option<i64>,
     /// Size of the memory-backed /dev/shm.
     pub shm_bytes: i64,
+    /// The installation that made it (none for sandboxes made before Cove labelled them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installation: Option<String>,
+    /// The uid of the Pod Cove made last: a Pod of the same name that is not this one is
+    /// someone else's, and gets no token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
 }
 
 /// What went wrong with Kubernetes, by what the user does next.
@@ -106,6 +116,15 @@ pub enum KubeError {
     /// The port-forward could not be opened.
     #[error("cannot reach coved in Pod {name}: {message}")]
     Forward { name: String, message: String },
+    /// A Pod of the sandbox's name is not the one Cove made: someone else's.
+    #[error(
+        "Pod {name} in namespace {namespace} is not the one Cove made for this sandbox ({why}); it gets no token: delete it (kubectl delete pod {name} -n {namespace}) and use the sandbox again"
+    )]
+    NotOurs {
+        name: String,
+        namespace: String,
+        why: String,
+    },
 }
 
 impl From<kube::Error> for KubeError {
@@ -157,18 +176,22 @@ pub fn cpu_quantity(cores: f64) -> String {
     }
 }
 
-fn labels(name: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
+fn labels(name: &str, installation: Option<&str>) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
         (SANDBOX_LABEL.to_string(), name.to_string()),
-    ])
+    ]);
+    if let Some(installation) = installation {
+        labels.insert(INSTALLATION_LABEL.to_string(), installation.to_string());
+    }
+    labels
 }
 
-fn meta(name: String, namespace: &str, sandbox: &str) -> ObjectMeta {
+fn meta(name: String, plan: &PodPlan, sandbox: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name),
-        namespace: Some(namespace.to_string()),
-        labels: Some(labels(sandbox)),
+        namespace: Some(plan.namespace.clone()),
+        labels: Some(labels(sandbox, plan.installation.as_deref())),
         ..ObjectMeta::default()
     }
 }
@@ -289,7 +312,7 @@ pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
         ..Container::default()
     };
     Pod {
-        metadata: meta(pod_name(name), &plan.namespace, name),
+        metadata: meta(pod_name(name), plan, name),
         spec: Some(PodSpec {
             containers: vec![container],
             volumes: Some(vec![workspace, shm]),
@@ -314,8 +337,8 @@ pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
 }
 
 /// The Secret of sandbox `name`'s token, owned by its Pod.
-pub fn secret_manifest(name: &str, namespace: &str, token: &str, owner: &Pod) -> Secret {
-    let mut metadata = meta(secret_name(name), namespace, name);
+pub fn secret_manifest(name: &str, plan: &PodPlan, token: &str, owner: &Pod) -> Secret {
+    let mut metadata = meta(secret_name(name), plan, name);
     metadata.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),
         kind: "Pod".into(),
@@ -333,9 +356,9 @@ pub fn secret_manifest(name: &str, namespace: &str, token: &str, owner: &Pod) ->
 }
 
 /// The claim of sandbox `name`'s workspace.
-pub fn claim_manifest(name: &str, namespace: &str, bytes: i64) -> PersistentVolumeClaim {
+pub fn claim_manifest(name: &str, plan: &PodPlan, bytes: i64) -> PersistentVolumeClaim {
     PersistentVolumeClaim {
-        metadata: meta(claim_name(name), namespace, name),
+        metadata: meta(claim_name(name), plan, name),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteOnce".into()]),
             resources: Some(VolumeResourceRequirements {
@@ -401,6 +424,8 @@ pub struct Started {
     /// Why the old Pod ended, when it failed.
     pub why: Option<String>,
     pub ip: Option<String>,
+    /// The uid of the Pod it runs in: to be kept in the plan when it is made again.
+    pub uid: Option<String>,
 }
 
 /// A Kubernetes cluster.
@@ -488,7 +513,7 @@ impl Kubernetes {
         if let Some(bytes) = plan.storage_bytes {
             match self
                 .claims(ns)
-                .create(&PostParams::default(), &claim_manifest(name, ns, bytes))
+                .create(&PostParams::default(), &claim_manifest(name, plan, bytes))
                 .await
             {
                 Ok(_) => {}
@@ -502,19 +527,25 @@ impl Kubernetes {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.make_pod(name, token, plan).await?;
+        let uid = self.make_pod(name, token, plan).await?;
         let ip = self.wait_ready(name, ns).await?;
         Ok(Started {
             remade: false,
             lost_workspace: false,
             why: None,
             ip,
+            uid,
         })
     }
 
     /// The Pod, then its Secret (owned by it, so the Pod's uid is needed first; the kubelet
-    /// waits for the Secret).
-    async fn make_pod(&self, name: &str, token: &str, plan: &PodPlan) -> Result<(), KubeError> {
+    /// waits for the Secret); the Pod's uid.
+    async fn make_pod(
+        &self,
+        name: &str,
+        token: &str,
+        plan: &PodPlan,
+    ) -> Result<Option<String>, KubeError> {
         let ns = &plan.namespace;
         let pod = match self
             .pods(ns)
@@ -541,10 +572,37 @@ impl Kubernetes {
         secrets
             .create(
                 &PostParams::default(),
-                &secret_manifest(name, ns, token, &pod),
+                &secret_manifest(name, plan, token, &pod),
             )
             .await?;
-        Ok(())
+        Ok(pod.metadata.uid.clone())
+    }
+
+    /// Refuses a Pod of the sandbox's name that Cove did not make for it: labelled for
+    /// another sandbox or installation, or not the Pod Cove made last.
+    fn check_ours(name: &str, plan: &PodPlan, pod: &Pod) -> Result<(), KubeError> {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let label = |key: &str| labels.get(key).map(String::as_str);
+        let why = if label(MANAGED_BY.0) != Some(MANAGED_BY.1) || label(SANDBOX_LABEL) != Some(name)
+        {
+            Some("it is not labelled as this sandbox".to_string())
+        } else if plan.installation.is_some()
+            && label(INSTALLATION_LABEL) != plan.installation.as_deref()
+        {
+            Some("it belongs to another Cove installation".to_string())
+        } else if plan.pod_uid.is_some() && pod.metadata.uid != plan.pod_uid {
+            Some("it was made by someone else after Cove's Pod went".to_string())
+        } else {
+            None
+        };
+        match why {
+            None => Ok(()),
+            Some(why) => Err(KubeError::NotOurs {
+                name: pod_name(name),
+                namespace: plan.namespace.clone(),
+                why,
+            }),
+        }
     }
 
     /// Where sandbox `name`'s Pod stands.
@@ -564,27 +622,31 @@ impl Kubernetes {
         plan: &PodPlan,
     ) -> Result<Started, KubeError> {
         let ns = &plan.namespace;
-        let (remade, why) = match self.state(name, ns).await? {
+        let existing = self.pods(ns).get_opt(&pod_name(name)).await?;
+        if let Some(pod) = &existing {
+            // Before anything: a Pod that is not Cove's gets no token and no workspace.
+            Self::check_ours(name, plan, pod)?;
+        }
+        let uid = existing.as_ref().and_then(|p| p.metadata.uid.clone());
+        let state = existing.as_ref().map_or(PodState::Missing, state_of);
+        let (remade, why, uid) = match state {
             PodState::Ready { ip } => {
                 return Ok(Started {
                     remade: false,
                     lost_workspace: false,
                     why: None,
                     ip,
+                    uid,
                 });
             }
-            PodState::Starting(_) => (false, None),
+            PodState::Starting(_) => (false, None, uid),
             PodState::Failed(why) => {
                 self.pods(ns)
                     .delete(&pod_name(name), &DeleteParams::default())
                     .await?;
-                self.make_pod(name, token, plan).await?;
-                (true, Some(why))
+                (true, Some(why), self.make_pod(name, token, plan).await?)
             }
-            PodState::Missing => {
-                self.make_pod(name, token, plan).await?;
-                (true, None)
-            }
+            PodState::Missing => (true, None, self.make_pod(name, token, plan).await?),
         };
         let ip = self.wait_ready(name, ns).await?;
         Ok(Started {
@@ -592,6 +654,7 @@ impl Kubernetes {
             lost_workspace: remade && plan.storage_bytes.is_none(),
             why,
             ip,
+            uid,
         })
     }
 
@@ -682,13 +745,19 @@ impl Kubernetes {
         Ok(())
     }
 
-    /// Cove's objects in `namespace` whose sandbox is not one of `known`: (kind, name).
+    /// The objects installation `installation` made in `namespace` whose sandbox is not
+    /// one of `known`: (kind, name). Another installation's (another user's) are never
+    /// among them.
     pub async fn leftovers(
         &self,
         namespace: &str,
         known: &[String],
+        installation: &str,
     ) -> Result<Vec<(&'static str, String)>, KubeError> {
-        let selector = format!("{}={}", MANAGED_BY.0, MANAGED_BY.1);
+        let selector = format!(
+            "{}={},{INSTALLATION_LABEL}={installation}",
+            MANAGED_BY.0, MANAGED_BY.1
+        );
         let params = ListParams::default().labels(&selector);
         let unknown = |meta: &ObjectMeta| {
             let sandbox = meta
@@ -828,6 +897,8 @@ mod tests {
             storage_bytes: Some(10 << 30),
             deadline_secs: Some(3600),
             shm_bytes: 512 << 20,
+            installation: Some("5d41402abc4b2a76".into()),
+            pod_uid: None,
         }
     }
 
@@ -910,12 +981,11 @@ mod tests {
             storage_bytes: Some(10 << 30),
             deadline_secs: None,
             shm_bytes: 512 << 20,
+            installation: Some("5d41402abc4b2a76".into()),
+            pod_uid: None,
         };
         assert_eq!(pod.unwrap(), pod_manifest("sandbox-1", &plan));
-        assert_eq!(
-            claim.unwrap(),
-            claim_manifest("sandbox-1", "cove-sandboxes", 10 << 30)
-        );
+        assert_eq!(claim.unwrap(), claim_manifest("sandbox-1", &plan, 10 << 30));
     }
 
     #[tokio::test]
@@ -949,7 +1019,11 @@ mod tests {
     fn the_secret_is_owned_by_the_pod() {
         let mut pod = pod_manifest("b1", &plan());
         pod.metadata.uid = Some("u-1".into());
-        let secret = serde_json::to_value(secret_manifest("b1", "agents", "t0k3n", &pod)).unwrap();
+        let secret = serde_json::to_value(secret_manifest("b1", &plan(), "t0k3n", &pod)).unwrap();
+        assert_eq!(
+            secret["metadata"]["labels"]["cove.installation"],
+            "5d41402abc4b2a76"
+        );
         assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], "u-1");
         assert_eq!(secret["metadata"]["ownerReferences"][0]["kind"], "Pod");
         assert_eq!(secret["stringData"]["token"], "t0k3n");

@@ -80,6 +80,30 @@ impl Store {
         Ok(())
     }
 
+    /// Records what a provider needs to make sandbox `name` again (its plan, as JSON).
+    pub fn set_sandbox_spec(&self, name: &str, spec: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE sandboxes SET spec = ?2 WHERE name = ?1",
+            params![name, spec],
+        )?;
+        Ok(())
+    }
+
+    /// This installation's id (made the first time it is asked for): what it makes on a
+    /// cluster others share carries it, so it tidies only its own.
+    pub fn installation_id(&self) -> Result<String, StoreError> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT OR IGNORE INTO settings (key, value) VALUES ('installation', ?1)",
+            params![super::new_id(16)],
+        )?;
+        Ok(conn.query_row(
+            "SELECT value FROM settings WHERE key = 'installation'",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Forgets a managed sandbox.
     pub fn remove_sandbox(&self, name: &str) -> Result<bool, StoreError> {
         Ok(self

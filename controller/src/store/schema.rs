@@ -171,6 +171,13 @@ CREATE TABLE model_calls (
 );
 CREATE INDEX model_calls_by_run ON model_calls(run_id, id);
 ",
+    // 8: what this installation is (its id, which labels what it makes on shared clusters).
+    "
+CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+",
 ];
 
 /// The version this build writes.

@@ -279,3 +279,52 @@ async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
     }
     assert!(!cove.workspace.join("ran").exists());
 }
+
+#[tokio::test]
+async fn what_cove_keeps_on_disk_is_its_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .push(cove_harness::Turn::text("").call("complete", serde_json::json!({"text": "done"})));
+    // A run with the default workspace: made in Cove's data folder.
+    let out = cove
+        .run(&[
+            "--json",
+            "run",
+            "Nothing much",
+            "--model",
+            "openai/scripted",
+            "--no-prompt",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", explain(&out));
+    let mode = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let home = cove.home.path();
+    let data = home.join("data/cove");
+    assert_eq!(mode(&data), 0o700, "the data folder");
+    for file in ["cove.db", "cove.db-wal"] {
+        let path = home.join(file);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{file}");
+        }
+    }
+    assert_eq!(mode(&data.join("logs/coved.log")), 0o600, "coved's log");
+    let workspaces: Vec<_> = std::fs::read_dir(data.join("workspaces"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(workspaces.len(), 1);
+    assert_eq!(mode(&workspaces[0].path()), 0o700, "the thread's workspace");
+
+    // A database an older Cove left readable by others is tightened when opened.
+    std::fs::set_permissions(home.join("cove.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let threads = cove.run(&["threads"]).await;
+    assert!(threads.status.success(), "{}", explain(&threads));
+    assert_eq!(mode(&home.join("cove.db")), 0o600);
+}

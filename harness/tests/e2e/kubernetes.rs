@@ -137,6 +137,23 @@ async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and
     assert!(kube.claim("agents", "cove-k1-workspace").is_some());
     let ls = run(&["--json", "sandbox", "ls"]).await;
     assert_eq!(ls.status.code(), Some(1), "a stopped sandbox is down");
+    // Someone who may make Pods there stands one in under its name, labels and all: it is
+    // not the Pod Cove made, and gets no token.
+    let installation =
+        kube.claim("agents", "cove-k1-workspace").unwrap()["metadata"]["labels"].clone();
+    kube.plant("Pod", "agents", "cove-k1", installation.clone());
+    let stolen = run(&["exec", "echo hi", "--sandbox", "k1"]).await;
+    assert!(!stolen.status.success(), "{}", explain(&stolen));
+    assert!(
+        String::from_utf8_lossy(&stolen.stderr).contains("is not the one Cove made"),
+        "{}",
+        explain(&stolen)
+    );
+    assert!(
+        kube.secret("agents", "cove-k1-token").is_none(),
+        "no token went to it"
+    );
+    kube.remove_pod("agents", "cove-k1");
     let start = run(&["sandbox", "start", "k1"]).await;
     assert!(start.status.success(), "{}", explain(&start));
     let cat = run(&["cat", "made.txt", "--sandbox", "k1"]).await;
@@ -187,11 +204,15 @@ async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and
         explain(&read)
     );
 
-    // Leftovers of another Cove are collected; Cove's own sandboxes are not touched.
-    let ghost = json!({"app.kubernetes.io/managed-by": "cove", "cove.sandbox": "ghost"});
+    // Leftovers of this installation are collected; Cove's own sandboxes are not touched,
+    // and neither is what another installation (another user, in a shared namespace) made.
+    let ours = installation["cove.installation"].clone();
+    let ghost = json!({"app.kubernetes.io/managed-by": "cove", "cove.sandbox": "ghost", "cove.installation": ours});
     kube.plant("Pod", "agents", "cove-ghost", ghost.clone());
     kube.plant("Secret", "agents", "cove-ghost-token", ghost);
     kube.plant("Pod", "agents", "someone-else", json!({"app": "web"}));
+    let theirs = json!({"app.kubernetes.io/managed-by": "cove", "cove.sandbox": "theirs", "cove.installation": "another-users"});
+    kube.plant("Pod", "agents", "cove-theirs", theirs);
     let dry = run(&["--json", "sandbox", "gc", "--dry-run"]).await;
     assert_eq!(events(&dry).len(), 2, "{}", explain(&dry));
     assert!(
@@ -206,6 +227,10 @@ async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and
     assert!(kube.secret("agents", "cove-ghost-token").is_none());
     assert!(kube.pod("agents", "someone-else").is_some(), "not Cove's");
     assert!(
+        kube.pod("agents", "cove-theirs").is_some(),
+        "another installation's"
+    );
+    assert!(
         kube.pod("agents", "cove-k1").is_some(),
         "a sandbox Cove knows"
     );
@@ -217,7 +242,7 @@ async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and
     }
     assert!(kube.pod("agents", "cove-k1").is_none());
     assert!(kube.claim("agents", "cove-k1-workspace").is_none());
-    assert_eq!(kube.counts(), (1, 0, 0), "only someone else's Pod is left");
+    assert_eq!(kube.counts(), (2, 0, 0), "only others' Pods are left");
 }
 
 #[tokio::test]

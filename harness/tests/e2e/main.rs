@@ -20,6 +20,7 @@ mod page;
 mod project_trust;
 mod real_docker;
 mod serve;
+mod serve_sandboxes;
 mod skills;
 mod static_coved;
 mod web;
@@ -1883,12 +1884,13 @@ impl Terminal {
 #[tokio::test]
 async fn a_person_at_the_terminal_answers_a_permission_request_as_it_comes() {
     let cove = Cove::new(Wire::OpenAi).await;
-    let outside = tempfile::tempdir().unwrap();
-    let keep = outside.path().join("keep");
-    std::fs::create_dir_all(&keep).unwrap();
+    // Emptying the workspace crosses the sandbox's walls (the one place whose loss is the
+    // user's): the default mode asks.
+    let keep = cove.workspace.join("work.txt");
+    std::fs::write(&keep, "a day's work").unwrap();
     cove.llm.push(Turn::text("Removing it.").call(
         "execute_command",
-        json!({ "command": format!("rm -rf {}", keep.display()) }),
+        json!({ "command": format!("rm -rf {}", cove.workspace.display()) }),
     ));
     cove.llm.push_fn(|request| {
         let verdict = if request.all_text().contains("Their reason: keep it please") {
@@ -1914,7 +1916,7 @@ async fn a_person_at_the_terminal_answers_a_permission_request_as_it_comes() {
     term.until("Allow request").await;
     assert!(
         term.screen.contains("Permission needed")
-            && term.screen.contains("deletes outside the workspace"),
+            && term.screen.contains("deletes the whole workspace"),
         "{}",
         term.screen
     );

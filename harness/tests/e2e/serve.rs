@@ -34,7 +34,11 @@ impl Server {
     pub(super) async fn start_with(cove: &Cove, extra: &[&str]) -> Server {
         let mut args = vec!["--json", "serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut child = cove.command(&args).spawn().unwrap();
+        Server::from_child(cove.command(&args).spawn().unwrap()).await
+    }
+
+    /// A server already spawned (stdout piped), once it says where it listens.
+    pub(super) async fn from_child(mut child: tokio::process::Child) -> Server {
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
         let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
@@ -512,10 +516,12 @@ async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins()
             .contains("cove.toml"),
         "{said}"
     );
+    // Nor any sandbox but the server's own, unless the operator lists it.
     let (status, said) = server
         .post("/v1/threads", json!({"task": "x", "sandbox": "nowhere"}))
         .await;
-    assert_eq!(status, 400, "{said}");
+    assert_eq!(status, 403, "{said}");
+    assert_eq!(said["error"]["code"], "sandbox_not_allowed", "{said}");
     let (_, listed) = server.get("/v1/threads").await;
     assert_eq!(listed["threads"].as_array().unwrap().len(), 0, "{listed}");
     server.kill().await;

@@ -206,15 +206,20 @@ fn close_implied(name: &str, stack: &mut Vec<Open>, depth: &mut usize) {
         "tbody" | "thead" | "tfoot" => (&["tbody", "thead", "tfoot", "tr", "td", "th"], &["table"]),
         _ => return,
     };
+    // The outermost of them above the list, row or table that holds them (a new row
+    // closes the open cell and the open row).
+    let mut target = None;
     for at in (0..stack.len()).rev() {
         let open = stack[at].name.as_str();
         if scope.contains(&open) {
-            return;
+            break;
         }
         if same.contains(&open) {
-            pop_to(stack, at);
-            return;
+            target = Some(at);
         }
+    }
+    if let Some(at) = target {
+        pop_to(stack, at);
     }
 }
 

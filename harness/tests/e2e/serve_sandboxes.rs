@@ -1,0 +1,126 @@
+//! `cove serve`'s operator decides where agents run, and tokens stay with their sandboxes
+//! (security review M2, L2, I1): a client cannot move its thread to the server's host or
+//! to a sandbox the operator did not list; a sandbox a client may name never receives the
+//! server's own sandbox's token; thread ids are matched whole.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cove_harness::llm::Wire;
+use cove_harness::{DaemonBuilder, workspace_binary};
+use serde_json::json;
+
+use super::Cove;
+use super::serve::Server;
+
+/// A listener standing for another sandbox: it keeps the `Authorization` of every request.
+fn impostor() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = vec![0u8; 8192];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            for line in head.lines() {
+                if line.to_ascii_lowercase().starts_with("authorization:") {
+                    keep.lock().unwrap().push(line.to_string());
+                }
+            }
+        }
+    });
+    (url, seen)
+}
+
+/// `cove serve` with `--sandbox a`, A's token in `COVE_SANDBOX_TOKEN`.
+async fn serve(cove: &Cove, sandbox_token: &str) -> Server {
+    let mut cmd = cove.command(&[
+        "--json",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--sandbox",
+        "a",
+    ]);
+    cmd.env("COVE_SANDBOX_TOKEN", sandbox_token);
+    Server::from_child(cmd.spawn().unwrap()).await
+}
+
+#[tokio::test]
+async fn the_operator_decides_where_agents_run_and_tokens_stay_with_their_sandbox() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let a = DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    let (b_url, b_saw) = impostor();
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    let named = format!(
+        "[sandboxes.a]\nurl = \"{}\"\n\n[sandboxes.b]\nurl = \"{b_url}\"\ntoken = \"b-own-token\"\n",
+        a.url
+    );
+    std::fs::write(config.join("cove.toml"), &named).unwrap();
+
+    // By default a client has the server's sandbox, and nothing else.
+    let server = serve(&cove, &a.token).await;
+    for other in ["local", "host", "b", "k8s:x"] {
+        let (status, said) = server
+            .post(
+                "/v1/threads",
+                json!({"task": "look around", "model": "openai/scripted", "sandbox": other}),
+            )
+            .await;
+        assert_eq!(status, 403, "{other}: {said}");
+        assert_eq!(said["error"]["code"], "sandbox_not_allowed", "{said}");
+        assert!(
+            said["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("[serve] sandboxes"),
+            "{said}"
+        );
+    }
+    let (_, listed) = server.get("/v1/threads").await;
+    assert_eq!(listed["threads"], json!([]), "nothing was made");
+    // Thread ids are matched whole: a pattern matches nothing.
+    let (status, _) = server.get("/v1/threads/%25").await;
+    assert_eq!(status, 404);
+    server.kill().await;
+
+    // The operator lists b: a client may name it, and b gets its own token, never a's.
+    std::fs::write(
+        config.join("cove.toml"),
+        format!("{named}\n[serve]\nsandboxes = [\"b\"]\n"),
+    )
+    .unwrap();
+    let server = serve(&cove, &a.token).await;
+    let (status, thread) = server
+        .post(
+            "/v1/threads",
+            json!({"task": "look around", "model": "openai/scripted", "sandbox": "b"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    // Its run opens b (which is no coved: the run cannot go on, and need not).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while b_saw.lock().unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the thread's run never reached b"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = b_saw.lock().unwrap().clone();
+    for line in &seen {
+        assert!(!line.contains(&a.token), "a's token went to b: {line}");
+        assert!(line.contains("b-own-token"), "{line}");
+    }
+    server.kill().await;
+}
