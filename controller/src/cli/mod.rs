@@ -12,6 +12,7 @@ mod render;
 mod run;
 mod sandbox;
 mod sandbox_choice;
+pub mod secret_flags;
 mod serve;
 mod skills;
 mod threads;
@@ -133,6 +134,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         in_cluster: cli.in_cluster,
         local,
     };
+    if let Some(warning) = secret_flags::warning() {
+        inv.printer.warn(&warning);
+    }
     match cli.command {
         Command::Run(args) => run::run(&inv, args).await,
         Command::Reply(args) => run::reply(&inv, args).await,

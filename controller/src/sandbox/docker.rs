@@ -440,6 +440,14 @@ impl Docker {
             Err(BollardError::DockerResponseServerError {
                 status_code: 409, ..
             }) => Ok(()),
+            // An engine without the networks API: the container's creation, which names
+            // the network, says whether it can do without.
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {
+                tracing::warn!(network = %network_name(name), "the engine cannot make networks");
+                Ok(())
+            }
             Err(e) => Err(self.failed(e, || DockerError::NotFound("/networks/create".into()))),
         }
     }

@@ -294,7 +294,13 @@ async fn two_tabs_see_the_plan_and_a_permission_and_each_is_answered_once() {
         "create_plan",
         json!({"goal": "Greet the world", "steps": [{"id": "1", "description": "Write hello.txt"}, {"id": "2", "description": "Say so"}]}),
     ));
-    let command = format!("echo hi > {}", marker.display());
+    // Longer than a line: the person is shown all of it, never a prefix.
+    let command = format!(
+        "echo hi > {} && echo {} > /dev/null",
+        marker.display(),
+        "and-then-some-more ".repeat(12).trim_end()
+    );
+    let whole = command.clone();
     cove.llm.push_fn(move |request| {
         if !request.all_text().contains("I approve the plan") {
             return Turn::text("").call("complete", json!({"text": "NOT APPROVED"}));
@@ -369,6 +375,16 @@ async fn two_tabs_see_the_plan_and_a_permission_and_each_is_answered_once() {
             "document.getElementById('dialog').open && document.getElementById('dialog-title').textContent.startsWith('Allow execute_command')",
         )
         .await;
+    }
+    for tab in [&mut a, &mut b] {
+        let shown = text_of(tab, "#dialog-body code.whole").await;
+        assert_eq!(shown, format!("run `{whole}`"), "the whole command");
+        assert!(
+            text_of(tab, "#dialog-body ul.reasons li")
+                .await
+                .contains("asks before every change"),
+            "the reason"
+        );
     }
     picture(&mut b, "serve-permission.png").await;
     a.eval("Array.from(document.querySelectorAll('#dialog-actions button')).find(b => b.textContent === 'Allow once').click()")

@@ -50,7 +50,7 @@ impl Server {
         Server {
             child,
             base: hello["listening"].as_str().unwrap().to_string(),
-            token: hello["token"].as_str().unwrap().to_string(),
+            token: hello["token"].as_str().unwrap_or_default().to_string(),
             login: hello["login_url"].as_str().unwrap().to_string(),
             http: reqwest::Client::new(),
         }

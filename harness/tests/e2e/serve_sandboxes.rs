@@ -124,3 +124,34 @@ async fn the_operator_decides_where_agents_run_and_tokens_stay_with_their_sandbo
     }
     server.kill().await;
 }
+
+#[tokio::test]
+async fn a_token_given_as_a_flag_leaves_the_process_list() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let token = format!("flag-token-{}", "7".repeat(32));
+    let mut cmd = cove.command(&[
+        "--json",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        &token,
+    ]);
+    cmd.stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id().unwrap();
+    let mut server = Server::from_child(child).await;
+    // What every user of the machine reads of it: its command line.
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(cmdline.contains("serve"), "{cmdline}");
+    assert!(
+        !cmdline.contains(&token),
+        "the token is in the process list: {cmdline}"
+    );
+    // The token still works, and the operator is told.
+    server.token = token.clone();
+    let (status, _) = server.get("/v1/threads").await;
+    assert_eq!(status, 200);
+    server.kill().await;
+}

@@ -240,25 +240,6 @@ impl ServeState {
     }
 }
 
-/// Says so when a secret was given as a flag: every user of the machine reads flags in the
-/// process list.
-fn warn_of_flag_secrets(inv: &Invocation) {
-    let args: Vec<String> = std::env::args().collect();
-    for (flag, instead) in [
-        ("--token", "COVE_SERVE_TOKEN"),
-        ("--sandbox-token", "COVE_SANDBOX_TOKEN"),
-    ] {
-        let given = args
-            .iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
-        if given {
-            inv.printer.warn(&format!(
-                "warning: {flag} puts the secret in the process list, readable by every user of this machine; set {instead} instead"
-            ));
-        }
-    }
-}
-
 /// `cove serve`.
 pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, CliError> {
     if let Some(token) = &args.token
@@ -268,7 +249,6 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
             "--token must have 32 characters or more".into(),
         ));
     }
-    warn_of_flag_secrets(&inv);
     let json = inv.printer.json();
     let given_token = args.token.is_some();
     let state = Arc::new(ServeState {

@@ -620,6 +620,15 @@ function planList(plan) {
 
 const OWN_CARDS = new Set(['ask', 'complete', 'web_browser_takeover', 'create_plan']);
 
+// Every reason a call asks, one per line, as text.
+function reasons(why) {
+  const list = el('ul', { class: 'reasons muted' });
+  for (const line of String(why || '').split('\n')) {
+    if (line.trim()) list.append(el('li', { text: line }));
+  }
+  return list;
+}
+
 const DECISIONS = {
   allow_once: 'Allow once',
   allow_for_thread: 'Allow for this thread',
@@ -734,8 +743,8 @@ function render(event) {
       }
       const card = add(attentionCard('Permission needed: ' + event.tool, 'permission'));
       card.bodyNode.append(
-        el('p', {}, el('code', { text: event.summary })),
-        el('p', { class: 'muted', text: event.why }),
+        el('p', {}, el('code', { class: 'whole', text: event.summary })),
+        reasons(event.why),
       );
       const buttons = el('div', { class: 'buttons' });
       for (const decision of event.decisions) {
@@ -990,8 +999,8 @@ function showDialog(waiting) {
     actions.append(later, dialogButton('Send answer', 'primary', send));
   } else if (waiting.kind === 'permission') {
     $('dialog-title').textContent = 'Allow ' + (waiting.tool || 'this call') + '?';
-    body.append(el('p', {}, el('code', { text: waiting.summary })));
-    if (waiting.why) body.append(el('p', { class: 'muted', text: waiting.why }));
+    body.append(el('p', {}, el('code', { class: 'whole', text: waiting.summary })));
+    if (waiting.why) body.append(reasons(waiting.why));
     if (waiting.arguments) {
       body.append(el('details', {}, el('summary', { text: 'Arguments' }), el('pre', { text: JSON.stringify(waiting.arguments, null, 2) })));
     }
