@@ -128,6 +128,11 @@ impl LocalSandboxConfig {
             .map(|r| NetRule::parse(r))
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad)?;
+        if !self.host_ports.is_empty() && network != Network::Proxied {
+            return Err(bad(
+                "host_ports shares ports through the sandbox's own network: it needs network = \"internet\" (with \"host\" the ports are there already)".into(),
+            ));
+        }
         for &port in &self.host_ports {
             if port == crate::sandbox::local::bwrap::PROXY_PORT || port == 0 {
                 return Err(bad(format!("host_ports cannot hold {port}")));
@@ -169,9 +174,18 @@ impl LocalSandboxConfig {
 }
 
 /// The local sandbox's settings: `[local_sandbox]`, with the host ports `COVE_HOST_PORTS`
-/// names (comma-separated) added.
+/// and the destinations `COVE_ALLOW_NET` name (comma-separated) added.
 pub fn local_settings(file: &FileConfig) -> Result<crate::sandbox::LocalSettings, ConfigError> {
     let mut config = file.local_sandbox.clone().unwrap_or_default();
+    if let Ok(allow) = std::env::var("COVE_ALLOW_NET") {
+        config.allow_net.extend(
+            allow
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_string),
+        );
+    }
     if let Ok(ports) = std::env::var("COVE_HOST_PORTS") {
         for port in ports.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             config.host_ports.push(port.parse().map_err(|_| {

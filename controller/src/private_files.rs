@@ -24,6 +24,26 @@ pub fn append(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Writes `bytes` to `path` whole or not at all (a file beside it, renamed over it), 0600.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        dir_all(parent)?;
+    }
+    let mut staged = path.as_os_str().to_owned();
+    staged.push(".new");
+    let staged = std::path::PathBuf::from(staged);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&staged)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&staged, path)
+}
+
 /// Takes group and other permissions off `path` if it has any; returns whether it had.
 pub fn tighten(path: &Path, mode: u32) -> io::Result<bool> {
     let meta = std::fs::metadata(path)?;

@@ -31,7 +31,7 @@ pub fn project_settings(dir: &Path) -> Option<ProjectSettings> {
         .map(|f| dir.join(f))
         .filter(|f| f.is_file())
         .collect();
-    collect(&dir.join(PROJECT_SKILLS), &mut files);
+    collect(&dir.join(PROJECT_SKILLS), &mut files, 0);
     if files.is_empty() {
         return None;
     }
@@ -70,16 +70,18 @@ pub fn project_settings(dir: &Path) -> Option<ProjectSettings> {
     })
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file below `dir`, links followed as the skills' reader follows them (a link to
+/// a folder elsewhere is part of what is trusted), at most 8 folders deep.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => collect(&path, out),
-            Ok(t) if t.is_file() => out.push(path),
-            _ => {}
+        if path.is_dir() && depth < 8 {
+            collect(&path, out, depth + 1);
+        } else if path.is_file() {
+            out.push(path);
         }
     }
 }
@@ -105,29 +107,13 @@ pub fn is_trusted(settings: &ProjectSettings, store: &Path) -> bool {
 
 /// Remembers that the user trusts these settings (as they are now).
 pub fn remember(settings: &ProjectSettings, store: &Path) -> std::io::Result<()> {
-    use std::io::Write;
     let mut trusted = read_store(store);
     trusted.insert(
         settings.dir.to_string_lossy().into_owned(),
         settings.digest.clone(),
     );
-    if let Some(parent) = store.parent() {
-        crate::private_files::dir_all(parent)?;
-    }
     let text = serde_json::to_string_pretty(&trusted).map_err(std::io::Error::other)?;
-    let staged = store.with_extension("json.new");
-    let mut file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&staged)?
-    };
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    std::fs::rename(&staged, store)
+    crate::private_files::write_atomically(store, text.as_bytes())
 }
 
 /// Variables that are Cove's own secrets: a project's settings never get them, whatever
@@ -168,6 +154,19 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&store).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A skill that is a link to a folder elsewhere counts as the folder's own.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("SKILL.md"), "---\nname: l\n---\n").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".cove/skills/l")).unwrap();
+        let linked = project_settings(dir.path()).unwrap();
+        assert!(
+            linked
+                .files
+                .contains(&".cove/skills/l/SKILL.md".to_string()),
+            "{linked:?}"
+        );
+        assert!(!is_trusted(&linked, &store));
+        remember(&linked, &store).unwrap();
         // A skill changed after the trust was given: asked again.
         std::fs::write(
             dir.path().join(".cove/skills/s/SKILL.md"),

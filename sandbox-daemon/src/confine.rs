@@ -40,6 +40,11 @@ pub enum ConfineError {
 /// Restricts this process and its future children: writes only under `writable`, and the
 /// system calls of [`refused_calls`] refused. Call before any other thread starts.
 pub fn confine(writable: &[PathBuf]) -> Result<Confined, ConfineError> {
+    // The agent's processes run as coved's user: without this they could read coved's
+    // environment and memory (its token) and attach to it (its listening socket, which is
+    // of the network outside). Its children are dumpable again once they exec.
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| ConfineError::Seccomp(format!("cannot make coved undumpable: {e}")))?;
     let landlock = restrict_files(writable)?;
     let refused = refused_calls();
     let syscalls_refused = refused.len() + 1;
@@ -135,10 +140,16 @@ pub fn refused_calls() -> BTreeMap<i64, Vec<SeccompRule>> {
     for call in [libc::SYS_clone, libc::SYS_unshare] {
         rules.insert(call, flag_rules(0, new_namespaces));
     }
-    // Typing into the terminal another process reads.
+    // Typing into the terminal another process reads; compared on 32 bits, as the kernel
+    // reads the command (high bits set would slip past a 64-bit comparison).
     rules.insert(
         libc::SYS_ioctl,
-        condition(1, SeccompCmpOp::Eq, libc::TIOCSTI),
+        condition(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::from(libc::TIOCSTI as u32),
+        ),
     );
     rules
 }
@@ -148,12 +159,19 @@ fn flag_rules(arg: u8, flags: u64) -> Vec<SeccompRule> {
     (0..64)
         .map(|bit| 1u64 << bit)
         .filter(|bit| flags & bit != 0)
-        .flat_map(|bit| condition(arg, SeccompCmpOp::MaskedEq(bit), bit))
+        .flat_map(|bit| {
+            condition(
+                arg,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )
+        })
         .collect()
 }
 
-fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Vec<SeccompRule> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value)
+fn condition(arg: u8, len: SeccompCmpArgLen, op: SeccompCmpOp, value: u64) -> Vec<SeccompRule> {
+    SeccompCondition::new(arg, len, op, value)
         .and_then(|c| SeccompRule::new(vec![c]))
         .into_iter()
         .collect()

@@ -30,6 +30,8 @@ pub async fn open(socket: &Path, doors: &[(u16, Door)]) -> std::io::Result<()> {
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
+                    // Out of descriptors, say: a moment before trying again, not a spin.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 };
                 let socket = socket.clone();
@@ -68,8 +70,12 @@ async fn relay(mut inside: TcpStream, socket: &PathBuf, door: Door) -> std::io::
                 status.trim()
             )));
         }
-        // Nothing comes after the head before the client speaks.
+        // What the service said first (a greeting) may have come with the head.
+        let early = reader.buffer().to_vec();
         outside = reader.into_inner();
+        if !early.is_empty() {
+            inside.write_all(&early).await?;
+        }
     }
     tokio::io::copy_bidirectional(&mut inside, &mut outside).await?;
     Ok(())

@@ -414,7 +414,15 @@ pub(super) async fn prepare(
         .await
         .map(|i| i.workspace)
         .unwrap_or_else(|_| "/workspace".into());
-    let walled = !matches!(sandbox.spec, SandboxSpec::Host { .. });
+    // A local sandbox on this machine's network reaches its loopback services: its walls
+    // stop short, and auto asks as it does with none.
+    let walled = match sandbox.spec {
+        SandboxSpec::Host { .. } => false,
+        SandboxSpec::Local { .. } => {
+            inv.local.network != crate::sandbox::local::bwrap::Network::Host
+        }
+        _ => true,
+    };
     let config = match agent_config(inv, &model, mode, flags, workspace_label) {
         Ok(config) => config.plan_first(plan_first).walls(walled),
         Err(e) => {

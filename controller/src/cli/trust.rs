@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Invocation;
 use crate::mcp::Transport;
@@ -15,11 +15,22 @@ pub(super) fn project_dir() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }
 
-/// Whether this process uses the current folder's settings (decided once, asked at most
-/// once).
+/// Set by `cove serve`: its runs never ask at the terminal it was started from (a run would
+/// hold the server until someone answered there).
+static NEVER_ASK: AtomicBool = AtomicBool::new(false);
+/// Set once the person said no: not asked again in this process.
+static DECLINED: AtomicBool = AtomicBool::new(false);
+
+/// Runs of this process never ask whether to trust the folder.
+pub(super) fn never_ask() {
+    NEVER_ASK.store(true, Ordering::SeqCst);
+}
+
+/// Whether this run uses the current folder's settings, as they are now (checked at every
+/// run: settings changed since they were trusted are not).
 pub(super) fn project_trusted(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
-    static DECIDED: OnceLock<bool> = OnceLock::new();
-    *DECIDED.get_or_init(|| decide(inv, trust_flag, may_ask))
+    let may_ask = may_ask && !NEVER_ASK.load(Ordering::SeqCst) && !DECLINED.load(Ordering::SeqCst);
+    decide(inv, trust_flag, may_ask)
 }
 
 fn decide(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
@@ -32,6 +43,9 @@ fn decide(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
     }
     let yes = trust_flag
         || (may_ask && !inv.printer.json() && std::io::stdin().is_terminal() && ask(&settings));
+    if !yes && may_ask {
+        DECLINED.store(true, Ordering::SeqCst);
+    }
     if yes {
         if let Err(e) = trust::remember(&settings, &store) {
             inv.printer.note(&format!(

@@ -315,6 +315,13 @@ fn inherited_env() -> impl Iterator<Item = (String, String)> {
         "REQUESTS_CA_BUNDLE",
         "CURL_CA_BUNDLE",
         "PIP_CERT",
+        "ALL_PROXY",
+        "all_proxy",
+        // The user's desktop and agent, which servers that open windows or use keys reach.
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "SSH_AUTH_SOCK",
     ];
     NAMES
         .iter()

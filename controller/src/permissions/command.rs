@@ -515,6 +515,17 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
                 RiskKind::CannotTell,
                 format!("runs code it is given as text ({how}), which Cove cannot read"),
             );
+            // What it runs may reach the world: say so where walls would otherwise hold it.
+            let text = prog.args.join(" ");
+            if ["push", "publish", "upload", "deploy"]
+                .iter()
+                .any(|verb| text.contains(verb))
+            {
+                note(
+                    RiskKind::Publish,
+                    format!("may send work out of the sandbox from the text it runs ({how})"),
+                );
+            }
         }
         if prog.name == "alias" || prog.name == "function" {
             note(
@@ -839,6 +850,13 @@ mod tests {
         }
         let pushed = risks("git -c alias.p=push p", None, None);
         assert!(pushed.iter().any(Risk::crosses_walls), "{pushed:?}");
+        let hidden = risks("sh -c 'git push origin main'", None, None);
+        assert!(hidden.iter().any(Risk::crosses_walls), "{hidden:?}");
+        assert!(
+            !risks("python3 -c 'print(1)'", None, None)
+                .iter()
+                .any(Risk::crosses_walls)
+        );
         let folder = risks("rm -rf *", Some(Path::new("/workspace")), Some("/srv"));
         assert!(
             folder.iter().any(|r| r.kind == RiskKind::Outside),

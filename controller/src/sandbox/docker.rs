@@ -57,7 +57,9 @@ pub enum DockerError {
     )]
     NoImage { image: String },
     /// Pick another name, or remove the old sandbox.
-    #[error("a container named {name} already exists: pick another name or `cove sandbox rm`")]
+    #[error(
+        "a container or network named {name} already exists: pick another name or `cove sandbox rm`"
+    )]
     Conflict { name: String },
     /// The container is gone (removed outside Cove).
     #[error("Docker has no container {0}")]
@@ -437,9 +439,30 @@ impl Docker {
         };
         match self.client().await?.create_network(request).await {
             Ok(_) => Ok(()),
+            // There already: Cove's own for this sandbox (a create that failed half-way),
+            // or someone else's, which the sandbox does not join.
             Err(BollardError::DockerResponseServerError {
                 status_code: 409, ..
-            }) => Ok(()),
+            }) => {
+                let existing = self
+                    .client()
+                    .await?
+                    .inspect_network(&network_name(name), None)
+                    .await
+                    .map_err(|e| self.failed(e, || DockerError::NotFound(network_name(name))))?;
+                let ours = existing
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(LABEL))
+                    .is_some_and(|n| n == name);
+                if ours {
+                    Ok(())
+                } else {
+                    Err(DockerError::Conflict {
+                        name: network_name(name),
+                    })
+                }
+            }
             // An engine without the networks API: the container's creation, which names
             // the network, says whether it can do without.
             Err(BollardError::DockerResponseServerError {

@@ -48,7 +48,7 @@ async fn the_agents_shell_reads_no_secret_of_the_controller_anywhere() {
     // process's environment and command line it can see.
     let out = exec(
         &cove,
-        "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done 2>/dev/null; echo DONE",
+        "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done 2>/dev/null; cat /proc/$(pgrep -xo coved)/environ >/dev/null 2>&1 && echo COVED-READABLE; echo DONE",
         SECRETS,
     )
     .await;
@@ -56,6 +56,9 @@ async fn the_agents_shell_reads_no_secret_of_the_controller_anywhere() {
     assert!(seen.contains("DONE"), "{}", explain(&out));
     // Only what the sandbox is given by name: a new HOME, the proxy.
     assert!(seen.contains("HOME=/home/agent"), "{seen}");
+    // coved's own environment (its token) is closed to the agent's processes.
+    assert!(!seen.contains("COVED-READABLE"), "{seen}");
+    assert!(!seen.contains("COVE_TOKEN="), "{seen}");
     for (name, value) in SECRETS {
         assert!(!seen.contains(value), "{name} reached the sandbox:\n{seen}");
     }
@@ -160,7 +163,12 @@ node -e 'console.log("NODE-OK")'
 
 /// A service on this machine's loopback, answering every connection with `body`.
 fn loopback_service(body: &'static str) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    service_on("127.0.0.1", body)
+}
+
+/// A service on `ip`, answering every connection with `body` (as HTTP).
+fn service_on(ip: &str, body: &'static str) -> u16 {
+    let listener = TcpListener::bind((ip, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -202,6 +210,22 @@ echo END"
     assert!(seen.contains("169.254.169.254:80 is link-local"), "{seen}");
     assert!(seen.contains("10.0.0.1:80 is a private network"), "{seen}");
 
+    // Nor its services on its own network address (a public one, on a server).
+    let own = cove_harness::site::network_address().unwrap();
+    let on_all = service_on("0.0.0.0", "on-every-address");
+    let out = exec(
+        &cove,
+        &format!("curl -s -m 5 -x http://127.0.0.1:3128 http://{own}:{on_all}/; echo END"),
+        &[],
+    )
+    .await;
+    let seen = stdout(&out);
+    assert!(!seen.contains("on-every-address"), "{seen}");
+    assert!(
+        seen.contains("one of this machine's own addresses"),
+        "{seen}"
+    );
+
     // Shared by the user, the port is the sandbox's own 127.0.0.1:PORT.
     cove.share_port(port);
     let out = exec(
@@ -211,6 +235,30 @@ echo END"
     )
     .await;
     assert_eq!(stdout(&out), "host-database-answer", "{}", explain(&out));
+
+    // A service that speaks first (a database's greeting) is heard whole.
+    let greeter = TcpListener::bind("127.0.0.1:0").unwrap();
+    let greeter_port = greeter.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in greeter.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.write_all(b"220 greetings from the host\r\n");
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    });
+    cove.share_port(greeter_port);
+    let out = exec(
+        &cove,
+        &format!("exec 3<>/dev/tcp/127.0.0.1/{greeter_port}; timeout 5 head -c 27 <&3"),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        stdout(&out),
+        "220 greetings from the host",
+        "{}",
+        explain(&out)
+    );
 }
 
 #[tokio::test]
@@ -254,6 +302,20 @@ async fn without_walls_the_sandbox_is_named_host_and_warns_on_every_run() {
         .await
         .unwrap();
     assert!(!stdout(&out).contains("sk-or-canary"), "{}", explain(&out));
+}
+
+#[tokio::test]
+async fn a_workspace_that_holds_the_users_home_is_refused() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let home = cove.home.path().to_str().unwrap().to_string();
+    let out = cove
+        .command(&["exec", "touch ~/.bashrc-was-here", "--workspace", &home])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success(), "{}", explain(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use a folder inside it"), "{err}");
 }
 
 #[tokio::test]

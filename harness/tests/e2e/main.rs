@@ -666,17 +666,11 @@ async fn errors_a_user_can_act_on_are_one_clear_line() {
         .unwrap();
     let url = format!("http://{closed}");
     let unreachable = cove
-        .run(&[
-            "run",
-            "hi",
-            "--model",
-            "openai/x",
-            "--sandbox",
-            &url,
-            "--sandbox-token",
-            "t",
-        ])
-        .await;
+        .command(&["run", "hi", "--model", "openai/x", "--sandbox", &url])
+        .env("COVE_SANDBOX_TOKEN", "t")
+        .output()
+        .await
+        .unwrap();
     assert_eq!(unreachable.status.code(), Some(7), "try again later");
     let err = String::from_utf8_lossy(&unreachable.stderr);
     assert!(

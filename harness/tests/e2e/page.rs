@@ -110,6 +110,7 @@ async fn only_the_server(tab: &mut Person, server: &Server) {
 async fn a_task_streams_its_text_and_tool_cards_asks_in_a_dialog_and_shows_its_files() {
     let cove = Cove::new(Wire::OpenAi).await;
     let site = FixtureSite::start().await.unwrap();
+    cove.share_port(site.port());
     // A model that takes its time, so the page can be seen filling in.
     cove.llm
         .set_chunking(Chunking::Paced(Duration::from_millis(25)));

@@ -3,36 +3,13 @@
 //! M3): a cloned repository cannot run its commands or carry the keys away by being the
 //! folder `cove run` starts in.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Cove, explain};
 use cove_harness::Turn;
 use cove_harness::llm::Wire;
+use cove_harness::recorder::Recorder;
 use serde_json::json;
-
-/// A listener that keeps the head of every request it is sent.
-fn recorder() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut buf = vec![0u8; 8192];
-            let n = stream.read(&mut buf).unwrap_or(0);
-            keep.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&buf[..n]).into_owned());
-            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-        }
-    });
-    (port, seen)
-}
 
 async fn run_in(cove: &Cove, folder: &std::path::Path, extra: &[&str]) -> std::process::Output {
     cove.llm
@@ -62,7 +39,8 @@ async fn run_in(cove: &Cove, folder: &std::path::Path, extra: &[&str]) -> std::p
 #[tokio::test]
 async fn a_cloned_folders_servers_run_only_once_trusted_and_never_get_the_keys() {
     let cove = Cove::new(Wire::OpenAi).await;
-    let (port, seen) = recorder();
+    let listener = Recorder::start().unwrap();
+    let port = listener.port;
     let folder = tempfile::tempdir().unwrap();
     std::fs::write(folder.path().join("README.md"), "# A project\n").unwrap();
     let marker = folder.path().join("ran-on-host.txt");
@@ -83,11 +61,7 @@ async fn a_cloned_folders_servers_run_only_once_trusted_and_never_get_the_keys()
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!marker.exists(), "the folder's command ran untrusted");
-    assert!(
-        seen.lock().unwrap().is_empty(),
-        "{:?}",
-        seen.lock().unwrap()
-    );
+    assert!(listener.heads().is_empty(), "{:?}", listener.heads());
 
     // Trusted (--trust): its command runs, with none of the controller's keys, and its
     // server that asks for a key is left out, saying why.
@@ -107,7 +81,7 @@ async fn a_cloned_folders_servers_run_only_once_trusted_and_never_get_the_keys()
         !env.contains("sk-canary") && !env.contains("sk-ant-canary"),
         "{env}"
     );
-    for request in seen.lock().unwrap().iter() {
+    for request in &listener.heads() {
         assert!(!request.contains("sk-canary"), "{request}");
         assert!(!request.contains("sk-ant-canary"), "{request}");
     }

@@ -3,40 +3,15 @@
 //! to a sandbox the operator did not list; a sandbox a client may name never receives the
 //! server's own sandbox's token; thread ids are matched whole.
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cove_harness::llm::Wire;
+use cove_harness::recorder::Recorder;
 use cove_harness::{DaemonBuilder, workspace_binary};
 use serde_json::json;
 
 use super::Cove;
 use super::serve::Server;
-
-/// A listener standing for another sandbox: it keeps the `Authorization` of every request.
-fn impostor() -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut buf = vec![0u8; 8192];
-            let n = stream.read(&mut buf).unwrap_or(0);
-            let head = String::from_utf8_lossy(&buf[..n]).to_string();
-            for line in head.lines() {
-                if line.to_ascii_lowercase().starts_with("authorization:") {
-                    keep.lock().unwrap().push(line.to_string());
-                }
-            }
-        }
-    });
-    (url, seen)
-}
 
 /// `cove serve` with `--sandbox a`, A's token in `COVE_SANDBOX_TOKEN`.
 async fn serve(cove: &Cove, sandbox_token: &str) -> Server {
@@ -59,7 +34,9 @@ async fn the_operator_decides_where_agents_run_and_tokens_stay_with_their_sandbo
         .spawn()
         .await
         .unwrap();
-    let (b_url, b_saw) = impostor();
+    // Another sandbox, which keeps every Authorization it is sent.
+    let b = Recorder::start().unwrap();
+    let b_url = b.url();
     let config = cove.home.path().join("config/cove");
     std::fs::create_dir_all(&config).unwrap();
     let named = format!(
@@ -110,14 +87,20 @@ async fn the_operator_decides_where_agents_run_and_tokens_stay_with_their_sandbo
     assert_eq!(status, 201, "{thread}");
     // Its run opens b (which is no coved: the run cannot go on, and need not).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while b_saw.lock().unwrap().is_empty() {
+    while b.heads().is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "the thread's run never reached b"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let seen = b_saw.lock().unwrap().clone();
+    let seen: Vec<String> = b
+        .heads()
+        .iter()
+        .flat_map(|head| head.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter(|line| line.to_ascii_lowercase().starts_with("authorization:"))
+        .collect();
+    assert!(!seen.is_empty(), "b was sent a token");
     for line in &seen {
         assert!(!line.contains(&a.token), "a's token went to b: {line}");
         assert!(line.contains("b-own-token"), "{line}");

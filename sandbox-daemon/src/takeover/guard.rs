@@ -1,7 +1,8 @@
 //! While a person has the browser, every request their tab makes is checked before it is
 //! sent: an address they type, a link they follow, a redirect, a form, and what a page's
 //! scripts fetch (other sites than the page's own are checked; the browser keeps no
-//! back/forward cache, so Back asks again too). Each must be one
+//! back/forward cache, so Back asks again too). WebSocket connections are not seen by the
+//! browser's request interception, and so not checked. Each must be one
 //! [`reach::person_may_load`] allows; anything else fails with the browser's "access denied"
 //! page. The active tab is covered from the moment it becomes active; one that was already
 //! showing the sandbox itself by then (a popup a click opened) is emptied.
@@ -82,14 +83,18 @@ impl Guard {
                     }
                     verdict.is_ok()
                 };
-                if allowed {
-                    if document {
-                        shown_site = site;
-                    }
-                    takeover_tab::let_through(&tab, event.request_id.clone(), LIMIT).await;
-                } else {
-                    takeover_tab::refuse_navigation(&tab, event.request_id.clone(), LIMIT).await;
+                if allowed && document {
+                    shown_site = site;
                 }
+                // Answered on the side: a page's requests do not wait on each other's answers.
+                let (tab, request) = (tab.clone(), event.request_id.clone());
+                tokio::spawn(async move {
+                    if allowed {
+                        takeover_tab::let_through(&tab, request, LIMIT).await;
+                    } else {
+                        takeover_tab::refuse_navigation(&tab, request, LIMIT).await;
+                    }
+                });
             }
         });
         self.covered

@@ -31,6 +31,10 @@ const DEADLINE: Duration = Duration::from_secs(45);
 const STACK_BYTES: usize = 64 << 20;
 /// Bytes of a failed reader's stderr kept to say why it failed.
 const STDERR_KEPT: usize = 4096;
+/// Characters of text a reader gives for one page (past it the rest is cut, and said).
+pub const MAX_TEXT_CHARS: usize = 8 << 20;
+/// Bytes of a reader's answer read at most (its text, as JSON).
+const MAX_ANSWER_BYTES: u64 = 64 << 20;
 
 /// What a page is and how to read it, as the child is told on its command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -124,10 +128,9 @@ impl Reader {
                 FetchFormat::Text => "text",
                 FetchFormat::Html => "html",
             })
-            .arg("--url")
-            .arg(&args.url)
-            .arg("--content-type")
-            .arg(&args.content_type)
+            // `=`: a value the page's server chose may start with a dash.
+            .arg(format!("--url={}", args.url))
+            .arg(format!("--content-type={}", args.content_type))
             .env_remove("COVE_TOKEN")
             .env_remove("COVE_TOKEN_FILE")
             .env("COVED_LOG", "off")
@@ -142,11 +145,10 @@ impl Reader {
             .spawn()
             .map_err(|e| WebError::Internal(format!("cannot start a page reader: {e}")))?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
-        if let Some(pid) = pid {
-            self.registry.register(pid);
-        }
+        // Handed back to the reaper however this ends (a fetch given up included).
+        let _owned = pid.map(|pid| Owned::new(&self.registry, pid));
         let outcome = tokio::time::timeout(DEADLINE, talk(&mut child, page)).await;
-        let result = match outcome {
+        match outcome {
             Ok(Ok((status, stdout, stderr))) => judge(&args.url, status, &stdout, &stderr),
             Ok(Err(e)) => Err(WebError::Internal(format!(
                 "cannot talk to the page reader: {e}"
@@ -158,11 +160,26 @@ impl Reader {
                     &format!("reading it took over {} s", DEADLINE.as_secs()),
                 ))
             }
-        };
-        if let Some(pid) = pid {
-            self.registry.unregister(pid);
         }
-        result
+    }
+}
+
+/// A child the reaper leaves to its waiter while this lives.
+struct Owned<'a> {
+    registry: &'a ChildRegistry,
+    pid: i32,
+}
+
+impl<'a> Owned<'a> {
+    fn new(registry: &'a ChildRegistry, pid: i32) -> Owned<'a> {
+        registry.register(pid);
+        Owned { registry, pid }
+    }
+}
+
+impl Drop for Owned<'_> {
+    fn drop(&mut self) {
+        self.registry.unregister(self.pid);
     }
 }
 
@@ -183,8 +200,8 @@ async fn talk(
     };
     let out = async move {
         let mut buf = Vec::new();
-        if let Some(stdout) = stdout.as_mut() {
-            stdout.read_to_end(&mut buf).await?;
+        if let Some(stdout) = stdout.take() {
+            stdout.take(MAX_ANSWER_BYTES).read_to_end(&mut buf).await?;
         }
         Ok::<_, std::io::Error>(buf)
     };
@@ -293,6 +310,19 @@ fn limit_self() {
 }
 
 fn read_here(args: &ReadArgs, page: Vec<u8>) -> Answer {
+    let mut answer = read_whole(args, page);
+    if let Answer::Read { content, .. } = &mut answer
+        && let Some((cut, _)) = content.char_indices().nth(MAX_TEXT_CHARS)
+    {
+        content.truncate(cut);
+        content.push_str(&format!(
+            "\n\n[the text goes on: coved gives the first {MAX_TEXT_CHARS} characters of a page]"
+        ));
+    }
+    answer
+}
+
+fn read_whole(args: &ReadArgs, page: Vec<u8>) -> Answer {
     match args.kind {
         PageKind::Pdf => match pdf::text(&page, &args.url) {
             Ok(text) => Answer::Read {

@@ -230,18 +230,23 @@ impl ServeState {
 
     /// Whether a client may name `choice` for its thread: only what `[serve] sandboxes`
     /// lists (the operator decides where agents run).
+    /// `host` (no walls) only when listed by that very name: no pattern admits it.
     pub(super) fn may_choose(&self, choice: &str) -> bool {
         self.inv.file.serve.as_ref().is_some_and(|serve| {
-            serve
-                .sandboxes
-                .iter()
-                .any(|pattern| crate::permissions::glob::Glob::new(pattern).matches(choice))
+            serve.sandboxes.iter().any(|pattern| {
+                if choice == "host" {
+                    pattern == "host"
+                } else {
+                    crate::permissions::glob::Glob::new(pattern).matches(choice)
+                }
+            })
         })
     }
 }
 
 /// `cove serve`.
 pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, CliError> {
+    super::trust::never_ask();
     if let Some(token) = &args.token
         && token.len() < 32
     {

@@ -70,6 +70,29 @@ pub const USER_SECRETS: &[&str] = &[
     ".local/share/keyrings",
     ".password-store",
     ".vault-token",
+    // What Cove and other agent hosts run or put in prompts: an agent that wrote them would
+    // run its commands on this machine, unwalled, the next time.
+    ".config/Claude",
+    ".claude",
+    ".claude.json",
+    ".workany",
+    ".cursor",
+    ".codex",
+];
+/// Files a shell or git runs on this machine later, kept read-only wherever the sandbox
+/// could otherwise write them (a folder the user shares writable, the workspace's own
+/// `.git/hooks`).
+pub const RUN_LATER: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".gitconfig",
+    ".config/git",
+    ".git/hooks",
 ];
 
 /// What the sandbox's network is.
@@ -150,17 +173,28 @@ impl Layout {
             a.path2("--bind", path, path);
         }
         a.path2("--bind", &self.workspace, &self.workspace);
-        // Last, so nothing bound above shows what they cover.
-        let shown: Vec<&Path> = SYSTEM
+        // Last, so nothing bound above shows what they cover. Paths are compared as they
+        // resolve (a link to `~/.ssh` hides what it points at).
+        let shown: Vec<PathBuf> = SYSTEM
             .iter()
-            .map(Path::new)
-            .chain(self.read_only.iter().map(PathBuf::as_path))
-            .chain(self.writable.iter().map(PathBuf::as_path))
-            .chain([self.workspace.as_path()])
+            .map(PathBuf::from)
+            .chain(self.read_only.iter().cloned())
+            .chain(self.writable.iter().cloned())
+            .chain([self.workspace.clone()])
+            .map(|p| resolved(&p))
             .collect();
         for hidden in &self.hidden {
+            let hidden = resolved(hidden);
             if shown.iter().any(|s| hidden.starts_with(s)) {
-                a.mask(hidden);
+                a.mask(&hidden);
+            }
+        }
+        for dir in self.writable.iter().chain([&self.workspace]) {
+            for later in RUN_LATER {
+                let path = resolved(&dir.join(later));
+                if path.exists() {
+                    a.path2("--ro-bind", &path, &path);
+                }
             }
         }
         a.flags(&["--remount-ro", "/"]);
@@ -170,6 +204,28 @@ impl Layout {
         a.args.extend(command.iter().cloned());
         a.args
     }
+}
+
+/// `path` with its links followed, as far as it exists.
+fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Why `workspace` cannot be a sandbox's: it holds the user's home folder or Cove's own
+/// data, whose secrets and startup files a writable bind would hand over.
+pub fn unfit_workspace(workspace: &Path, guarded: &[PathBuf]) -> Option<String> {
+    let workspace = resolved(workspace);
+    guarded
+        .iter()
+        .map(|g| resolved(g))
+        .find(|g| g.starts_with(&workspace))
+        .map(|g| {
+            format!(
+                "the workspace {} holds {}: the agent would write there (keys, startup files, Cove's own store); use a folder inside it",
+                workspace.display(),
+                g.display()
+            )
+        })
 }
 
 #[derive(Default)]
@@ -244,6 +300,31 @@ mod tests {
         assert!(args.contains("--unshare-net"));
         assert!(args.ends_with("-- coved"), "{args}");
         assert!(args.contains(&format!("--chdir {ws} --")), "{args}");
+    }
+
+    #[test]
+    fn a_workspace_that_holds_the_home_folder_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home/me");
+        std::fs::create_dir_all(home.join("project")).unwrap();
+        let guarded = vec![home.clone()];
+        assert!(unfit_workspace(&home, &guarded).is_some());
+        assert!(unfit_workspace(&root.path().join("home"), &guarded).is_some());
+        assert!(unfit_workspace(&home.join("project"), &guarded).is_none());
+    }
+
+    #[test]
+    fn startup_files_in_a_shared_folder_stay_read_only() {
+        let root = tempfile::tempdir().unwrap();
+        let mut l = layout(root.path());
+        let shared = root.path().join("shared");
+        std::fs::create_dir_all(shared.join(".git/hooks")).unwrap();
+        std::fs::write(shared.join(".bashrc"), "").unwrap();
+        l.writable = vec![shared.clone()];
+        let args = text(&l.args(&[]));
+        let rc = resolved(&shared.join(".bashrc")).display().to_string();
+        assert!(args.contains(&format!("--ro-bind {rc} {rc}")), "{args}");
+        assert!(args.contains(".git/hooks"), "{args}");
     }
 
     #[test]

@@ -22,6 +22,9 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time a destination has to accept the connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Connections one sandbox keeps open at once through the proxy (each costs the controller
+/// two descriptors).
+const MAX_CONNECTIONS: usize = 256;
 
 /// The proxy, serving until dropped.
 #[derive(Debug)]
@@ -39,17 +42,30 @@ impl Egress {
     /// Listens on `socket` (created 0600 in a folder only this user reaches).
     pub fn start(socket: &Path, policy: NetPolicy) -> std::io::Result<Egress> {
         let listener = UnixListener::bind(socket)?;
-        let policy = Arc::new(policy);
+        let policy = Arc::new(policy.with_own_addresses(super::net_policy::own_addresses()));
+        let turns = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    // Out of descriptors, say: a moment before trying again, not a spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
                 let policy = policy.clone();
+                let Ok(turn) = turns.clone().try_acquire_owned() else {
+                    tokio::spawn(async move {
+                        let why = format!(
+                            "the sandbox has {MAX_CONNECTIONS} connections open through the proxy; close some"
+                        );
+                        let _ = answer(&mut stream, 503, "Service Unavailable", &why).await;
+                    });
+                    continue;
+                };
                 tokio::spawn(async move {
                     if let Err(e) = serve(stream, &policy).await {
                         tracing::debug!(error = %e, "sandbox egress connection ended");
                     }
+                    drop(turn);
                 });
             }
         });

@@ -159,6 +159,13 @@ impl LocalDaemon {
             }
             Isolation::Walled(settings) => {
                 let bwrap = probe::check()?;
+                let mut guarded = vec![crate::config::data_dir(), crate::config::config_dir()];
+                guarded.extend(std::env::var_os("HOME").map(PathBuf::from));
+                for shared in settings.writable.iter().chain([&workspace.to_path_buf()]) {
+                    if let Some(why) = bwrap::unfit_workspace(shared, &guarded) {
+                        return Err(SandboxError::Startup(why));
+                    }
+                }
                 let tmp = private_dir("cove-tmp-").map_err(|e| startup("cannot make /tmp", &e))?;
                 let home = env::home_for(workspace)
                     .map_err(|e| startup("cannot make the sandbox's home", &e))?;

@@ -183,6 +183,43 @@ fn not_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
 #[derive(Debug, Clone, Default)]
 pub struct NetPolicy {
     pub allow: Vec<NetRule>,
+    /// This machine's own addresses (a public one included): its services that listen on
+    /// every address are refused like its loopback's.
+    pub own: Vec<IpAddr>,
+}
+
+/// This machine's addresses, as the kernel lists them (`/proc/net/fib_trie` for IPv4,
+/// `/proc/net/if_inet6` for IPv6).
+pub fn own_addresses() -> Vec<IpAddr> {
+    let mut found = Vec::new();
+    if let Ok(trie) = std::fs::read_to_string("/proc/net/fib_trie") {
+        let mut last: Option<IpAddr> = None;
+        for line in trie.lines() {
+            let line = line.trim();
+            if let Some(addr) = line.strip_prefix("|-- ") {
+                last = addr.trim().parse().ok();
+            } else if line.contains("/32 host LOCAL")
+                && let Some(ip) = last
+                && !found.contains(&ip)
+            {
+                found.push(ip);
+            }
+        }
+    }
+    if let Ok(list) = std::fs::read_to_string("/proc/net/if_inet6") {
+        for line in list.lines() {
+            let Some(hex) = line.split_whitespace().next() else {
+                continue;
+            };
+            if let Ok(bits) = u128::from_str_radix(hex, 16) {
+                let ip = IpAddr::V6(Ipv6Addr::from(bits));
+                if !found.contains(&ip) {
+                    found.push(ip);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Why a destination is refused, said so the user can allow it.
@@ -210,7 +247,16 @@ impl Refused {
 impl NetPolicy {
     /// The policy of these allowances.
     pub fn new(allow: Vec<NetRule>) -> NetPolicy {
-        NetPolicy { allow }
+        NetPolicy {
+            allow,
+            own: Vec::new(),
+        }
+    }
+
+    /// The same, refusing this machine's addresses `own` too.
+    pub fn with_own_addresses(mut self, own: Vec<IpAddr>) -> NetPolicy {
+        self.own = own;
+        self
     }
 
     /// Of the addresses `host` resolved to, those the sandbox may connect to on `port`.
@@ -224,8 +270,15 @@ impl NetPolicy {
         let mut refusal = None;
         let mut allowed = Vec::new();
         for &ip in addrs {
-            let why = not_public(ip);
-            if named || why.is_none() || self.allow.iter().any(|r| r.matches_addr(ip, port)) {
+            let why = if self.own.contains(&ip) && !unmap(ip).is_loopback() {
+                Some("one of this machine's own addresses")
+            } else {
+                not_public(ip)
+            };
+            // A name the user allowed reaches what it resolves to, but never this machine's
+            // loopback (a name can be made to point there): host_ports shares that.
+            let by_name = named && !unmap(ip).is_loopback();
+            if by_name || why.is_none() || self.allow.iter().any(|r| r.matches_addr(ip, port)) {
                 allowed.push(SocketAddr::new(ip, port));
             } else if refusal.is_none() {
                 refusal = why;
@@ -340,6 +393,27 @@ mod tests {
                 .decide("corp.example", 443, &ips(&["192.168.5.5"]))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn this_machines_own_addresses_are_refused_and_named_rules_never_reach_loopback() {
+        let policy = NetPolicy::new(vec![NetRule::parse("api.example.com").unwrap()])
+            .with_own_addresses(ips(&["203.0.113.9", "127.0.0.1"]));
+        let refused = policy
+            .decide("me", 5432, &ips(&["203.0.113.9"]))
+            .unwrap_err();
+        assert!(refused.kind.contains("own addresses"), "{refused}");
+        assert!(
+            policy
+                .decide("api.example.com", 443, &ips(&["127.0.0.1"]))
+                .is_err()
+        );
+        assert!(
+            policy
+                .decide("api.example.com", 443, &ips(&["10.0.0.7"]))
+                .is_ok()
+        );
+        assert!(!own_addresses().is_empty(), "loopback at least");
     }
 
     #[test]

@@ -64,15 +64,10 @@ fn try_walls() -> Result<PathBuf, String> {
     }
     let said = String::from_utf8_lossy(&out.stderr);
     let first = said.lines().next().unwrap_or("no reason given").trim();
-    Err(
-        if said.contains("namespace") || said.contains("Operation not permitted") {
-            format!(
-                "the kernel does not let this user make namespaces ({first}); on Debian: sysctl kernel.unprivileged_userns_clone=1, on Ubuntu 24.04 an AppArmor profile for bwrap"
-            )
-        } else {
-            format!("bubblewrap failed: {first}")
-        },
-    )
+    let first = first.strip_prefix("bwrap: ").unwrap_or(first);
+    Err(format!(
+        "bubblewrap cannot make the sandbox's namespaces here ({first}); where the kernel forbids them to users: on Debian, sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04, an AppArmor profile for bwrap; inside a container, run Cove's sandboxes with Docker instead"
+    ))
 }
 
 /// coved's process inside the walls bwrap `pid` put up (bwrap, then its init, then
