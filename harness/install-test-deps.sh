@@ -3,7 +3,7 @@
 # browser tests (Python's documentation and jQuery UI's demos from Debian, Swagger UI from
 # npm), and MCP implementations written by others (the reference servers from npm and PyPI,
 # the official Python SDK), an OpenAPI validator and Kubernetes' schemas (PyPI), pinned,
-# and Debian's kubectl; and the sandbox image,
+# and Debian's kubectl and bubblewrap (the local sandbox's walls); and the sandbox image,
 # built by a real Docker engine (sandbox-image/build-test-image.sh starts one if none runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,10 @@ fi
 if ! command -v kubectl >/dev/null 2>&1; then
     # kubectl applies sandbox-image/k8s/*.yaml (dry run) against the fake API server.
     $sudo apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
+fi
+if ! command -v bwrap >/dev/null 2>&1; then
+    # The local sandbox's walls: every local sandbox of the tests runs in them.
+    $sudo apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
 fi
 if ! [ -x /bin/busybox ]; then
     # A POSIX shell without bash, for coved's sessions in images that have none.

@@ -988,6 +988,53 @@ mod tests {
         assert_eq!(claim.unwrap(), claim_manifest("sandbox-1", &plan, 10 << 30));
     }
 
+    /// The documents of a shipped manifest, as JSON.
+    fn manifest(text: &str) -> Vec<serde_json::Value> {
+        use serde::Deserialize;
+        yaml_serde::Deserializer::from_str(text)
+            .map(|d| serde_json::Value::deserialize(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_shipped_policy_keeps_sandboxes_from_the_metadata_service_and_the_cluster() {
+        let policy = &manifest(include_str!(
+            "../../../sandbox-image/k8s/networkpolicy.yaml"
+        ))[0];
+        let spec = &policy["spec"];
+        assert_eq!(
+            spec["policyTypes"],
+            serde_json::json!(["Ingress", "Egress"])
+        );
+        let egress = spec["egress"].as_array().unwrap();
+        // DNS, and the internet less what is not the internet.
+        assert_eq!(egress[0]["ports"][0]["port"], 53);
+        let v4 = &egress[1]["to"][0]["ipBlock"];
+        assert_eq!(v4["cidr"], "0.0.0.0/0");
+        let except: Vec<&str> = v4["except"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        for range in [
+            "169.254.0.0/16",
+            "10.0.0.0/8",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+        ] {
+            assert!(except.contains(&range), "{range} is reachable: {except:?}");
+        }
+        let namespace = manifest(include_str!("../../../sandbox-image/k8s/rbac.yaml"))
+            .into_iter()
+            .find(|d| d["kind"] == "Namespace")
+            .unwrap();
+        assert_eq!(
+            namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+            "restricted"
+        );
+    }
+
     #[tokio::test]
     async fn inside_a_cluster_coved_is_reached_at_the_pods_address() {
         let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
