@@ -139,6 +139,8 @@ async fn run(
             message = incoming.next() => {
                 let Some(message) = message else { return Ok(()) };
                 match message? {
+                    // A page of an older coved sent `null` after a press: nothing to do.
+                    Message::Text(body) if body.as_str().trim() == "null" => {}
                     Message::Text(body) => {
                         let parsed: Result<ViewerMessage, _> = serde_json::from_str(body.as_str());
                         match parsed {

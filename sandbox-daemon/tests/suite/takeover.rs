@@ -712,3 +712,60 @@ async fn typing_reaches_the_page_in_every_takeover_of_one_daemon() {
         .unwrap();
     }
 }
+
+/// Issue 30: a person clicks a button, waits, clicks a field where they saw it, and types:
+/// the field takes the typing. Where the view was is read once, before the clicks, as a
+/// person aims at what they see: nothing the page shows meanwhile (a message in its status
+/// line) may move the view under their pointer, and nothing it sends is refused.
+#[tokio::test]
+async fn a_click_on_a_field_then_typing_reaches_it() {
+    let (daemon, site) = setup(&[]).await;
+    let c = daemon.client.clone();
+    open_fixture(&c, &site).await;
+    let grant = start(&c, "Fill in the name").await;
+    let viewer = Viewer::open(&grant.url, 1300, 800)
+        .await
+        .expect("viewer opens");
+    viewer
+        .wait_until(
+            "Number(document.getElementById('view').dataset.frames || 0) > 0 && document.getElementById('view').dataset.role === 'control'",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    let button = viewer.live_point(800.0, 350.0, VW, VH).await.unwrap();
+    let field = viewer.live_point(300.0, 120.0, VW, VH).await.unwrap();
+    let status = "document.getElementById('status').textContent";
+    for round in 1..=3 {
+        viewer.click(button.0, button.1).await.unwrap();
+        site.wait_for_report(|r| r["click"] == "b")
+            .await
+            .expect("the button was clicked");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        viewer.click(field.0, field.1).await.unwrap();
+        let typed = format!("cove{round}");
+        // Select what an earlier round typed, then type over it.
+        viewer.key("a", "KeyA", 65, None, 2).await.unwrap();
+        viewer.type_text(&typed).await.unwrap();
+        let landed = site.wait_for_report(|r| r["value"] == typed.as_str()).await;
+        let shown = viewer.eval(status).await.unwrap();
+        assert!(
+            landed.is_some(),
+            "round {round}: the typing reached the field; reports: {:?}; status {shown}",
+            site.reports()
+        );
+        assert!(
+            !shown.as_str().unwrap_or("").contains("did not understand"),
+            "{shown}"
+        );
+    }
+    // However long a message, the view stays where it was.
+    let before = viewer.live_point(0.0, 0.0, VW, VH).await.unwrap();
+    viewer
+        .eval("document.getElementById('status').textContent = 'a message long enough to need several lines of the header, '.repeat(8); true")
+        .await
+        .unwrap();
+    let after = viewer.live_point(0.0, 0.0, VW, VH).await.unwrap();
+    assert_eq!(before, after, "the live view moved when the status changed");
+    viewer.close().await;
+}
