@@ -12,7 +12,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 use super::events::Emitter;
-use super::permission::Gate;
+use super::permission::{Gate, NotRun};
 use super::prompt::ToolMode;
 use super::xml::{XmlEvent, XmlParser};
 use crate::llm::retry::RetryPolicy;
@@ -85,6 +85,8 @@ pub struct Executor {
     gate: Option<Arc<Gate>>,
     /// The latest execution, which a sequential one waits for.
     previous: Option<Execution>,
+    /// Set once a call is held for permission: the sequential calls after it do not run.
+    held: Arc<std::sync::atomic::AtomicBool>,
     /// Executions of earlier attempts at this answer, by call: a retried stream that repeats
     /// a call reuses its execution instead of running it twice.
     earlier: HashMap<String, Vec<Execution>>,
@@ -114,6 +116,7 @@ impl Executor {
             parallel,
             gate,
             previous: None,
+            held: Arc::default(),
             earlier: HashMap::new(),
             current: HashMap::new(),
         }
@@ -164,15 +167,32 @@ impl Executor {
         let tool = name.clone();
         let args_for_run = arguments.clone();
         let gate = self.gate.clone();
+        let held = self.held.clone();
         let task = tokio::spawn(async move {
             if let Some(previous) = previous {
                 previous.await;
+                // Set before the held call's execution ended, so seen here.
+                if held.load(std::sync::atomic::Ordering::Acquire) {
+                    let skipped = ToolResult::error(
+                        "Not run: an earlier call of this answer waits for the user's permission, and calls run one after another. Make this call again once that one has run.",
+                    );
+                    announce_end(&emitter, call_id, tool, &skipped);
+                    return skipped;
+                }
             }
-            if let (Some(gate), Some(def), Ok(args)) = (&gate, &def, &args_for_run)
-                && let Err(refused) = gate.pass(&call_id, &tool, &def.policy_name(), args).await
-            {
-                announce_end(&emitter, call_id, tool, &refused);
-                return refused;
+            if let (Some(gate), Some(def), Ok(args)) = (&gate, &def, &args_for_run) {
+                match gate.pass(&call_id, &tool, &def.policy_name(), args).await {
+                    Ok(()) => {}
+                    Err(NotRun::Refused(refused)) => {
+                        announce_end(&emitter, call_id, tool, &refused);
+                        return refused;
+                    }
+                    // Its permission request says what became of it.
+                    Err(NotRun::Held(waits)) => {
+                        held.store(true, std::sync::atomic::Ordering::Release);
+                        return waits;
+                    }
+                }
             }
             run_announced(&emitter, def.as_ref(), &env, call_id, tool, args_for_run).await
         });

@@ -38,6 +38,8 @@ pub struct AgentConfig {
     pub(crate) permissions: Option<Policy>,
     /// The user approves a plan before the agent changes anything.
     pub(crate) plan_first: bool,
+    /// No one can answer a permission request while the run goes on: the run pauses on it.
+    pub(crate) pause_for_permission: bool,
     /// How long the first model call waits for MCP servers still starting (the later ones
     /// join as they come up).
     pub(crate) mcp_first_call_wait: std::time::Duration,
@@ -77,6 +79,7 @@ impl AgentConfig {
             context: ContextSettings::default(),
             permissions: None,
             plan_first: false,
+            pause_for_permission: false,
             mcp_first_call_wait: DEFAULT_MCP_FIRST_CALL_WAIT,
         }
     }
@@ -166,6 +169,15 @@ impl AgentConfig {
     /// anything: until then calls that change something are refused.
     pub fn plan_first(mut self, plan_first: bool) -> Self {
         self.plan_first = plan_first;
+        self
+    }
+
+    /// Whether a call that needs the user's permission pauses the run (once the answer's
+    /// other calls are done; `RunOutcome::Paused` with `PauseKind::Permission`) instead of
+    /// waiting in it: for callers with no one to answer while the run goes on. The request
+    /// stays open; the next run of the thread applies its decision.
+    pub fn pause_for_permission(mut self, pause: bool) -> Self {
+        self.pause_for_permission = pause;
         self
     }
 }

@@ -1,6 +1,8 @@
 //! The permission gate a tool call passes before it runs: the policy allows it, refuses it,
 //! or asks the user, and then the call waits, stored, for their decision from the run's
-//! handle or from any process on the database. Other calls of the same answer go on.
+//! handle or from any process on the database. Other calls of the same answer go on. When
+//! no one can answer during the run, the call is held instead: the run pauses once the
+//! answer's other calls are done, and the next run applies the decision.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +14,7 @@ use super::events::Emitter;
 use super::handle::RunControl;
 use crate::permissions::{self, Effect, Policy, Verdict};
 use crate::store::{Decision, NewRequest, Request, RequestKind, Store};
-use crate::tools::ToolResult;
+use crate::tools::{Control, ToolResult};
 use cove_protocol::plan::PlanStatus;
 
 /// How often a waiting call looks in the store for a decision given by another process (one
@@ -38,6 +40,21 @@ pub(crate) struct Gate {
     pub run_id: String,
     pub control: Arc<RunControl>,
     pub emitter: Arc<Emitter>,
+    /// Requests are not waited for but held: no one can answer during the run.
+    pub hold: bool,
+}
+
+/// Why a call did not run.
+#[derive(Debug)]
+pub(crate) enum NotRun {
+    /// The policy, the plan or the user refused it: the model reads this result.
+    Refused(ToolResult),
+    /// It waits for a decision no one can give during this run; the run pauses.
+    Held(ToolResult),
+}
+
+fn refused(result: ToolResult) -> NotRun {
+    NotRun::Refused(result)
 }
 
 impl Gate {
@@ -49,17 +66,17 @@ impl Gate {
         tool: &str,
         policy_name: &str,
         args: &Value,
-    ) -> Result<(), ToolResult> {
+    ) -> Result<(), NotRun> {
         if self.plan_first && permissions::effect_of(policy_name, args) == Effect::Change {
             let approved = self
                 .store
                 .current_plan(&self.thread_id)
-                .map_err(|e| unavailable(&e))?
+                .map_err(|e| refused(unavailable(&e)))?
                 .is_some_and(|p| p.status == PlanStatus::Approved);
             if !approved {
-                return Err(ToolResult::error(
+                return Err(refused(ToolResult::error(
                     "Not run: the user wants to approve a plan before anything is changed. Propose it with create_plan (you may read and look around first).",
-                ));
+                )));
             }
         }
         let Some(policy) = &self.policy else {
@@ -68,9 +85,9 @@ impl Gate {
         let why = match policy.check(policy_name, args) {
             Verdict::Allow => return Ok(()),
             Verdict::Deny { why } => {
-                return Err(ToolResult::error(format!(
+                return Err(refused(ToolResult::error(format!(
                     "Not run: {why}. Do not try to get around it; find another way or ask the user."
-                )));
+                ))));
             }
             Verdict::Ask { why } => why,
         };
@@ -78,7 +95,7 @@ impl Gate {
         match self.store.granted(&self.thread_id, &fingerprint) {
             Ok(true) => return Ok(()),
             Ok(false) => {}
-            Err(e) => return Err(unavailable(&e)),
+            Err(e) => return Err(refused(unavailable(&e))),
         }
         let request = self
             .store
@@ -93,19 +110,19 @@ impl Gate {
                 arguments: args.clone(),
                 fingerprint,
             })
-            .map_err(|e| unavailable(&e))?;
+            .map_err(|e| refused(unavailable(&e)))?;
         self.wait(request).await
     }
 
     /// Takes up a request a killed run left: announces it again if it still waits, then
     /// acts on its decision as [`Gate::pass`] does.
-    pub async fn resume(&self, request: Request) -> Result<(), ToolResult> {
+    pub async fn resume(&self, request: Request) -> Result<(), NotRun> {
         self.wait(request).await
     }
 
     /// Waits for `request`'s decision (announcing the request while it has none), then
-    /// records that the run acts on it.
-    async fn wait(&self, request: Request) -> Result<(), ToolResult> {
+    /// records that the run acts on it; holds it when no one can answer during the run.
+    async fn wait(&self, request: Request) -> Result<(), NotRun> {
         if request.decision.is_none() {
             self.emitter.emit(EventKind::PermissionRequest {
                 request_id: request.id.clone(),
@@ -116,6 +133,17 @@ impl Gate {
                 arguments: request.arguments.clone(),
                 decisions: DECISIONS.iter().map(|d| d.as_str().to_string()).collect(),
             });
+            if self.hold {
+                let mut held = ToolResult::error(format!(
+                    "Not run yet: it waits for the user's permission (request {}).",
+                    request.id
+                ));
+                held.control = Some(Control::AwaitsPermission {
+                    request_id: request.id,
+                    summary: request.summary,
+                });
+                return Err(NotRun::Held(held));
+            }
         }
         let decided = loop {
             // Registered before looking, so a decision stored in between still wakes it.
@@ -123,7 +151,7 @@ impl Gate {
             match self.store.request(&self.thread_id, &request.id) {
                 Ok(Some(r)) if r.decision.is_some() => break r,
                 Ok(_) => {}
-                Err(e) => return Err(unavailable(&e)),
+                Err(e) => return Err(refused(unavailable(&e))),
             }
             tokio::select! {
                 () = woken => {}
@@ -143,10 +171,10 @@ impl Gate {
         if decision.allows() {
             return Ok(());
         }
-        Err(ToolResult::error(match decided.reason {
+        Err(refused(ToolResult::error(match decided.reason {
             Some(reason) => format!("Not run: the user denied this call. Their reason: {reason}"),
             None => "Not run: the user denied this call.".to_string(),
-        }))
+        })))
     }
 }
 

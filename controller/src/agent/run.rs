@@ -16,7 +16,7 @@ use super::answer::{AnswerSettings, Executor, ToolTasks, announce_end, answer, r
 use super::config::AgentConfig;
 use super::events::Emitter;
 use super::handle::{RunControl, RunHandle};
-use super::permission::Gate;
+use super::permission::{Gate, NotRun};
 use super::prompt::{self, ToolMode, system_prompt};
 use super::takeover::{HandBack, wait_for_hand_back};
 use super::xml;
@@ -34,6 +34,15 @@ use crate::tools::{
     Control, Image, MessageArchive, PlanBook, ReadOffsets, SandboxEnv, ToolEnv, ToolRegistry,
     ToolResult,
 };
+
+/// The pause of a run whose calls wait for the user's permission (what they are about).
+fn awaits_permission(summaries: &[String]) -> RunOutcome {
+    RunOutcome::Paused {
+        waits_for: PauseKind::Permission,
+        text: format!("permission to {}", summaries.join("; ")),
+        attachments: Vec::new(),
+    }
+}
 
 /// How a run ended (when it did not fail).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -492,6 +501,7 @@ impl Agent {
                 run_id: run_id.to_string(),
                 control: control.clone(),
                 emitter: emitter.clone(),
+                hold: self.config.pause_for_permission,
             })
         });
         Ok(LiveRun {
@@ -554,7 +564,17 @@ impl Agent {
         let mut live = self.begin(thread, run_id, emitter, control)?;
         self.announce_mcp(&mut live);
         // The calls' results first: they answer the last assistant message.
-        self.replay(&mut live).await?;
+        let held = self.replay(&mut live).await?;
+        if !held.is_empty() {
+            if input.is_some() {
+                // Nothing may come between an answer's calls and their results.
+                emitter.emit(EventKind::Error {
+                    message: "your message was not added: the thread's last calls wait for your permission first (cove permit)".into(),
+                    fatal: false,
+                });
+            }
+            return Ok(awaits_permission(&held));
+        }
         if let Some(message) = input {
             // The user's message answers the question, or the browser wait, the last run
             // ended on.
@@ -582,12 +602,14 @@ impl Agent {
         Ok(RunOutcome::Stopped)
     }
 
-    /// Takes up the calls a killed run left waiting for permission: each waits for its
+    /// Takes up the calls an earlier run left waiting for permission: each waits for its
     /// decision (given meanwhile, or still to come), then runs or is refused, and its result
-    /// is stored as that call's.
-    async fn replay(&self, live: &mut LiveRun) -> Result<(), RunError> {
+    /// is stored as that call's. What the calls held again (no decision yet, and no one to
+    /// give one during the run) are about.
+    async fn replay(&self, live: &mut LiveRun) -> Result<Vec<String>, RunError> {
+        let mut held = Vec::new();
         let Some(gate) = live.gate.clone() else {
-            return Ok(());
+            return Ok(held);
         };
         let env = self.tool_env(live);
         // The calls the stored answers made (native calls name theirs).
@@ -615,9 +637,15 @@ impl Agent {
                 continue;
             }
             let result = match gate.resume(request).await {
-                Err(refused) => {
+                Err(NotRun::Refused(refused)) => {
                     announce_end(&live.emitter, call_id.clone(), tool.clone(), &refused);
                     refused
+                }
+                Err(NotRun::Held(waits)) => {
+                    if let Some(Control::AwaitsPermission { summary, .. }) = waits.control {
+                        held.push(summary);
+                    }
+                    continue;
                 }
                 Ok(()) => {
                     let def = self.registry.get(&tool);
@@ -638,7 +666,7 @@ impl Agent {
                 live.browser = Some(state);
             }
         }
-        Ok(())
+        Ok(held)
     }
 
     /// What the tools of this iteration reach.
@@ -852,7 +880,13 @@ impl Agent {
             })
             .collect();
         let mut results: Vec<Option<ToolResult>> = vec![None; answer.calls.len()];
+        let mut held = Vec::new();
         while let Some((i, result)) = pending.next().await {
+            if let Some(Control::AwaitsPermission { summary, .. }) = &result.control {
+                // No result yet: the next run gives it, once the user has decided.
+                held.push(summary.clone());
+                continue;
+            }
             let call = &answer.calls[i];
             let message = tool_message(self.config.mode, &call.id, &call.name, &result);
             live.record(&self.store, message)?;
@@ -871,6 +905,12 @@ impl Agent {
             results[i] = Some(result);
         }
 
+        if !held.is_empty() {
+            live.emitter.emit(EventKind::Finish {
+                finish_reason: FinishReason::AgentTerminated,
+            });
+            return Ok(Some(awaits_permission(&held)));
+        }
         let mut control = None;
         for result in results.into_iter().flatten() {
             if let Some(state) = result.browser_state
@@ -961,6 +1001,7 @@ impl Agent {
                     text,
                     attachments: Vec::new(),
                 },
+                Control::AwaitsPermission { summary, .. } => awaits_permission(&[summary]),
                 Control::Complete { text, attachments } => {
                     live.emitter.emit(EventKind::Complete {
                         text: text.clone(),

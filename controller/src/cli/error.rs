@@ -33,6 +33,8 @@ pub mod exit {
     pub const UNREACHABLE: u8 = 7;
     /// The thread waits for the user to approve its plan: `cove approve` or `cove reject`.
     pub const AWAITING_APPROVAL: u8 = 8;
+    /// Calls wait for the user's permission: `cove permit`, then `cove resume`.
+    pub const AWAITING_PERMISSION: u8 = 9;
     /// Ctrl-C stopped the run: `cove resume`.
     pub const INTERRUPTED: u8 = 130;
 }
@@ -52,6 +54,9 @@ pub enum CliError {
     /// The thread's plan waits for approval: `cove approve` or `cove reject`.
     #[error("{0}")]
     AwaitingApproval(String),
+    /// Calls wait for permission: `cove permit`, then `cove resume`.
+    #[error("{0}")]
+    AwaitingPermission(String),
     /// Set something up first (the message says what).
     #[error("{0}")]
     Setup(String),
@@ -71,6 +76,7 @@ impl CliError {
             CliError::NotFound(_) => exit::NOT_FOUND,
             CliError::Waiting(_) => exit::PAUSED,
             CliError::AwaitingApproval(_) => exit::AWAITING_APPROVAL,
+            CliError::AwaitingPermission(_) => exit::AWAITING_PERMISSION,
             CliError::Setup(_) => exit::SETUP,
             CliError::Unreachable(_) => exit::UNREACHABLE,
             CliError::Failed(_) => exit::FAILED,

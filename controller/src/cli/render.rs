@@ -531,6 +531,22 @@ impl<O: Write, E: Write> Renderer<O, E> {
         ));
     }
 
+    /// Calls wait for permissions nobody could give at the terminal: how to give them.
+    pub fn permit_with(&mut self, thread: &str, waiting: &[crate::store::Request]) {
+        let requests: Vec<&crate::store::Request> = waiting
+            .iter()
+            .filter(|r| r.kind == crate::store::RequestKind::Permission)
+            .collect();
+        self.say("The run waits for your permission:");
+        for r in &requests {
+            self.say(&format!(
+                "  cove permit {thread} {} allow_once|allow_for_thread|deny   ({})",
+                r.id, r.summary
+            ));
+        }
+        self.say(&format!("then continue with: cove resume {thread}"));
+    }
+
     /// A remark about the plan between runs.
     pub fn plan_note(&mut self, text: &str) {
         self.say(text);

@@ -47,7 +47,7 @@ pub(super) struct RunFlags {
     /// Override the output cap of each call (tokens).
     #[arg(long)]
     max_tokens: Option<u32>,
-    /// Never prompt for answers in the terminal; pause and exit instead.
+    /// Never prompt in the terminal (answers, permissions, plans): pause and exit instead.
     #[arg(long)]
     no_prompt: bool,
     /// Whether the model accepts images (default: known from the model's name).
@@ -199,6 +199,23 @@ pub(super) async fn reply(inv: &Invocation, args: ReplyArgs) -> Result<ExitCode,
             },
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    if !can_prompt(inv, &args.run) {
+        // Nothing may come between the calls of the thread's last answer and their results.
+        let undecided: Vec<String> = inv
+            .store
+            .waiting_requests(&thread.id)?
+            .into_iter()
+            .filter(|r| r.kind == RequestKind::Permission)
+            .map(|r| r.id)
+            .collect();
+        if let Some(first) = undecided.first() {
+            return Err(CliError::AwaitingPermission(format!(
+                "thread {id}'s last calls wait for your permission first (request {}); nothing was sent: cove permit {id} {first} allow_once|allow_for_thread|deny, then cove resume {id}, then reply",
+                undecided.join(", "),
+                id = thread.id
+            )));
+        }
     }
     drive(inv, thread, Some(message), &args.sandbox, &args.run, false).await
 }
@@ -376,7 +393,8 @@ impl Prepared {
 
 /// Opens `thread`'s sandbox, starts its MCP servers and builds its agent. With
 /// `plan_first`, or while the thread's plan is not approved yet, the agent must have a plan
-/// approved before it changes anything.
+/// approved before it changes anything. With `hold_permissions` no one answers permission
+/// requests during a run: the run pauses on them.
 pub(super) async fn prepare(
     inv: &Invocation,
     thread: &Thread,
@@ -384,6 +402,7 @@ pub(super) async fn prepare(
     sandbox_args: &SandboxArgs,
     flags: &RunFlags,
     plan_first: bool,
+    hold_permissions: bool,
 ) -> Result<Prepared, CliError> {
     let plan_first = plan_first
         || inv
@@ -424,7 +443,10 @@ pub(super) async fn prepare(
         _ => true,
     };
     let config = match agent_config(inv, &model, mode, flags, workspace_label) {
-        Ok(config) => config.plan_first(plan_first).walls(walled),
+        Ok(config) => config
+            .plan_first(plan_first)
+            .walls(walled)
+            .pause_for_permission(hold_permissions),
         Err(e) => {
             sandbox.close().await;
             return Err(e);
@@ -464,6 +486,7 @@ pub(super) async fn drive(
     flags: &RunFlags,
     plan_first: bool,
 ) -> Result<ExitCode, CliError> {
+    let interactive = can_prompt(inv, flags);
     let prepared = prepare(
         inv,
         &thread,
@@ -471,10 +494,10 @@ pub(super) async fn drive(
         sandbox_args,
         flags,
         plan_first,
+        !interactive,
     )
     .await?;
     let agent = prepared.agent.clone();
-    let interactive = !inv.printer.json() && !flags.no_prompt && std::io::stdin().is_terminal();
     let mut renderer = Renderer::terminal(inv.printer.json());
     let code = loop {
         let mut run = match agent.start(&thread, input.take()) {
@@ -536,6 +559,13 @@ pub(super) async fn drive(
                 renderer.approve_with(&thread.id);
                 break ExitCode::from(exit::AWAITING_APPROVAL);
             }
+            Ok(RunOutcome::Paused {
+                waits_for: PauseKind::Permission,
+                ..
+            }) => {
+                renderer.permit_with(&thread.id, &inv.store.waiting_requests(&thread.id)?);
+                break ExitCode::from(exit::AWAITING_PERMISSION);
+            }
             Ok(RunOutcome::Paused { waits_for, .. }) => {
                 let takeover = waits_for == PauseKind::Takeover;
                 if interactive {
@@ -568,6 +598,11 @@ pub(super) async fn drive(
     drop(agent);
     prepared.close().await;
     Ok(code)
+}
+
+/// Whether the person can be asked at this terminal (their answers, permissions, plans).
+fn can_prompt(inv: &Invocation, flags: &RunFlags) -> bool {
+    !inv.printer.json() && !flags.no_prompt && std::io::stdin().is_terminal()
 }
 
 /// A line the person typed (the renderer shows the prompt).

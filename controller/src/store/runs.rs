@@ -39,6 +39,8 @@ stored_names! {
         Takeover = "takeover",
         /// The user's approval of the plan the agent proposed.
         Plan = "plan",
+        /// The user's decision on permission requests no one could answer during the run.
+        Permission = "permission",
     }
 }
 

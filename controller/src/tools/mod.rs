@@ -55,6 +55,9 @@ pub enum Control {
     },
     /// Propose this plan and wait for the user's approval.
     Plan { draft: crate::store::PlanDraft },
+    /// The call did not run: it waits for the user's decision on permission request
+    /// `request_id`, which no one can give while the run goes on, so the run pauses.
+    AwaitsPermission { request_id: String, summary: String },
 }
 
 /// What a tool call produced.

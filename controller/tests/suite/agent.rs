@@ -35,6 +35,17 @@ async fn setup_with(
     mode: ToolMode,
     permissions: Option<Policy>,
 ) -> Setup {
+    setup_configured(llm, wire, mode, permissions, |config| config).await
+}
+
+/// [`setup_with`], with the agent's configuration changed by `tweak`.
+async fn setup_configured(
+    llm: &ScriptedLlm,
+    wire: Wire,
+    mode: ToolMode,
+    permissions: Option<Policy>,
+    tweak: impl FnOnce(AgentConfig) -> AgentConfig,
+) -> Setup {
     let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
         .spawn()
         .await
@@ -80,7 +91,8 @@ async fn setup_with(
         .apply(|config| match permissions {
             Some(policy) => config.permissions(policy),
             None => config,
-        }),
+        })
+        .apply(tweak),
         provider,
         store.clone(),
         daemon.client.clone(),
@@ -570,5 +582,109 @@ async fn a_call_the_policy_asks_about_waits_for_the_user_while_the_others_go_on(
             "{wire:?} {mode:?}: {second}"
         );
         assert!(s.store.waiting_requests(&s.thread.id).unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn with_no_one_to_answer_a_call_that_asks_pauses_the_run_and_the_next_applies_the_decision() {
+    for (wire, mode) in [
+        (Wire::OpenAi, ToolMode::Native),
+        (Wire::Anthropic, ToolMode::Xml),
+    ] {
+        let llm = ScriptedLlm::start().await.unwrap();
+        let policy = Policy::new(&PermissionsConfig::default(), None)
+            .unwrap()
+            .with_walls(false);
+        // One call after another: the one after the held call must not run before it.
+        let s = setup_configured(&llm, wire, mode, Some(policy), |config| {
+            config.pause_for_permission(true).parallel_tools(false)
+        })
+        .await;
+        let outside = tempfile::tempdir().unwrap();
+        let gone = outside.path().join("gone");
+        std::fs::create_dir_all(&gone).unwrap();
+        let write = |name: &str| json!({"file_path": name, "file_contents": "x"});
+        llm.push(
+            Turn::text("In order.")
+                .call("create_file", write("before.txt"))
+                .call(
+                    "execute_command",
+                    json!({ "command": format!("rm -rf {}", gone.display()) }),
+                )
+                .call("create_file", write("after.txt")),
+        );
+        llm.push(Turn::text("All done."));
+
+        let (outcome, events) = run(&s, "clean up").await;
+        let RunOutcome::Paused {
+            waits_for, text, ..
+        } = outcome
+        else {
+            panic!("{wire:?} {mode:?}: {outcome:?}");
+        };
+        assert_eq!(waits_for, PauseKind::Permission);
+        assert_eq!(
+            text,
+            format!("permission to run `rm -rf {}`", gone.display())
+        );
+        assert!(s.daemon.path("before.txt").exists(), "the call before ran");
+        assert!(
+            !s.daemon.path("after.txt").exists(),
+            "the call after did not"
+        );
+        assert!(gone.exists());
+        let started: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ToolStarted { tool, .. } => Some(tool.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, ["create_file"], "{:?}", names(&events));
+        assert!(
+            events.iter().any(|e| matches!(&e.kind,
+                EventKind::ToolFailed { tool, error, .. }
+                    if tool == "create_file" && error.contains("waits for the user's permission"))),
+            "{:?}",
+            names(&events)
+        );
+        let waiting = s.store.waiting_requests(&s.thread.id).unwrap();
+        assert_eq!(waiting.len(), 1);
+        let last = s.store.last_run(&s.thread.id).unwrap().unwrap();
+        assert_eq!(last.status, RunState::Paused);
+        assert_eq!(last.pause_kind, Some(PauseKind::Permission));
+        assert_eq!(llm.received().len(), 1);
+
+        // A run with no decision yet asks again and pauses before any model call.
+        let (events, outcome) = s.agent.start(&s.thread, None).unwrap().finish().await;
+        assert!(
+            matches!(
+                outcome.unwrap(),
+                RunOutcome::Paused {
+                    waits_for: PauseKind::Permission,
+                    ..
+                }
+            ),
+            "{wire:?} {mode:?}"
+        );
+        assert_eq!(requests(&events).len(), 1, "{:?}", names(&events));
+        assert_eq!(requests(&events)[0].0, waiting[0].id);
+        assert_eq!(llm.received().len(), 1);
+
+        s.store
+            .decide_request(&s.thread.id, &waiting[0].id, Decision::AllowOnce, None)
+            .unwrap();
+        let (events, outcome) = s.agent.start(&s.thread, None).unwrap().finish().await;
+        assert!(
+            matches!(outcome.unwrap(), RunOutcome::Completed { .. }),
+            "{wire:?} {mode:?}: {:?}",
+            names(&events)
+        );
+        assert!(!gone.exists(), "the allowed call ran in the next run");
+        let second = llm.received()[1].all_text();
+        assert!(
+            second.contains("Make this call again once that one has run"),
+            "{wire:?} {mode:?}: {second}"
+        );
     }
 }

@@ -1522,8 +1522,10 @@ async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
     cove.llm
         .push(Turn::text("").call("complete", json!({"text": "cleaned"})));
     let ws = cove.workspace.to_str().unwrap().to_string();
-    let mut child = cove
-        .command(&[
+    // No terminal to ask at: the run pauses once the call that needs no permission is done,
+    // and exits with 9.
+    let out = cove
+        .run(&[
             "--json",
             "run",
             "Clean up",
@@ -1537,10 +1539,13 @@ async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
             "--sandbox",
             "host",
         ])
-        .spawn()
-        .unwrap();
-    let mut reader = EventReader::new(&mut child);
-    let asked = reader.until("permission_request").await;
+        .await;
+    assert_eq!(out.status.code(), Some(9), "{mode}: {}", explain(&out));
+    let first_run = events(&out);
+    let asked = first_run
+        .iter()
+        .find(|e| e["type"] == "permission_request")
+        .unwrap_or_else(|| panic!("{mode}: {:?}", kinds(&first_run)));
     let thread = asked["thread_id"].as_str().unwrap().to_string();
     let first = asked["request_id"].as_str().unwrap().to_string();
     assert_eq!(
@@ -1560,9 +1565,35 @@ async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
         asked["decisions"],
         json!(["allow_once", "allow_for_thread", "deny"])
     );
+    assert_eq!(
+        std::fs::read_to_string(cove.workspace.join("ok.txt")).unwrap(),
+        "fine",
+        "the call that needed no permission ran before the run paused"
+    );
+    let end = first_run.last().unwrap();
+    assert_eq!(end["type"], "thread_run_end", "{:?}", kinds(&first_run));
+    assert_eq!(end["status"], "paused", "{end}");
+    assert!(keep.exists(), "nothing was allowed yet");
 
     let threads = events(&cove.run(&["--json", "threads"]).await);
     assert_eq!(threads[0]["waiting_for"], format!("permission {first}"));
+    // A reply cannot come before the calls' results: refused, nothing sent.
+    let reply = cove.run(&["reply", &thread, "hello?"]).await;
+    assert_eq!(reply.status.code(), Some(9), "{}", explain(&reply));
+    assert!(
+        String::from_utf8_lossy(&reply.stderr).contains(&format!("cove permit {thread} {first}")),
+        "{}",
+        explain(&reply)
+    );
+    // Resumed with no decision yet: the same request, asked again, and a pause.
+    let again = cove.run(&["--json", "resume", &thread]).await;
+    assert_eq!(again.status.code(), Some(9), "{}", explain(&again));
+    let asked_again: Vec<Value> = events(&again)
+        .into_iter()
+        .filter(|e| e["type"] == "permission_request")
+        .collect();
+    assert_eq!(asked_again.len(), 1, "{}", explain(&again));
+    assert_eq!(asked_again[0]["request_id"], first.as_str());
 
     // Bad answers: one clear line, exit 1, nothing changed.
     for (args, says) in [
@@ -1598,40 +1629,54 @@ async fn permission_answered_from_another_terminal(wire: Wire, mode: &str) {
     assert_eq!(again.status.code(), Some(1), "{}", explain(&again));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already answered"));
 
-    let second = reader.until("permission_request").await;
-    let third = reader.until("permission_request").await;
+    // The denial reaches the model, whose next two calls wait in their turn (text mode says
+    // how to go on).
+    let out = cove.run(&["resume", &thread]).await;
+    assert_eq!(out.status.code(), Some(9), "{}", explain(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("The run waits for your permission")
+            && said.contains(&format!("cove resume {thread}")),
+        "{said}"
+    );
+    let waiting = events(&cove.run(&["--json", "threads"]).await)[0]["waiting_for"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ids: Vec<&str> = waiting
+        .strip_prefix("permission ")
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(ids.len(), 2, "{waiting}");
+    for id in &ids {
+        assert!(
+            said.contains(&format!("cove permit {thread} {id} ")),
+            "{said}"
+        );
+    }
     let allowed = cove
-        .run(&[
-            "--json",
-            "permit",
-            &thread,
-            second["request_id"].as_str().unwrap(),
-            "allow_for_thread",
-        ])
+        .run(&["--json", "permit", &thread, ids[0], "allow_for_thread"])
         .await;
     assert!(allowed.status.success(), "{}", explain(&allowed));
     assert_eq!(
         events(&allowed)[0]["also"],
-        json!([third["request_id"]]),
+        json!([ids[1]]),
         "the identical request is answered with it"
     );
-    let all = reader.rest().await;
-    assert!(child.wait().await.unwrap().success(), "{:?}", kinds(&all));
+    let out = cove.run(&["--json", "resume", &thread]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let all = events(&out);
     let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
     assert_eq!(complete["text"], "cleaned");
     assert!(keep.exists(), "the denied deletion did not run");
     assert!(!gone.exists(), "the allowed one did");
-    assert_eq!(
-        std::fs::read_to_string(cove.workspace.join("ok.txt")).unwrap(),
-        "fine",
-        "the call that needed no permission ran while the other waited"
-    );
     let decided: Vec<&str> = all
         .iter()
         .filter(|e| e["type"] == "permission_decided")
         .map(|e| e["decision"].as_str().unwrap())
         .collect();
-    assert_eq!(decided, ["deny", "allow_for_thread", "allow_for_thread"]);
+    assert_eq!(decided, ["allow_for_thread", "allow_for_thread"]);
 }
 
 #[tokio::test]
@@ -1704,8 +1749,8 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
             Turn::text("").call("complete", json!({ "text": verdict }))
         });
         let ws = cove.workspace.to_str().unwrap().to_string();
-        let mut child = cove
-            .command(&[
+        let out = cove
+            .run(&[
                 "--json",
                 "run",
                 "Remove the folder",
@@ -1719,46 +1764,28 @@ async fn a_permission_decided_while_no_process_runs_is_applied_on_resume() {
                 "--sandbox",
                 "host",
             ])
-            .spawn()
-            .unwrap();
-        let mut reader = EventReader::new(&mut child);
-        let asked = reader.until("permission_request").await;
+            .await;
+        assert_eq!(out.status.code(), Some(9), "{mode}: {}", explain(&out));
+        let all = events(&out);
+        let asked = all
+            .iter()
+            .find(|e| e["type"] == "permission_request")
+            .unwrap_or_else(|| panic!("{mode}: {:?}", kinds(&all)));
         let thread = asked["thread_id"].as_str().unwrap().to_string();
         let request = asked["request_id"].as_str().unwrap().to_string();
-        // Killed once the answer that made the call is stored (the call may wait for
-        // permission while the answer still streams; a call never stored is no one's).
-        for _ in 0..200 {
-            let shown = events(&cove.run(&["--json", "show", &thread]).await);
-            if shown
-                .iter()
-                .any(|m| m["kind"] == "assistant" && m.to_string().contains("gone"))
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
-            rustix::process::Signal::KILL,
-        )
-        .unwrap();
-        let _ = child.wait().await;
         assert!(gone.exists());
 
-        // Resumed with no decision yet, the run waits on the same request again.
-        let mut child = cove
-            .command(&["--json", "resume", &thread, "--no-prompt"])
-            .spawn()
-            .unwrap();
-        let mut reader = EventReader::new(&mut child);
-        let again = reader.until("permission_request").await;
+        // Resumed with no decision yet, the run asks the same request again and pauses.
+        let out = cove
+            .run(&["--json", "resume", &thread, "--no-prompt"])
+            .await;
+        assert_eq!(out.status.code(), Some(9), "{mode}: {}", explain(&out));
+        let again = events(&out);
+        let again = again
+            .iter()
+            .find(|e| e["type"] == "permission_request")
+            .unwrap_or_else(|| panic!("{mode}: {:?}", kinds(&again)));
         assert_eq!(again["request_id"], request.as_str(), "{mode}");
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap()).unwrap(),
-            rustix::process::Signal::KILL,
-        )
-        .unwrap();
-        let _ = child.wait().await;
         assert!(gone.exists());
 
         // Decided while nothing runs the thread, applied when it resumes.

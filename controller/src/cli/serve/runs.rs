@@ -227,6 +227,8 @@ async fn run(
         &state.sandbox,
         &state.flags,
         plan_first,
+        // The page answers requests while the run waits.
+        false,
     )
     .await
     {
