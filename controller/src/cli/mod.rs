@@ -8,6 +8,7 @@ mod operator;
 mod permit;
 mod plan;
 mod printer;
+mod prompts;
 mod render;
 mod run;
 mod sandbox;

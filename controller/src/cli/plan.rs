@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 use cove_protocol::plan::Plan;
 
+use super::prompts::Typing;
 use super::render::Renderer;
-use super::run::{RunFlags, drive, read_line};
+use super::run::{RunFlags, drive};
 use super::sandbox_choice::SandboxArgs;
 use super::{CliError, Invocation};
 use crate::llm::ChatMessage;
@@ -125,35 +126,48 @@ pub(super) async fn reject(inv: &Invocation, args: RejectArgs) -> Result<ExitCod
     }
 }
 
-/// Asks the person at the terminal about the plan the run proposed; the message to run on
-/// with, or none when they rejected it without a reason (the thread ends).
+/// What the person at the terminal made of a proposed plan.
+pub(super) enum PlanAnswer {
+    /// Approved, edited, or rejected with a reason: the run goes on with this message.
+    RunOn(ChatMessage),
+    /// Rejected without a reason: the thread ends.
+    Ended,
+    /// Ctrl-C or the end of input: the plan still waits for an answer.
+    Unanswered,
+}
+
+/// Asks the person at the terminal about the plan the run proposed.
 pub(super) async fn ask_at_terminal<O: std::io::Write, E: std::io::Write>(
     inv: &Invocation,
     thread: &str,
     renderer: &mut Renderer<O, E>,
-) -> Result<Option<ChatMessage>, CliError> {
+) -> Result<PlanAnswer, CliError> {
     loop {
+        let typing = Typing::start();
         renderer.prompt_for_plan();
-        let line = read_line().await;
+        let Some(line) = typing.line().await else {
+            renderer.left_prompt();
+            return Ok(PlanAnswer::Unanswered);
+        };
         let line = line.trim();
         let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         match word.to_ascii_lowercase().as_str() {
             "a" | "approve" | "y" | "yes" => {
                 let plan = inv.store.approve_plan(thread, None)?;
-                return Ok(Some(approved(&plan, false)));
+                return Ok(PlanAnswer::RunOn(approved(&plan, false)));
             }
             "e" | "edit" => match edit_in_editor(inv, thread).await {
-                Ok(plan) => return Ok(Some(approved(&plan, true))),
+                Ok(plan) => return Ok(PlanAnswer::RunOn(approved(&plan, true))),
                 Err(e) => renderer.plan_note(&e.to_string()),
             },
             "r" | "reject" | "n" | "no" => {
                 let reason = Some(rest.trim()).filter(|r| !r.is_empty());
                 let plan = inv.store.reject_plan(thread, reason)?;
                 return Ok(match rejected(&plan) {
-                    Some(message) => Some(message),
+                    Some(message) => PlanAnswer::RunOn(message),
                     None => {
                         renderer.plan_note(&ending(&plan, thread));
-                        None
+                        PlanAnswer::Ended
                     }
                 });
             }

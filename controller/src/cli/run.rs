@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use cove_protocol::events::{EventKind, RunStatus};
+use cove_protocol::events::RunStatus;
 use cove_protocol::takeover::InControl;
 use serde_json::json;
 
+use super::plan::PlanAnswer;
+use super::prompts::{PermissionPrompts, Typing};
 use super::render::Renderer;
 use super::sandbox_choice::{self, SandboxArgs, coved_log};
 use super::{CliError, Invocation, exit};
@@ -23,7 +25,7 @@ use crate::llm::price::PriceTable;
 use crate::llm::profile::profile;
 use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
-use crate::store::{Decision, NewThread, PauseKind, RequestKind, RunState, Thread};
+use crate::store::{NewThread, PauseKind, RequestKind, RunState, Thread};
 use crate::tools::ToolRegistry;
 use crate::web::WebTools;
 use cove_protocol::plan::PlanStatus;
@@ -498,7 +500,7 @@ pub(super) async fn drive(
     )
     .await?;
     let agent = prepared.agent.clone();
-    let mut renderer = Renderer::terminal(inv.printer.json());
+    let mut renderer = Renderer::terminal(inv.printer.json()).asks_here(interactive);
     let code = loop {
         let mut run = match agent.start(&thread, input.take()) {
             Ok(run) => run,
@@ -511,6 +513,8 @@ pub(super) async fn drive(
         // Ctrl-C stops the run; its last events (the run's end) are still shown.
         let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
         let mut stopping = false;
+        // The person ended the input at a permission prompt: nobody answers here now.
+        let mut left = false;
         let mut permissions = PermissionPrompts::default();
         loop {
             if interactive && let Some(id) = permissions.next_to_ask() {
@@ -526,10 +530,19 @@ pub(super) async fn drive(
                     }
                     None => break,
                 },
-                line = permissions.line(), if permissions.reading() => {
-                    permissions.answer(&run, &mut renderer, &line);
-                }
+                line = permissions.line(), if permissions.reading() => match line {
+                    Some(line) => permissions.answer(&run, &mut renderer, &line),
+                    None => {
+                        renderer.left_prompt();
+                        left = true;
+                        stopping = true;
+                        run.stop();
+                    }
+                },
                 _ = &mut ctrl_c, if !stopping => {
+                    if permissions.reading() {
+                        renderer.left_prompt();
+                    }
                     stopping = true;
                     run.stop();
                 }
@@ -538,7 +551,18 @@ pub(super) async fn drive(
         renderer.done();
         match run.outcome().await {
             Ok(RunOutcome::Interrupted) => {
-                renderer.interrupted(&thread.id);
+                let waiting = inv.store.waiting_requests(&thread.id)?;
+                if left {
+                    renderer.permit_with(&thread.id, &waiting);
+                    break ExitCode::from(exit::AWAITING_PERMISSION);
+                }
+                // Resuming alone would only ask again: the way on starts with cove permit.
+                if !inv.printer.json() && waiting.iter().any(|r| r.kind == RequestKind::Permission)
+                {
+                    renderer.permit_with(&thread.id, &waiting);
+                } else {
+                    renderer.interrupted(&thread.id);
+                }
                 break ExitCode::from(exit::INTERRUPTED);
             }
             Ok(RunOutcome::Completed { .. }) => break ExitCode::SUCCESS,
@@ -549,11 +573,12 @@ pub(super) async fn drive(
             }) => {
                 if interactive {
                     match super::plan::ask_at_terminal(inv, &thread.id, &mut renderer).await? {
-                        Some(message) => {
+                        PlanAnswer::RunOn(message) => {
                             input = Some(message);
                             continue;
                         }
-                        None => break ExitCode::SUCCESS,
+                        PlanAnswer::Ended => break ExitCode::SUCCESS,
+                        PlanAnswer::Unanswered => {}
                     }
                 }
                 renderer.approve_with(&thread.id);
@@ -569,16 +594,20 @@ pub(super) async fn drive(
             Ok(RunOutcome::Paused { waits_for, .. }) => {
                 let takeover = waits_for == PauseKind::Takeover;
                 if interactive {
+                    let typing = Typing::start();
                     renderer.prompt_for_answer(takeover);
-                    let answer = read_line().await;
-                    if !answer.trim().is_empty() || takeover {
-                        let text = if answer.trim().is_empty() {
-                            "I have handed the browser back.".to_string()
-                        } else {
-                            answer
-                        };
-                        input = Some(ChatMessage::user(text));
-                        continue;
+                    match typing.line().await {
+                        Some(answer) if !answer.trim().is_empty() || takeover => {
+                            let text = if answer.trim().is_empty() {
+                                "I have handed the browser back.".to_string()
+                            } else {
+                                answer
+                            };
+                            input = Some(ChatMessage::user(text));
+                            continue;
+                        }
+                        Some(_) => {}
+                        None => renderer.left_prompt(),
                     }
                 }
                 renderer.answer_with(&thread.id);
@@ -603,132 +632,4 @@ pub(super) async fn drive(
 /// Whether the person can be asked at this terminal (their answers, permissions, plans).
 fn can_prompt(inv: &Invocation, flags: &RunFlags) -> bool {
     !inv.printer.json() && !flags.no_prompt && std::io::stdin().is_terminal()
-}
-
-/// A line the person typed (the renderer shows the prompt).
-pub(super) async fn read_line() -> String {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        let _ = std::io::stdin().read_line(&mut line);
-        line.trim_end().to_string()
-    })
-    .await
-    .unwrap_or_default()
-}
-
-/// The permission requests of a live run put to the person at the terminal, one at a time.
-#[derive(Default)]
-struct PermissionPrompts {
-    /// Requests not answered yet, oldest first.
-    waiting: std::collections::VecDeque<String>,
-    /// The request asked about, and the line being typed for it.
-    asking: Option<(String, tokio::sync::oneshot::Receiver<String>)>,
-}
-
-impl PermissionPrompts {
-    /// Follows the run's events: new requests queue, answered ones (here or anywhere) leave.
-    fn heard(&mut self, kind: &EventKind) {
-        match kind {
-            EventKind::PermissionRequest { request_id, .. } => {
-                self.waiting.push_back(request_id.clone());
-            }
-            EventKind::PermissionDecided { request_id, .. } => {
-                self.waiting.retain(|id| id != request_id);
-            }
-            _ => {}
-        }
-    }
-
-    /// The request to ask about now, when none is being asked; starts reading its answer.
-    fn next_to_ask(&mut self) -> Option<String> {
-        if self.asking.is_some() {
-            return None;
-        }
-        let id = self.waiting.front()?.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        // A thread of its own, not the blocking pool: a line never typed must not hold up
-        // the process's exit.
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::stdin().read_line(&mut line);
-            let _ = tx.send(line.trim().to_string());
-        });
-        self.asking = Some((id.clone(), rx));
-        Some(id)
-    }
-
-    fn reading(&self) -> bool {
-        self.asking.is_some()
-    }
-
-    /// The line typed for the request asked about.
-    async fn line(&mut self) -> String {
-        match &mut self.asking {
-            Some((_, rx)) => rx.await.unwrap_or_default(),
-            None => std::future::pending().await,
-        }
-    }
-
-    /// Applies the typed `line` to the request asked about.
-    fn answer<O: std::io::Write, E: std::io::Write>(
-        &mut self,
-        run: &crate::agent::RunHandle,
-        renderer: &mut Renderer<O, E>,
-        line: &str,
-    ) {
-        let Some((id, _)) = self.asking.take() else {
-            return;
-        };
-        if !self.waiting.contains(&id) {
-            renderer.note(&format!("request {id} was answered meanwhile"));
-            return;
-        }
-        let Some((decision, reason)) = parse_decision(line) else {
-            renderer.note("answer o (allow once), t (allow for this thread) or d (deny), a reason may follow d");
-            return;
-        };
-        match run.permit(&id, decision, reason.as_deref()) {
-            Ok(decided) => {
-                self.waiting.retain(|w| {
-                    w != &decided.request.id && !decided.also.iter().any(|r| &r.id == w)
-                });
-            }
-            Err(e) => renderer.note(&e.to_string()),
-        }
-    }
-}
-
-/// A decision as typed at the prompt: `o`, `t`, `d [reason]` (or the decisions' names).
-fn parse_decision(line: &str) -> Option<(Decision, Option<String>)> {
-    let line = line.trim();
-    let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-    let decision = match word.to_ascii_lowercase().as_str() {
-        "o" | "once" | "y" | "yes" | "allow_once" => Decision::AllowOnce,
-        "t" | "thread" | "allow_for_thread" => Decision::AllowForThread,
-        "d" | "n" | "no" | "deny" => Decision::Deny,
-        _ => return None,
-    };
-    let reason = Some(rest.trim().to_string()).filter(|r| !r.is_empty());
-    Some((decision, reason))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn typed_decisions() {
-        assert_eq!(parse_decision("o"), Some((Decision::AllowOnce, None)));
-        assert_eq!(
-            parse_decision(" T "),
-            Some((Decision::AllowForThread, None))
-        );
-        assert_eq!(
-            parse_decision("d  not that folder "),
-            Some((Decision::Deny, Some("not that folder".into())))
-        );
-        assert_eq!(parse_decision("deny"), Some((Decision::Deny, None)));
-        assert_eq!(parse_decision(""), None);
-        assert_eq!(parse_decision("maybe"), None);
-    }
 }

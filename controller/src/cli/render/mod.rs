@@ -1,83 +1,17 @@
 //! Rendering run events: JSON lines, or a terminal view with streamed text, one line per tool
 //! call, a spinner while waiting and the final answer.
 
+mod spinner;
+mod tool_output;
+
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex};
+#[cfg(test)]
 use std::time::Duration;
 
 use cove_protocol::events::{EventKind, RunEvent, RunStatus, TokenUsage};
 
 use super::printer::json_line;
-
-const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-
-#[derive(Debug, Default)]
-struct SpinnerState {
-    label: Option<String>,
-    drawn: bool,
-    frame: usize,
-}
-
-/// A spinner on stderr, drawn only when stderr is a terminal. Its ticker ends when the
-/// spinner is dropped.
-#[derive(Debug)]
-struct Spinner {
-    state: Arc<Mutex<SpinnerState>>,
-    enabled: bool,
-    ticker: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Spinner {
-    fn new(enabled: bool) -> Spinner {
-        let state = Arc::new(Mutex::new(SpinnerState::default()));
-        let ticker = enabled.then(|| {
-            let state = state.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_millis(100));
-                loop {
-                    tick.tick().await;
-                    let Ok(mut s) = state.lock() else { return };
-                    if let Some(label) = s.label.clone() {
-                        s.frame = (s.frame + 1) % FRAMES.len();
-                        let mut err = std::io::stderr().lock();
-                        let _ = write!(err, "\r\x1b[2K{} {label}", FRAMES[s.frame]);
-                        let _ = err.flush();
-                        s.drawn = true;
-                    }
-                }
-            })
-        });
-        Spinner {
-            state,
-            enabled,
-            ticker,
-        }
-    }
-
-    fn set(&self, label: Option<&str>) {
-        if !self.enabled {
-            return;
-        }
-        if let Ok(mut s) = self.state.lock() {
-            s.label = label.map(str::to_string);
-            if s.drawn {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2K");
-                let _ = err.flush();
-                s.drawn = false;
-            }
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.set(None);
-        if let Some(ticker) = self.ticker.take() {
-            ticker.abort();
-        }
-    }
-}
+use spinner::Spinner;
 
 /// Renders the events of runs, and the lines a run ends with, into `O` and (problems) `E`:
 /// stdout and stderr, or buffers in tests.
@@ -91,6 +25,10 @@ pub struct Renderer<O: Write, E: Write> {
     mid_line: bool,
     /// (truncated, omitted) of the last compression shown.
     last_compression: Option<(u32, u32)>,
+    /// What the spinner says while the model answers (`waiting for provider/model`).
+    waiting_for_model: String,
+    /// Permission requests are answered at this terminal too.
+    asks_here: bool,
 }
 
 /// Columns a permission request is wrapped to.
@@ -162,7 +100,15 @@ impl<O: Write, E: Write> Renderer<O, E> {
             spinner: Spinner::new(spinner),
             mid_line: false,
             last_compression: None,
+            waiting_for_model: "waiting for the model".into(),
+            asks_here: false,
         }
+    }
+
+    /// Whether the person is asked at this terminal (or only told how to answer).
+    pub fn asks_here(mut self, asks: bool) -> Self {
+        self.asks_here = asks;
+        self
     }
 
     /// What was written to each stream (for tests).
@@ -203,11 +149,14 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     &format!("thread {} · {model} · {sandbox}", event.thread_id),
                 );
                 self.line(&text);
-                self.spinner.set(Some("thinking"));
+                self.waiting_for_model = format!("waiting for {model}");
+                self.spinner.set(Some(&self.waiting_for_model));
             }
             // The person typed it; the terminal shows it already.
             EventKind::UserMessage { .. } => {}
-            EventKind::AssistantResponseStart { .. } => self.spinner.set(Some("thinking")),
+            EventKind::AssistantResponseStart { .. } => {
+                self.spinner.set(Some(&self.waiting_for_model));
+            }
             EventKind::AssistantText { text } => {
                 let _ = write!(self.out, "{text}");
                 let _ = self.out.flush();
@@ -235,11 +184,24 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     .unwrap_or_default();
                 let text = self.paint("36", &format!("  → {tool}{about}"));
                 self.line(&text);
-                self.spinner.set(Some(tool));
+                self.spinner.set(Some(&format!("{tool}{about}")));
             }
             EventKind::ToolCompleted { tool, output, .. } => {
-                let text = self.paint("32", &format!("  ✓ {tool}: {}", first_line(output, 100)));
+                let shown = tool_output::shown(tool, output);
+                let text = if shown.nonzero_exit {
+                    self.paint("33", &format!("  ! {tool}: {}", shown.headline))
+                } else {
+                    self.paint("32", &format!("  ✓ {tool}: {}", shown.headline))
+                };
                 self.line(&text);
+                if shown.hidden > 0 {
+                    let more = self.paint("2", &format!("    ⋮ {} more lines", shown.hidden));
+                    self.line(&more);
+                }
+                for line in &shown.tail {
+                    let line = self.paint("2", &format!("    │ {line}"));
+                    self.line(&line);
+                }
             }
             EventKind::ToolFailed { tool, error, .. } => {
                 let text = self.paint("31", &format!("  ✗ {tool}: {}", first_line(error, 140)));
@@ -292,7 +254,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     .unwrap_or_default();
                 let text = self.paint("35", &format!("  ⇦ the browser is back ({how}){note}"));
                 self.line(&text);
-                self.spinner.set(Some("thinking"));
+                self.spinner.set(Some(&self.waiting_for_model));
             }
             EventKind::PlanProposed { plan } => {
                 let head = self.paint("1;36", &format!("▤ Plan, version {}:", plan.version));
@@ -331,8 +293,13 @@ impl<O: Write, E: Write> Renderer<O, E> {
                         text.push_str(&format!("    {mark} {line}\n"));
                     }
                 }
+                let whence = if self.asks_here {
+                    "answer here, or from any terminal"
+                } else {
+                    "answer from any terminal"
+                };
                 text.push_str(&format!(
-                    "  answer here, or from any terminal: cove permit {} {request_id} allow_once|allow_for_thread|deny [\"reason\"]",
+                    "  {whence}: cove permit {} {request_id} allow_once|allow_for_thread|deny [\"reason\"]",
                     event.thread_id
                 ));
                 self.line(&text);
@@ -373,7 +340,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     _ => self.paint("2", &format!("  MCP server {server}: {tools} tools")),
                 };
                 self.line(&text);
-                self.spinner.set(Some("thinking"));
+                self.spinner.set(Some(&self.waiting_for_model));
             }
             EventKind::SkillLoaded { name, path, files } => {
                 let text = self.paint(
@@ -504,6 +471,14 @@ impl<O: Write, E: Write> Renderer<O, E> {
         let _ = self.out.flush();
     }
 
+    /// The person left a prompt with Ctrl-C or the end of input: the prompt's line ends.
+    pub fn left_prompt(&mut self) {
+        if !self.json {
+            let _ = writeln!(self.out);
+            let _ = self.out.flush();
+        }
+    }
+
     /// Asks the person at the terminal about permission request `id` (shown above it).
     pub fn prompt_permission(&mut self, id: &str) {
         self.done();
@@ -541,7 +516,8 @@ impl<O: Write, E: Write> Renderer<O, E> {
         for r in &requests {
             self.say(&format!(
                 "  cove permit {thread} {} allow_once|allow_for_thread|deny   ({})",
-                r.id, r.summary
+                r.id,
+                first_line(&r.summary, 60)
             ));
         }
         self.say(&format!("then continue with: cove resume {thread}"));
@@ -666,7 +642,7 @@ mod tests {
                 EventKind::ToolCompleted {
                     call_id: "c1".into(),
                     tool: "execute_command".into(),
-                    output: "a.txt\nb.txt".into(),
+                    output: "exit code 0\na.txt\nb.txt".into(),
                 },
             ),
             event(
@@ -698,7 +674,7 @@ mod tests {
     fn a_run_renders_as_lines_for_a_person() {
         assert_eq!(
             render(false, &a_run()),
-            "thread t1 · openai/gpt · local\nLet me look\n  → execute_command ls\n  ✓ execute_command: a.txt\n\n✔ Done. Two files.\n  · a.txt\nrun r1 completed · 2 calls · 12,345 tokens in (10,000 cached) · 456 out · $0.0123 · 42.1 s\nworkspace: /tmp/ws\n"
+            "thread t1 · openai/gpt · local\nLet me look\n  → execute_command ls\n  ✓ execute_command: exit code 0\n    │ a.txt\n    │ b.txt\n\n✔ Done. Two files.\n  · a.txt\nrun r1 completed · 2 calls · 12,345 tokens in (10,000 cached) · 456 out · $0.0123 · 42.1 s\nworkspace: /tmp/ws\n"
         );
     }
 

@@ -1,0 +1,289 @@
+//! `cove` on a real terminal (a PTY), as a person runs it: prompts answered, and left with
+//! Ctrl-C or Ctrl-D.
+
+use std::time::Duration;
+
+use cove_harness::Turn;
+use cove_harness::llm::Wire;
+use serde_json::json;
+
+use super::Cove;
+
+/// `cove` on a real terminal (a PTY), as a person runs it.
+pub(crate) struct Terminal {
+    screen: String,
+    output: tokio::sync::mpsc::UnboundedReceiver<String>,
+    keys: Box<dyn std::io::Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Terminal {
+    fn spawn(cove: &Cove, args: &[&str], env: &[(&str, String)]) -> Terminal {
+        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+        use std::io::Read;
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 40,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let home = cove.home.path();
+        let mut cmd = CommandBuilder::new(&cove.bin);
+        cmd.args(args);
+        for (key, value) in [
+            ("HOME", home.to_path_buf()),
+            ("XDG_DATA_HOME", home.join("data")),
+            ("XDG_CONFIG_HOME", home.join("config")),
+            ("COVE_DB", home.join("cove.db")),
+        ] {
+            cmd.env(key, value);
+        }
+        cmd.env("OPENAI_BASE_URL", cove.llm.openai_base_url());
+        cmd.env("OPENAI_API_KEY", "test-key");
+        cmd.env("ANTHROPIC_BASE_URL", cove.llm.anthropic_base_url());
+        cmd.env("ANTHROPIC_API_KEY", "test-key");
+        cmd.env("COVE_LOG", "warn");
+        cmd.env_remove("COVE_CONFIG");
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let keys = pty.master.take_writer().unwrap();
+        let (tx, output) = tokio::sync::mpsc::unbounded_channel::<String>();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0
+                    || tx
+                        .send(String::from_utf8_lossy(&buf[..n]).into_owned())
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            screen: String::new(),
+            output,
+            keys,
+            child,
+        }
+    }
+
+    /// Reads the terminal until `needle` shows (after what was read before).
+    async fn until(&mut self, needle: &str) {
+        let from = self.screen.len();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !self.screen[from..].contains(needle) {
+            match tokio::time::timeout_at(deadline, self.output.recv()).await {
+                Ok(Some(chunk)) => self.screen.push_str(&chunk),
+                _ => panic!("no {needle:?} on the terminal:\n{}", self.screen),
+            }
+        }
+    }
+
+    /// Presses a control key: `c` for Ctrl-C, `d` for Ctrl-D.
+    fn control(&mut self, key: char) {
+        let byte = (key.to_ascii_uppercase() as u8) - b'@';
+        self.keys.write_all(&[byte]).unwrap();
+    }
+
+    /// Types a line and presses Enter.
+    fn type_line(&mut self, line: &str) {
+        self.keys.write_all(format!("{line}\r").as_bytes()).unwrap();
+    }
+
+    async fn wait(self) -> portable_pty::ExitStatus {
+        let mut child = self.child;
+        tokio::task::spawn_blocking(move || child.wait().unwrap())
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_person_at_the_terminal_answers_a_permission_request_as_it_comes() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // Emptying the workspace crosses the sandbox's walls (the one place whose loss is the
+    // user's): the default mode asks.
+    let keep = cove.workspace.join("work.txt");
+    std::fs::write(&keep, "a day's work").unwrap();
+    cove.llm.push(Turn::text("Removing it.").call(
+        "execute_command",
+        json!({ "command": format!("rm -rf {}", cove.workspace.display()) }),
+    ));
+    cove.llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("Their reason: keep it please") {
+            "kept"
+        } else {
+            "NO REASON"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut term = Terminal::spawn(
+        &cove,
+        &[
+            "run",
+            "Remove the folder",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+        ],
+        &[],
+    );
+    term.until("Allow request").await;
+    assert!(
+        term.screen.contains("Permission needed")
+            && term.screen.contains("deletes the whole workspace"),
+        "{}",
+        term.screen
+    );
+    term.type_line("maybe");
+    term.until("answer o (allow once)").await;
+    term.type_line("d keep it please");
+    term.until("Done.").await;
+    let screen = term.screen.clone();
+    assert!(screen.contains("denied: keep it please"), "{screen}");
+    assert!(screen.contains("kept"), "{screen}");
+    assert!(term.wait().await.success(), "{screen}");
+    assert!(keep.exists(), "the denied deletion did not run");
+}
+
+#[tokio::test]
+async fn a_person_at_the_terminal_edits_the_plan_in_their_editor_and_approves_it() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    cove.llm.push(Turn::text("My plan.").call(
+        "create_plan",
+        json!({"goal": "Greet", "steps": [{"description": "Say hello"}]}),
+    ));
+    cove.llm.push_fn(|request| {
+        let verdict = if request.all_text().contains("Say hello in French") {
+            "bonjour"
+        } else {
+            "EDIT NOT SEEN"
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    // The "editor" changes the step the way a person would, and saves.
+    let editor = "sed -i 's/Say hello/Say hello in French/'".to_string();
+    let mut term = Terminal::spawn(
+        &cove,
+        &[
+            "run",
+            "Greet me",
+            "--plan",
+            "--model",
+            "anthropic/scripted",
+            "--workspace",
+            &ws,
+        ],
+        &[("EDITOR", editor), ("VISUAL", String::new())],
+    );
+    term.until("Approve the plan?").await;
+    assert!(
+        term.screen.contains("1. [ ] Say hello (step 1)"),
+        "{}",
+        term.screen
+    );
+    term.type_line("later");
+    term.until("answer a (approve)").await;
+    term.type_line("e");
+    term.until("Done.").await;
+    let screen = term.screen.clone();
+    assert!(screen.contains("bonjour"), "{screen}");
+    assert!(term.wait().await.success(), "{screen}");
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// A run that stops at `prompt` on a terminal, left there with Ctrl-`key`: its exit code and
+/// what the terminal showed.
+async fn leave_prompt(
+    cove: &Cove,
+    args: &[&str],
+    prompt: &str,
+    key: char,
+) -> (Option<u32>, String) {
+    let mut term = Terminal::spawn(cove, args, &[]);
+    term.until(prompt).await;
+    term.control(key);
+    term.until("workspace:").await;
+    // The rest of the output, to the end.
+    while let Ok(Some(chunk)) =
+        tokio::time::timeout(Duration::from_secs(10), term.output.recv()).await
+    {
+        term.screen.push_str(&chunk);
+    }
+    let screen = term.screen.clone();
+    let status = term.wait().await;
+    (Some(status.exit_code()), screen)
+}
+
+#[tokio::test]
+async fn ctrl_c_or_ctrl_d_at_any_prompt_pauses_the_run_and_says_how_to_go_on() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let run = |task: &'static str| {
+        vec![
+            "run".to_string(),
+            task.to_string(),
+            "--model".into(),
+            "openai/scripted".into(),
+            "--workspace".into(),
+            ws.clone(),
+        ]
+    };
+
+    // The agent's question.
+    for key in ['c', 'd'] {
+        cove.llm
+            .push(Turn::text("").call("ask", json!({"text": "Which colour?"})));
+        let argv = run("Pick a colour");
+        let (code, screen) = leave_prompt(&cove, &strs(&argv), "Your answer", key).await;
+        assert_eq!(code, Some(3), "Ctrl-{key}: {screen}");
+        assert!(screen.contains("Answer with: cove reply"), "{screen}");
+    }
+
+    // The plan.
+    for key in ['c', 'd'] {
+        cove.llm.push(Turn::text("").call(
+            "create_plan",
+            json!({"goal": "Greet", "steps": [{"description": "Say hello"}]}),
+        ));
+        let mut argv = run("Greet me");
+        argv.push("--plan".into());
+        let (code, screen) = leave_prompt(&cove, &strs(&argv), "Approve the plan?", key).await;
+        assert_eq!(code, Some(8), "Ctrl-{key}: {screen}");
+        assert!(
+            screen.contains("The plan waits for your approval: cove approve"),
+            "{screen}"
+        );
+    }
+
+    // A permission: emptying the workspace asks. Ctrl-D leaves the question open (9),
+    // Ctrl-C interrupts (130); both say to answer with cove permit, then resume.
+    std::fs::write(cove.workspace.join("work.txt"), "a day's work").unwrap();
+    for (key, exit) in [('d', 9), ('c', 130)] {
+        cove.llm.push(Turn::text("").call(
+            "execute_command",
+            json!({ "command": format!("rm -rf {}", cove.workspace.display()) }),
+        ));
+        let argv = run("Remove the folder");
+        let (code, screen) = leave_prompt(&cove, &strs(&argv), "Allow request", key).await;
+        assert_eq!(code, Some(exit), "Ctrl-{key}: {screen}");
+        assert!(
+            screen.contains("The run waits for your permission") && screen.contains("cove permit"),
+            "{screen}"
+        );
+        assert!(cove.workspace.join("work.txt").exists());
+    }
+}
