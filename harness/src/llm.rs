@@ -17,7 +17,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
@@ -299,6 +299,7 @@ impl ScriptedLlm {
     pub async fn start() -> Result<ScriptedLlm> {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
+            .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             // Uncompressed long runs send bodies of many megabytes (as real APIs allow).
@@ -673,6 +674,15 @@ fn refuse_unpaired(shared: &Shared, request: &Received) -> Option<Response> {
         )
             .into_response(),
     )
+}
+
+/// `GET /v1/models` as OpenAI's API answers it: the one model served here.
+async fn models() -> Response {
+    axum::Json(serde_json::json!({
+        "object": "list",
+        "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "cove-harness"}],
+    }))
+    .into_response()
 }
 
 async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {

@@ -114,9 +114,9 @@ impl From<PlanError> for CliError {
 impl From<LlmError> for CliError {
     fn from(e: LlmError) -> Self {
         match e {
-            LlmError::MissingApiKey { .. } | LlmError::Unauthorized { .. } => {
-                CliError::Setup(e.to_string())
-            }
+            LlmError::MissingApiKey { .. }
+            | LlmError::Unauthorized { .. }
+            | LlmError::BadBaseUrl { .. } => CliError::Setup(e.to_string()),
             LlmError::ModelNotFound { .. } => CliError::Usage(e.to_string()),
             LlmError::Transport { .. } => CliError::Unreachable(e.to_string()),
             _ => CliError::Failed(e.to_string()),

@@ -20,7 +20,7 @@ use crate::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
 use crate::config;
 use crate::context::{ContextMode, ContextSettings};
 use crate::llm::ChatMessage;
-use crate::llm::choice::{self, ModelChoice};
+use crate::llm::choice::{self, DefaultModelError, ModelChoice};
 use crate::llm::price::PriceTable;
 use crate::llm::profile::profile;
 use crate::permissions::{Mode, Policy};
@@ -124,7 +124,8 @@ pub(super) async fn run(inv: &Invocation, args: RunArgs) -> Result<ExitCode, Cli
         args.model.clone(),
         args.tool_calls.clone(),
         &args.sandbox,
-    )?;
+    )
+    .await?;
     let input = ChatMessage::user(args.task);
     let plan_first = args.plan || inv.file.plan.unwrap_or(false);
     drive(
@@ -140,18 +141,31 @@ pub(super) async fn run(inv: &Invocation, args: RunArgs) -> Result<ExitCode, Cli
 
 /// A new thread for `task`, with its model (the flag's, `cove.toml`'s or the environment's
 /// default), tool-call format and sandbox (a local one gets a workspace named after it).
-pub(super) fn new_thread(
+pub(super) async fn new_thread(
     inv: &Invocation,
     task: &str,
     model: Option<String>,
     tool_calls: Option<String>,
     sandbox: &SandboxArgs,
 ) -> Result<Thread, CliError> {
-    let model = model
-        .or_else(|| inv.file.model.clone())
-        .map(|m| ModelChoice::parse(&m))
-        .transpose()?
-        .unwrap_or_else(ModelChoice::default_for_environment);
+    if task.trim().is_empty() {
+        return Err(CliError::Usage(
+            "the task is empty: say what the agent should do".into(),
+        ));
+    }
+    let named = model
+        .or_else(|| std::env::var("COVE_MODEL").ok())
+        .filter(|m| !m.trim().is_empty())
+        .or_else(|| inv.file.model.clone());
+    let model = match named {
+        Some(name) => ModelChoice::parse(&name)?,
+        None => ModelChoice::default_for_environment()
+            .await
+            .map_err(|e| match e {
+                DefaultModelError::Server(e) => CliError::from(e),
+                DefaultModelError::Choose(why) => CliError::Usage(why),
+            })?,
+    };
     // Fail on a missing key before starting a sandbox.
     choice::connect(&model)?;
     let mode = tool_calls

@@ -339,10 +339,7 @@ impl ChatProvider for Anthropic {
                 .json(&Self::body(request))
                 .send()
                 .await
-                .map_err(|e| LlmError::Transport {
-                    provider: NAME,
-                    message: super::error_chain(&e),
-                })?;
+                .map_err(|e| super::transport_error(NAME, &e))?;
             let status = response.status();
             if !status.is_success() {
                 let retry_after = parse_retry_after(response.headers());

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::anthropic::Anthropic;
 use super::openai::OpenAi;
-use super::{ChatProvider, LlmError};
+use super::{ChatProvider, LlmError, served};
 
 /// A model name that names no model; give `provider/model` or a bare model name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -79,20 +79,36 @@ impl ModelChoice {
         })
     }
 
-    /// The model used when none is configured: Anthropic's when only its key is set.
-    pub fn default_for_environment() -> ModelChoice {
-        let has = |v: &str| std::env::var_os(v).is_some_and(|x| !x.is_empty());
+    /// The model used when none is named: the one an OpenAI-compatible server at
+    /// `OPENAI_BASE_URL` serves (it is asked), Anthropic's when only its key is set, else
+    /// OpenAI's.
+    pub async fn default_for_environment() -> Result<ModelChoice, DefaultModelError> {
+        let has = |v: &str| env(v).is_some();
         if has("ANTHROPIC_API_KEY") && !has("OPENAI_API_KEY") && !has("OPENAI_BASE_URL") {
-            ModelChoice {
+            return Ok(ModelChoice {
                 provider: Provider::Anthropic,
                 name: "claude-sonnet-4-5".into(),
-            }
-        } else {
-            ModelChoice {
-                provider: Provider::OpenAi,
-                name: "gpt-4o".into(),
-            }
+            });
         }
+        if let Some(base) = env("OPENAI_BASE_URL")
+            && !base.contains("api.openai.com")
+        {
+            served::check_base_url("OPENAI_BASE_URL", &base)?;
+            let http = client(Provider::OpenAi)?;
+            let key = env("OPENAI_API_KEY");
+            let models =
+                served::served_models(&http, "OPENAI_BASE_URL", &base, key.as_deref()).await?;
+            let name = served::the_one_served("OPENAI_BASE_URL", &base, &models)
+                .map_err(DefaultModelError::Choose)?;
+            return Ok(ModelChoice {
+                provider: Provider::OpenAi,
+                name,
+            });
+        }
+        Ok(ModelChoice {
+            provider: Provider::OpenAi,
+            name: "gpt-4o".into(),
+        })
     }
 
     /// `provider/model`.
@@ -105,20 +121,45 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// The provider for `choice`, configured from the environment.
-pub fn connect(choice: &ModelChoice) -> Result<Arc<dyn ChatProvider>, LlmError> {
-    let http = reqwest::Client::builder()
+/// Why no model could be chosen when none was named.
+#[derive(Debug, thiserror::Error)]
+pub enum DefaultModelError {
+    /// The server could not be asked, or its address is wrong: the message says what to do.
+    #[error(transparent)]
+    Server(#[from] LlmError),
+    /// The server serves no model, or several: name one.
+    #[error("{0}")]
+    Choose(String),
+}
+
+/// The HTTP client of a provider's calls.
+fn client(provider: Provider) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(20))
         // A stream that goes silent this long is dead; the answer is retried.
         .read_timeout(Duration::from_secs(300))
         .build()
         .map_err(|e| LlmError::Transport {
-            provider: choice.provider.as_str(),
+            provider: provider.as_str(),
             message: e.to_string(),
-        })?;
+        })
+}
+
+/// The value of the address variable `variable`, checked to be an http(s) address.
+fn base_url(variable: &'static str) -> Result<Option<String>, LlmError> {
+    let Some(value) = env(variable) else {
+        return Ok(None);
+    };
+    served::check_base_url(variable, value.trim())?;
+    Ok(Some(value.trim().to_string()))
+}
+
+/// The provider for `choice`, configured from the environment.
+pub fn connect(choice: &ModelChoice) -> Result<Arc<dyn ChatProvider>, LlmError> {
+    let http = client(choice.provider)?;
     Ok(match choice.provider {
         Provider::OpenAi => {
-            let base = env("OPENAI_BASE_URL");
+            let base = base_url("OPENAI_BASE_URL")?;
             let key = env("OPENAI_API_KEY");
             if base.is_none() && key.is_none() {
                 return Err(LlmError::MissingApiKey {
@@ -134,8 +175,8 @@ pub fn connect(choice: &ModelChoice) -> Result<Arc<dyn ChatProvider>, LlmError> 
                 provider: "anthropic",
                 variable: "ANTHROPIC_API_KEY",
             })?;
-            let base =
-                env("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".into());
+            let base = base_url("ANTHROPIC_BASE_URL")?
+                .unwrap_or_else(|| "https://api.anthropic.com".into());
             Arc::new(Anthropic::new(http, &base, key))
         }
         Provider::OpenRouter => {
@@ -143,12 +184,13 @@ pub fn connect(choice: &ModelChoice) -> Result<Arc<dyn ChatProvider>, LlmError> 
                 provider: "openrouter",
                 variable: "OPENROUTER_API_KEY",
             })?;
-            let base =
-                env("OPENROUTER_BASE_URL").unwrap_or_else(|| "https://openrouter.ai/api/v1".into());
+            let base = base_url("OPENROUTER_BASE_URL")?
+                .unwrap_or_else(|| "https://openrouter.ai/api/v1".into());
             Arc::new(OpenAi::new(http, &base, Some(key), "openrouter"))
         }
         Provider::Ollama => {
-            let base = env("OLLAMA_BASE_URL").unwrap_or_else(|| "http://localhost:11434/v1".into());
+            let base =
+                base_url("OLLAMA_BASE_URL")?.unwrap_or_else(|| "http://localhost:11434/v1".into());
             Arc::new(OpenAi::new(http, &base, None, "ollama"))
         }
     })

@@ -7,6 +7,7 @@ pub mod openai;
 pub mod price;
 pub mod profile;
 pub mod retry;
+pub mod served;
 pub mod sse;
 
 use std::pin::Pin;
@@ -270,6 +271,13 @@ pub enum LlmError {
         provider: &'static str,
         message: String,
     },
+    /// The server's address (from `variable`) is wrong: the message says what to write.
+    #[error("{variable}={url} does not work: {why}")]
+    BadBaseUrl {
+        variable: &'static str,
+        url: String,
+        why: String,
+    },
     /// The provider sent something this code cannot read.
     #[error("unreadable answer from {provider}: {message}")]
     Malformed {
@@ -437,6 +445,27 @@ fn error_message(body: &str) -> String {
 
 /// An error with its causes ("error sending request: dns error: failed to lookup ..."): the
 /// top-level message of an HTTP error rarely says what went wrong.
+/// A request that got no answer, said shortly: the deepest cause and the server's origin
+/// (reqwest's own text repeats the whole URL and every layer).
+pub(crate) fn transport_error(provider: &'static str, error: &reqwest::Error) -> LlmError {
+    let mut root: &dyn std::error::Error = error;
+    while let Some(cause) = root.source() {
+        root = cause;
+    }
+    let origin = error
+        .url()
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    let message = if error.is_timeout() {
+        format!("no answer from {origin} in time")
+    } else if origin.is_empty() {
+        root.to_string()
+    } else {
+        format!("{root} at {origin}")
+    };
+    LlmError::Transport { provider, message }
+}
+
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut out = error.to_string();
     let mut source = error.source();

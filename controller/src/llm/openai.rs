@@ -305,10 +305,10 @@ impl ChatProvider for OpenAi {
             if let Some(key) = &self.api_key {
                 builder = builder.bearer_auth(key);
             }
-            let response = builder.send().await.map_err(|e| LlmError::Transport {
-                provider,
-                message: super::error_chain(&e),
-            })?;
+            let response = builder
+                .send()
+                .await
+                .map_err(|e| super::transport_error(provider, &e))?;
             let status = response.status();
             if !status.is_success() {
                 let retry_after = parse_retry_after(response.headers());
@@ -325,6 +325,13 @@ impl ChatProvider for OpenAi {
                         message: format!("HTTP {code}: {message}"),
                     });
                 }
+                // A 404 for the whole path is an address without the /v1 it needs more
+                // often than a missing model.
+                let message = if code == 404 {
+                    format!("{message}{}", super::served::try_v1(&self.base_url))
+                } else {
+                    message
+                };
                 return Err(super::http_error(
                     provider,
                     code,

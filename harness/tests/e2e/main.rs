@@ -16,6 +16,7 @@ mod cost;
 mod isolation;
 mod kubernetes;
 mod mcp;
+mod model_server;
 mod page;
 mod project_trust;
 mod real_docker;

@@ -1005,3 +1005,33 @@ async fn a_run_stopped_while_it_starts_never_begins() {
     assert_eq!(status, 409, "nothing left to stop");
     server.kill().await;
 }
+
+#[tokio::test]
+async fn the_servers_model_is_used_when_a_client_names_none() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "done"})));
+    let server = Server::start(&cove, &["--model", "anthropic/scripted"]).await;
+    let thread = server.create(json!({"task": "Do it"})).await;
+    let mut sse = server.stream(&thread, None).await;
+    let events = sse.until("thread_run_end").await;
+    assert_eq!(events.last().unwrap().1["status"], "completed");
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    assert_eq!(view["model"], "anthropic/scripted", "{view}");
+    assert_eq!(cove.llm.received().len(), 1);
+    server.kill().await;
+
+    // COVE_MODEL does the same; a wrong one stops the server at its start, said at once.
+    let mut cmd = cove.command(&["serve", "--listen", "127.0.0.1:0"]);
+    cmd.env("COVE_MODEL", "anthropic/");
+    let out = tokio::time::timeout(Duration::from_secs(30), cmd.output())
+        .await
+        .expect("the server stopped at once")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", crate::explain(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("names no model"),
+        "{}",
+        crate::explain(&out)
+    );
+}

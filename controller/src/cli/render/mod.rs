@@ -171,7 +171,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     "33",
                     &format!(
                         "  ↻ {} (attempt {attempt}); retrying in {:.1} s",
-                        first_line(reason, 100),
+                        first_line(reason, 200),
                         *delay_ms as f64 / 1000.0
                     ),
                 );
@@ -390,6 +390,8 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 self.line(&text);
             }
             EventKind::Finish { .. } => {}
+            // The run's failure is said once, on stderr, when it ends (`failed`).
+            EventKind::Error { fatal: true, .. } => {}
             EventKind::Error { message, fatal } => {
                 let label = if *fatal { "error" } else { "warning" };
                 let text = self.paint("31", &format!("{label}: {message}"));

@@ -232,10 +232,13 @@ pub(super) async fn create_thread(
     let thread = new_thread(
         &state.inv,
         &body.task,
-        body.model,
+        body.model
+            .filter(|m| !m.trim().is_empty())
+            .or_else(|| state.model.clone()),
         body.tool_calls,
         &sandbox,
-    )?;
+    )
+    .await?;
     let plan_first = body.plan || state.inv.file.plan.unwrap_or(false);
     launch(
         &state,

@@ -47,6 +47,10 @@ pub(super) struct ServeArgs {
     /// The API token (default: a new one each start, printed).
     #[arg(long, env = "COVE_SERVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The model of threads whose client names none (`provider/model`; default: cove.toml's
+    /// `model`, else the one the environment's server serves or OpenAI's).
+    #[arg(long, env = "COVE_MODEL")]
+    model: Option<String>,
     /// The sandbox every thread gets (default: a local one per thread).
     #[command(flatten)]
     sandbox: SandboxArgs,
@@ -60,6 +64,8 @@ pub(super) struct ServeState {
     inv: Arc<Invocation>,
     sandbox: SandboxArgs,
     flags: RunFlags,
+    /// The model of threads whose client names none (`--model`, `COVE_MODEL`).
+    model: Option<String>,
     auth: Auth,
     feeds: Feeds,
     live: Live,
@@ -254,12 +260,19 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
             "--token must have 32 characters or more".into(),
         ));
     }
+    let model = args.model.filter(|m| !m.trim().is_empty());
+    if let Some(name) = &model {
+        // A wrong name or a missing key is said now, not at the first task.
+        let choice = crate::llm::choice::ModelChoice::parse(name)?;
+        crate::llm::choice::connect(&choice)?;
+    }
     let json = inv.printer.json();
     let given_token = args.token.is_some();
     let state = Arc::new(ServeState {
         inv: Arc::new(inv),
         sandbox: args.sandbox,
         flags: args.run,
+        model,
         auth: Auth::new(args.token),
         feeds: Feeds::default(),
         live: Live::default(),

@@ -1,0 +1,129 @@
+//! A model server named only by its address, as a person points Cove at a local one: the
+//! model it serves is asked for, and a wrong address says what to write instead.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use cove_harness::Turn;
+use cove_harness::llm::Wire;
+use serde_json::json;
+
+use super::{Cove, explain};
+
+/// `cove run TASK` with only `OPENAI_BASE_URL=base` to go on (no key, no model).
+async fn run_at(cove: &Cove, base: &str, task: &str) -> std::process::Output {
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut cmd = cove.command(&["run", task, "--workspace", &ws, "--no-prompt"]);
+    cmd.env("OPENAI_BASE_URL", base)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY");
+    cmd.output().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_model_a_server_serves_is_used_and_not_priced() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "hello"})));
+    let out = run_at(&cove, &cove.llm.openai_base_url(), "Say hello").await;
+    assert!(out.status.success(), "{}", explain(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("· openai/scripted ·"), "{stdout}");
+    let end = stdout
+        .lines()
+        .find(|l| l.starts_with("run ") && l.contains("completed"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        !end.contains('$'),
+        "no price for a model Cove does not know: {end}"
+    );
+    assert_eq!(cove.llm.received()[0].body["model"], "scripted");
+}
+
+#[tokio::test]
+async fn a_wrong_server_address_says_what_to_write_at_once() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let base = cove.llm.openai_base_url();
+    let without_v1 = base.trim_end_matches("/v1").to_string();
+    let without_scheme = base.trim_start_matches("http://").to_string();
+    // A port nothing listens on.
+    let closed = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1", listener.local_addr().unwrap())
+    };
+    for (address, exit, says) in [
+        (without_v1.clone(), 6, format!("try {without_v1}/v1")),
+        (
+            without_scheme.clone(),
+            6,
+            format!("write http://{without_scheme}"),
+        ),
+        (closed.clone(), 7, "Connection refused".to_string()),
+    ] {
+        let out = run_at(&cove, &address, "Say hello").await;
+        assert_eq!(
+            out.status.code(),
+            Some(exit),
+            "{address}: {}",
+            explain(&out)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&says) && err.trim().lines().count() == 1,
+            "{address}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing ran: {}", explain(&out));
+    }
+    assert!(cove.llm.received().is_empty());
+
+    let empty = cove.run(&["run", "  "]).await;
+    assert_eq!(empty.status.code(), Some(2), "{}", explain(&empty));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("the task is empty"));
+}
+
+/// A server that refuses every key, as an OpenAI-compatible one does.
+fn refusing_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn a_runs_failure_is_said_once() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut cmd = cove.command(&[
+        "run",
+        "Say hello",
+        "--model",
+        "openai/x",
+        "--workspace",
+        &ws,
+    ]);
+    cmd.env("OPENAI_BASE_URL", refusing_server());
+    let out = cmd.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", explain(&out));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        all.matches("Incorrect API key provided").count(),
+        1,
+        "{all}"
+    );
+}
