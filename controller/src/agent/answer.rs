@@ -155,7 +155,7 @@ impl Executor {
                 execution: reused,
             };
         }
-        let def = self.registry.get(&name);
+        let registry = self.registry.clone();
         let env = self.env.clone();
         let emitter = self.emitter.clone();
         let previous = if self.parallel {
@@ -180,7 +180,8 @@ impl Executor {
                     return skipped;
                 }
             }
-            if let (Some(gate), Some(def), Ok(args)) = (&gate, &def, &args_for_run) {
+            let def = registry.resolve(&tool).await;
+            if let (Some(gate), Ok(def), Ok(args)) = (&gate, &def, &args_for_run) {
                 match gate.pass(&call_id, &tool, &def.policy_name(), args).await {
                     Ok(()) => {}
                     Err(NotRun::Refused(refused)) => {
@@ -194,7 +195,8 @@ impl Executor {
                     }
                 }
             }
-            run_announced(&emitter, def.as_ref(), &env, call_id, tool, args_for_run).await
+            let def = def.as_ref().map_err(String::as_str);
+            run_announced(&emitter, def, &env, call_id, tool, args_for_run).await
         });
         self.tasks.add(task.abort_handle());
         let execution: Execution = async move {
@@ -214,17 +216,18 @@ impl Executor {
     }
 }
 
-/// Runs one call of `def` (none: no such tool), announcing its start and its end.
+/// Runs one call of `def` (or says why there is no such tool), announcing its start and
+/// its end.
 pub(crate) async fn run_announced(
     emitter: &Emitter,
-    def: Option<&Tool>,
+    def: Result<&Tool, &str>,
     env: &ToolEnv,
     call_id: String,
     tool: String,
     arguments: Result<Value, String>,
 ) -> ToolResult {
     let summary = match (def, &arguments) {
-        (Some(def), Ok(args)) => def.summarize(args),
+        (Ok(def), Ok(args)) => def.summarize(args),
         _ => None,
     };
     emitter.emit(EventKind::ToolStarted {
@@ -235,8 +238,8 @@ pub(crate) async fn run_announced(
     });
     let result = match (def, arguments) {
         (_, Err(why)) => ToolResult::error(why),
-        (None, Ok(_)) => ToolResult::error(format!("there is no tool named {tool:?}")),
-        (Some(def), Ok(args)) => def.call(env, args).await,
+        (Err(missing), Ok(_)) => ToolResult::error(missing),
+        (Ok(def), Ok(args)) => def.call(env, args).await,
     };
     announce_end(emitter, call_id, tool, &result);
     result

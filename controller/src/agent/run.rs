@@ -648,10 +648,10 @@ impl Agent {
                     continue;
                 }
                 Ok(()) => {
-                    let def = self.registry.get(&tool);
+                    let def = self.registry.resolve(&tool).await;
                     run_announced(
                         &live.emitter,
-                        def.as_ref(),
+                        def.as_ref().map_err(String::as_str),
                         &env,
                         call_id.clone(),
                         tool.clone(),

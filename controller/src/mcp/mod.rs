@@ -344,6 +344,58 @@ impl McpHub {
             .collect()
     }
 
+    /// The server whose tools `name` would be among (`<server>__…`), and how it stands.
+    fn owner_of(&self, name: &str) -> Option<ServerStatus> {
+        self.statuses()
+            .into_iter()
+            .filter(|s| name.starts_with(&format!("{}__", names::clean(&s.name))))
+            .max_by_key(|s| s.name.len())
+    }
+
+    /// Waits until the server a call of `name` is for has started or failed (within its
+    /// start timeout), when it is still starting: a model may call a tool it saw in an
+    /// earlier run before its server is back. Unknown names wait for nothing.
+    pub async fn wait_for_owner(&self, name: &str) {
+        let mut settled = self.starting.clone();
+        loop {
+            settled.borrow_and_update();
+            match self.owner_of(name) {
+                Some(status) if status.state == ServerState::Starting => {}
+                _ => return,
+            }
+            if settled.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Why there is no MCP tool `name`, by the state of the server it would be from.
+    pub fn why_missing(&self, name: &str) -> Option<String> {
+        let status = self.owner_of(name)?;
+        let server = &status.name;
+        Some(match status.state {
+            ServerState::Failed(why) => {
+                format!("MCP server {server} could not start, so {name:?} cannot run: {why}")
+            }
+            ServerState::Disabled => {
+                format!("MCP server {server} is disabled in its configuration")
+            }
+            ServerState::Starting => format!("MCP server {server} is still starting"),
+            ServerState::Ready { .. } => {
+                let tools: Vec<String> = self
+                    .listed()
+                    .into_iter()
+                    .filter(|t| t.server.name() == server)
+                    .map(|t| t.name)
+                    .collect();
+                format!(
+                    "MCP server {server} has no tool named {name:?}; its tools: {}",
+                    tools.join(", ")
+                )
+            }
+        })
+    }
+
     /// Ends every started server.
     pub async fn shutdown(&self) {
         let started = self

@@ -16,7 +16,8 @@ fn fnv1a(text: &str) -> u32 {
     })
 }
 
-fn clean(text: &str) -> String {
+/// `text` with what a tool name may not hold replaced by `_`.
+pub(crate) fn clean(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {

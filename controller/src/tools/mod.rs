@@ -421,6 +421,22 @@ impl ToolRegistry {
         self.mcp.as_ref()?.tool(name).map(Tool::Mcp)
     }
 
+    /// The tool called `name`, waiting first for the MCP server it would be from when that
+    /// server is still starting; why there is none otherwise.
+    pub async fn resolve(&self, name: &str) -> Result<Tool, String> {
+        if let Some(tool) = self.get(name) {
+            return Ok(tool);
+        }
+        let Some(hub) = &self.mcp else {
+            return Err(format!("there is no tool named {name:?}"));
+        };
+        hub.wait_for_owner(name).await;
+        self.get(name).ok_or_else(|| {
+            hub.why_missing(name)
+                .unwrap_or_else(|| format!("there is no tool named {name:?}"))
+        })
+    }
+
     /// The built-in tools (the sandbox's and Cove's own), in order.
     pub fn all(&self) -> &[Tool] {
         &self.tools

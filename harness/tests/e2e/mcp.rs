@@ -459,3 +459,52 @@ async fn a_slow_server_never_holds_up_the_first_call_and_joins_when_it_is_up() {
     let announced = all.iter().position(|e| e["type"] == "mcp_status").unwrap();
     assert!(announced > first_call, "{:?}", kinds(&all));
 }
+
+#[tokio::test]
+async fn a_call_to_a_server_still_starting_waits_for_it_then_says_its_real_state() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // The first call waits for no server, as when a resumed thread's model calls at once a
+    // tool it saw in an earlier run.
+    cove.cove_toml("mcp_first_call_wait = 0\n");
+    cove.mcp_servers(json!({
+        "time": mcp_servers::time_stdio().unwrap(),
+        "broken": {"command": "/nonexistent/mcp-server"},
+    }));
+    cove.llm.push(
+        Turn::text("")
+            .call("time__get_current_time", json!({"timezone": "UTC"}))
+            .call("time__no_such_tool", json!({}))
+            .call("broken__anything", json!({})),
+    );
+    cove.llm.push_fn(|request| {
+        let text = request.all_text();
+        let verdict = if !text.contains("\"timezone\": \"UTC\"") {
+            format!("TIME NOT RUN: {text}")
+        } else if !text.contains("MCP server time has no tool named \"time__no_such_tool\"; its tools: time__get_current_time") {
+            "NO TOOL LIST".to_string()
+        } else if !text.contains("MCP server broken could not start") {
+            "NO START FAILURE".to_string()
+        } else {
+            "ok".to_string()
+        };
+        Turn::text("").call("complete", json!({ "text": verdict }))
+    });
+    let out = cove.run_yolo("What time is it?").await;
+    assert!(out.status.success(), "{}", explain(&out));
+    let all = events(&out);
+    let complete = all.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(complete["text"], "ok", "{}", explain(&out));
+    let first_call = all
+        .iter()
+        .position(|e| e["type"] == "assistant_response_start")
+        .unwrap();
+    let time_up = all
+        .iter()
+        .position(|e| e["type"] == "mcp_status" && e["server"] == "time")
+        .unwrap();
+    assert!(
+        time_up > first_call,
+        "the server was still starting: {:?}",
+        kinds(&all)
+    );
+}
