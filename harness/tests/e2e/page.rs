@@ -145,7 +145,9 @@ async fn a_task_streams_its_text_and_tool_cards_asks_in_a_dialog_and_shows_its_f
         };
         Turn::text("").call("complete", json!({ "text": verdict }))
     });
-    let server = Server::start(&cove, &[]).await;
+    // A model the price table knows, so the run's end can say what it cost (the one the
+    // scripted server says it serves is priced by no one).
+    let server = Server::start(&cove, &["--model", "openai/gpt-4o-mini"]).await;
     let mut tab = open_page(&server).await;
 
     // Every length the agent's text had as it grew.
