@@ -20,6 +20,9 @@ pub struct FileConfig {
     pub vision: Option<bool>,
     /// Run a batch of tool calls one after another instead of in parallel.
     pub sequential_tools: Option<bool>,
+    /// `auto` (compact when the model's window is 16,384 tokens or less), `full` or
+    /// `compact` (the core tools and a short method).
+    pub tools: Option<String>,
     /// `truncate` (default), `summarize` or `off`.
     pub context: Option<String>,
     /// Tokens the knowledge section of the system prompt may take (default 4000).

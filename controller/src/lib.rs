@@ -9,6 +9,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod context;
+pub mod format;
 pub mod llm;
 pub mod mcp;
 pub mod permissions;

@@ -200,6 +200,8 @@ pub enum Fault {
     Hang,
     /// 400: the prompt is longer than the model's window (Anthropic's wording).
     PromptTooLong,
+    /// 400 `context_length_exceeded`, stating this window as OpenAI's and vLLM's API do.
+    WindowExceeded(u64),
 }
 
 /// One scripted answer.
@@ -285,6 +287,12 @@ struct Shared {
     caches: Mutex<PromptCaches>,
     /// How each answered request was billed, in order.
     billed: Mutex<Vec<Billed>>,
+    /// The window a llama.cpp server would run with: said at `/props`, and longer prompts
+    /// are refused as llama.cpp refuses them.
+    window: Mutex<Option<u64>>,
+    /// Prompt tokens reported in the usage whatever was sent, as a server whose chat
+    /// template dropped part of the prompt reports them.
+    reported_prompt: Mutex<Option<u64>>,
 }
 
 /// A running scripted model.
@@ -300,6 +308,7 @@ impl ScriptedLlm {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/models", get(models))
+            .route("/props", get(props))
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             // Uncompressed long runs send bodies of many megabytes (as real APIs allow).
@@ -326,6 +335,21 @@ impl ScriptedLlm {
     /// `ANTHROPIC_BASE_URL` for this server.
     pub fn anthropic_base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Serves as llama.cpp with a context of `n_ctx` tokens: `GET /props` says it, and a
+    /// prompt longer than it is refused with llama.cpp's error.
+    pub fn serve_window(&self, n_ctx: u64) {
+        if let Ok(mut window) = self.shared.window.lock() {
+            *window = Some(n_ctx);
+        }
+    }
+
+    /// Reports `tokens` as every answer's prompt tokens (OpenAI wire), whatever was sent.
+    pub fn report_prompt_tokens(&self, tokens: u64) {
+        if let Ok(mut reported) = self.shared.reported_prompt.lock() {
+            *reported = Some(tokens);
+        }
     }
 
     /// Queues a fixed answer.
@@ -676,6 +700,36 @@ fn refuse_unpaired(shared: &Shared, request: &Received) -> Option<Response> {
     )
 }
 
+/// `GET /props` as llama.cpp's server answers it, when a window was set; 404 otherwise, as
+/// other servers answer.
+async fn props(State(shared): State<Arc<Shared>>) -> Response {
+    match shared.window.lock().ok().and_then(|w| *w) {
+        Some(n_ctx) => axum::Json(json!({
+            "default_generation_settings": {"n_ctx": n_ctx, "params": {"n_predict": -1}},
+            "total_slots": 1,
+            "model_path": "/models/scripted.gguf",
+            "chat_template": "",
+        }))
+        .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// llama.cpp's refusal of a prompt longer than its context, when a window was set.
+fn refuse_beyond_window(shared: &Shared, request: &Received) -> Option<Response> {
+    let n_ctx = shared.window.lock().ok().and_then(|w| *w)?;
+    let prompt = request.prompt_tokens() as u64;
+    (prompt > n_ctx).then(|| {
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": n_ctx}})
+            .to_string(),
+        )
+            .into_response()
+    })
+}
+
 /// `GET /v1/models` as OpenAI's API answers it: the one model served here.
 async fn models() -> Response {
     axum::Json(serde_json::json!({
@@ -690,12 +744,22 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     if let Some(refusal) = refuse_unpaired(&shared, &request) {
         return refusal;
     }
+    if let Some(refusal) = refuse_beyond_window(&shared, &request) {
+        return refusal;
+    }
     match next(&shared, &request) {
         Ok(turn) => {
-            let billed = match shared.caches.lock() {
+            let mut billed = match shared.caches.lock() {
                 Ok(mut caches) => caches.openai(&request),
                 Err(_) => Billed::default(),
             };
+            if let Some(reported) = shared.reported_prompt.lock().ok().and_then(|r| *r) {
+                billed = Billed {
+                    prompt: reported as usize,
+                    cached: 0,
+                    cache_write: 0,
+                };
+            }
             if let Ok(mut all) = shared.billed.lock() {
                 all.push(billed);
             }
@@ -775,6 +839,13 @@ async fn fail(fault: Fault, partial: String) -> Response {
         Fault::PromptTooLong => (
             StatusCode::BAD_REQUEST,
             r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 205668 tokens > 200000 maximum"}}"#,
+        )
+            .into_response(),
+        Fault::WindowExceeded(window) => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {} tokens. Please reduce the length of the messages.", window + 1_204),
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+            .to_string(),
         )
             .into_response(),
         Fault::CutAfter(bytes) => sse(partial, Some(bytes), Chunking::Awkward),

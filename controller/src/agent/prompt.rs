@@ -59,6 +59,19 @@ const METHOD: &str = r#"You are an autonomous agent working inside a Linux sandb
 - When every step of the plan is done and verified, call `complete` with a short summary of the result and the files that make it up. If you end your answer without calling any tool, the run also ends, so only do that when you are finished.
 "#;
 
+/// The method for models with a small window, beside the compact tool set: what matters
+/// most, in a quarter of the words.
+const METHOD_COMPACT: &str = r#"You are an autonomous agent working in a Linux sandbox on the user's task. You act by calling tools; their results come back to you; keep going until the task is done.
+
+- The workspace is {workspace}; file tools take paths relative to it. Shell sessions keep their directory and variables between commands; run servers with blocking=false, then check_command_output.
+- After a browser action you get the page as text, each control numbered (`[12]<button>Save`): act on those numbers, from the newest page you were shown.
+- web_search finds facts and pages; web_fetch reads a page as Markdown; use the browser only to act on a page. Cite the URLs you used.
+- Check your work: run what you write, read what you changed. Do not delete what you did not create. A call the user denies comes back "Not run" with their reason: respect it.
+- Older messages may be cut short with an id: expand_message reads them.
+- Use ask only when you cannot go on without the user. When the task is done and checked, call complete with a short summary.
+- Today is {date}.
+"#;
+
 const XML_RULES: &str = r#"
 ## Calling tools
 Call tools by writing XML blocks in your answer, exactly in this form:
@@ -79,7 +92,12 @@ Call tools by writing XML blocks in your answer, exactly in this form:
 /// The system prompt for a run.
 pub fn system_prompt(registry: &ToolRegistry, mode: ToolMode, workspace: &str) -> String {
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let mut prompt = METHOD
+    let method = if registry.is_compact() {
+        METHOD_COMPACT
+    } else {
+        METHOD
+    };
+    let mut prompt = method
         .replace("{workspace}", workspace)
         .replace("{date}", date.get(..10).unwrap_or(&date));
     if registry.get("generate_image").is_some() {
@@ -144,5 +162,38 @@ mod tests {
         assert!(xml.contains("<function_calls>"));
         assert!(xml.contains("<invoke name=\"browser_click_element\">"));
         assert!(xml.contains("- file_contents (string, required)"));
+    }
+
+    #[test]
+    fn the_compact_prompt_fits_four_thousand_tokens_in_both_modes() {
+        let counter = crate::context::TokenCounter::for_model("gpt-4o");
+        let full = ToolRegistry::standard();
+        let compact = ToolRegistry::standard().compact(true);
+        let native = counter.text(&system_prompt(&compact, ToolMode::Native, "/workspace"))
+            + counter.tools(&compact.specs());
+        let xml = counter.text(&system_prompt(&compact, ToolMode::Xml, "/workspace"));
+        assert!(
+            native <= 4_000 && xml <= 4_000,
+            "native {native}, xml {xml}"
+        );
+        let full_native = counter.text(&system_prompt(&full, ToolMode::Native, "/workspace"))
+            + counter.tools(&full.specs());
+        // About half: a quarter of the method, the core tools.
+        assert!(
+            native * 100 <= full_native * 55,
+            "compact {native}, full {full_native}"
+        );
+        let offered: Vec<String> = compact.specs().into_iter().map(|s| s.name).collect();
+        assert!(offered.iter().any(|n| n == "create_plan"));
+        assert!(!offered.iter().any(|n| n == "browser_drag_drop"));
+        let without_plans: Vec<String> = ToolRegistry::standard()
+            .compact(false)
+            .specs()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert!(!without_plans.iter().any(|n| n == "create_plan"));
+        assert!(compact.get("browser_drag_drop").is_none());
+        assert!(compact.get("execute_command").is_some());
     }
 }

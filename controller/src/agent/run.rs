@@ -25,6 +25,7 @@ use crate::context::{
     Budget, Calibration, ContextError, ContextMode, Cuts, Entry, TokenCounter, fit, knowledge,
     temporary_message,
 };
+use crate::format::thousands;
 use crate::llm::{
     ChatMessage, ChatProvider, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage,
 };
@@ -173,6 +174,8 @@ struct LiveRun {
     gate: Option<Arc<Gate>>,
     /// A plan-first run that answered without proposing one was told to, once.
     plan_asked: bool,
+    /// The user was told the server read far less of the prompt than was sent, once.
+    told_unread: bool,
 }
 
 impl LiveRun {
@@ -534,6 +537,7 @@ impl Agent {
             continues: 0,
             tool_tasks: Arc::new(ToolTasks::default()),
             plan_asked: false,
+            told_unread: false,
         })
     }
 
@@ -737,7 +741,7 @@ impl Agent {
             &images,
             self.config.profile.vision,
         ));
-        let budget = Budget {
+        let mut budget = Budget {
             window: live.window,
             max_tokens: self.config.max_tokens as usize,
             fixed: live.fixed + temp.iter().map(|m| live.counter.message(m)).sum::<usize>(),
@@ -824,6 +828,21 @@ impl Agent {
                     if self.config.context.mode != ContextMode::Off && refusals < 2 =>
                 {
                     refusals += 1;
+                    if let LlmError::ContextTooLong { message, .. } = &e
+                        && let Some(stated) = crate::llm::served::window_from_refusal(message)
+                        && (stated as usize) < live.window
+                    {
+                        live.emitter.emit(EventKind::Error {
+                            message: format!(
+                                "the server says the model's window is {} tokens, not the {} Cove planned for: fitting to it from now on (--context-window {stated} says so from the start)",
+                                thousands(u64::from(stated)),
+                                thousands(live.window as u64)
+                            ),
+                            fatal: false,
+                        });
+                        live.window = stated as usize;
+                        budget.window = live.window;
+                    }
                     live.calibration.tighten();
                     live.cuts.refused(refusals);
                     live.emitter.emit(EventKind::Error {
@@ -851,6 +870,7 @@ impl Agent {
             answer.usage
         };
         self.account(live, iteration, &usage)?;
+        self.tell_if_unread(live, counted, answer.usage.input_tokens);
         live.calibration.observe(counted, answer.usage.input_tokens);
 
         let mut assistant = ChatMessage::assistant(answer.raw_text.clone());
@@ -1038,6 +1058,29 @@ impl Agent {
             }));
         }
         Ok(None)
+    }
+
+    /// Says once when the server reports reading far less of the prompt than Cove sent: it
+    /// cut the prompt to a smaller window, or its chat template dropped part of it (the
+    /// tools), and the model works blind.
+    fn tell_if_unread(&self, live: &mut LiveRun, counted: usize, reported: u64) {
+        const MIN_PROMPT: usize = 2_000;
+        if live.told_unread || reported == 0 || counted < MIN_PROMPT {
+            return;
+        }
+        if (reported as f64) >= counted as f64 * 0.5 {
+            return;
+        }
+        live.told_unread = true;
+        live.emitter.emit(EventKind::Error {
+            message: format!(
+                "the server read {} prompt tokens of about {} Cove sent: it cut or ignored part of the prompt (a window smaller than the {} tokens Cove plans for, or a chat template that drops the tools), so the model works without them. Give the server a larger context (llama.cpp: -c 16384; Ollama: OLLAMA_CONTEXT_LENGTH), or tell Cove the window with --context-window (--tools compact sends less)",
+                thousands(reported),
+                thousands(counted as u64),
+                thousands(live.window as u64)
+            ),
+            fatal: false,
+        });
     }
 
     /// Stores what a model call took and cost, and adds the cost to the run's.

@@ -23,6 +23,7 @@ use crate::llm::ChatMessage;
 use crate::llm::choice::{self, DefaultModelError, ModelChoice};
 use crate::llm::price::PriceTable;
 use crate::llm::profile::profile;
+use crate::llm::served::ServedWindow;
 use crate::permissions::{Mode, Policy};
 use crate::sandbox::{Sandbox, SandboxSpec};
 use crate::store::{NewThread, PauseKind, RequestKind, RunState, Thread};
@@ -49,6 +50,10 @@ pub(super) struct RunFlags {
     /// Override the output cap of each call (tokens).
     #[arg(long)]
     max_tokens: Option<u32>,
+    /// The tools offered: auto (default: compact when the model's window is 16,384 tokens or
+    /// less), full, or compact (the core tools and a short method, for small windows).
+    #[arg(long, value_parser = ["auto", "full", "compact"])]
+    tools: Option<String>,
     /// Never prompt in the terminal (answers, permissions, plans): pause and exit instead.
     #[arg(long)]
     no_prompt: bool,
@@ -292,9 +297,15 @@ fn agent_config(
     mode: ToolMode,
     flags: &RunFlags,
     workspace_label: String,
+    served: Option<&ServedWindow>,
 ) -> Result<AgentConfig, CliError> {
     let file = &inv.file;
     let mut prof = profile(model.provider.as_str(), &model.name);
+    // What the server runs the model with beats what its name suggests; the user's word
+    // beats both.
+    if let Some(served) = served {
+        prof.context_window = served.tokens;
+    }
     if let Some(window) = flags.context_window.or(file.context_window) {
         prof.context_window = window;
     }
@@ -394,6 +405,8 @@ pub(super) struct Prepared {
     pub(super) agent: Arc<Agent>,
     pub(super) sandbox: Sandbox,
     mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// What the person should know about how the run was set up.
+    pub(super) notes: Vec<String>,
 }
 
 impl Prepared {
@@ -458,7 +471,12 @@ pub(super) async fn prepare(
         }
         _ => true,
     };
-    let config = match agent_config(inv, &model, mode, flags, workspace_label) {
+    let served = if flags.context_window.or(inv.file.context_window).is_none() {
+        choice::served_window(&model).await
+    } else {
+        None
+    };
+    let config = match agent_config(inv, &model, mode, flags, workspace_label, served.as_ref()) {
         Ok(config) => config
             .plan_first(plan_first)
             .walls(walled)
@@ -475,9 +493,33 @@ pub(super) async fn prepare(
             return Err(CliError::Setup(e));
         }
     };
+    let window = config.profile.context_window;
+    let compact = match tool_set(inv, flags) {
+        Ok(set) => set.unwrap_or(window <= COMPACT_WINDOW),
+        Err(e) => {
+            sandbox.close().await;
+            return Err(e);
+        }
+    };
+    let mut notes = Vec::new();
+    if let Some(served) = &served {
+        notes.push(format!(
+            "the server runs {} with a window of {} tokens (from {})",
+            model.name,
+            crate::format::thousands(u64::from(served.tokens)),
+            served.source
+        ));
+    }
     let mut registry = ToolRegistry::standard()
         .with_skills(super::skills::for_run(inv, project))
         .with_web(web);
+    if compact {
+        registry = registry.compact(config.plan_first);
+        notes.push(format!(
+            "compact tools: the core tools and a short method, for a window of {} tokens (--tools full offers them all)",
+            crate::format::thousands(u64::from(window))
+        ));
+    }
     if let Some(hub) = &mcp {
         registry = registry.with_mcp(hub.clone());
     }
@@ -489,7 +531,23 @@ pub(super) async fn prepare(
         agent,
         sandbox,
         mcp,
+        notes,
     })
+}
+
+/// Windows this small or smaller get the compact tool set unless told otherwise.
+const COMPACT_WINDOW: u32 = 16_384;
+
+/// The tool set asked for (`--tools`, `tools` in cove.toml): compact or not; none for auto.
+fn tool_set(inv: &Invocation, flags: &RunFlags) -> Result<Option<bool>, CliError> {
+    match flags.tools.as_deref().or(inv.file.tools.as_deref()) {
+        None | Some("auto") => Ok(None),
+        Some("full") => Ok(Some(false)),
+        Some("compact") => Ok(Some(true)),
+        Some(other) => Err(CliError::Usage(format!(
+            "tools in cove.toml must be auto, full or compact, not {other:?}"
+        ))),
+    }
 }
 
 /// Runs a thread until it completes, stops, fails, or pauses (prompting for an answer in an
@@ -515,6 +573,9 @@ pub(super) async fn drive(
     .await?;
     let agent = prepared.agent.clone();
     let mut renderer = Renderer::terminal(inv.printer.json()).asks_here(interactive);
+    for note in &prepared.notes {
+        renderer.note(note);
+    }
     let code = loop {
         let mut run = match agent.start(&thread, input.take()) {
             Ok(run) => run,

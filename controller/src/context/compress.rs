@@ -37,7 +37,7 @@ pub enum ContextError {
     /// Even with every message cut, the call does not fit: raise the window, shorten the
     /// system prompt or knowledge, or lower `--max-tokens`.
     #[error(
-        "the context cannot fit the model's window of {window} tokens: the system prompt, tools and knowledge take {fixed}, the history cut to the bone {history}, and an answer needs at least {min_output}"
+        "the context cannot fit the model's window of {window} tokens: the system prompt, tools and knowledge take {fixed}, the history cut to the bone {history}, and an answer needs at least {min_output}. Use a model with a larger window, give the server a larger context (llama.cpp: -c 16384; Ollama: OLLAMA_CONTEXT_LENGTH), or send less (--tools compact, a smaller knowledge_budget, a lower --max-tokens)"
     )]
     CannotFit {
         window: usize,

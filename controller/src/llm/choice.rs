@@ -121,6 +121,25 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// The context window the server of `choice` states for it: a local OpenAI-compatible
+/// server (`OPENAI_BASE_URL` other than OpenAI's) or Ollama. None for hosted APIs, whose
+/// models Cove knows by name, and when the server does not say.
+pub async fn served_window(choice: &ModelChoice) -> Option<served::ServedWindow> {
+    let (base, key) = match choice.provider {
+        Provider::OpenAi => (
+            env("OPENAI_BASE_URL").filter(|b| !b.contains("api.openai.com"))?,
+            env("OPENAI_API_KEY"),
+        ),
+        Provider::Ollama => (
+            env("OLLAMA_BASE_URL").unwrap_or_else(|| "http://localhost:11434/v1".into()),
+            None,
+        ),
+        Provider::Anthropic | Provider::OpenRouter => return None,
+    };
+    let http = client(choice.provider).ok()?;
+    served::context_window(&http, &base, key.as_deref(), &choice.name).await
+}
+
 /// Why no model could be chosen when none was named.
 #[derive(Debug, thiserror::Error)]
 pub enum DefaultModelError {

@@ -325,6 +325,8 @@ pub fn is_context_overflow(status: u16, message: &str) -> bool {
             "too many tokens",
             "input is too long",
             "reduce the length",
+            "available context size",
+            "exceed_context_size",
         ]
         .iter()
         .any(|needle| m.contains(needle))
@@ -435,7 +437,15 @@ fn error_message(body: &str) -> String {
             .and_then(|m| m.as_str())
             .map(str::to_string)
     });
-    let text = message.unwrap_or_else(|| body.trim().to_string());
+    let mut text = message.unwrap_or_else(|| body.trim().to_string());
+    // llama.cpp states its window beside the message, not in it.
+    if let Some(n_ctx) = parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/error/n_ctx").or_else(|| v.get("n_ctx")))
+        .and_then(serde_json::Value::as_u64)
+    {
+        text = format!("{text} (n_ctx: {n_ctx})");
+    }
     let mut end = text.len().min(500);
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -443,8 +453,6 @@ fn error_message(body: &str) -> String {
     text[..end].to_string()
 }
 
-/// An error with its causes ("error sending request: dns error: failed to lookup ..."): the
-/// top-level message of an HTTP error rarely says what went wrong.
 /// A request that got no answer, said shortly: the deepest cause and the server's origin
 /// (reqwest's own text repeats the whole URL and every layer).
 pub(crate) fn transport_error(provider: &'static str, error: &reqwest::Error) -> LlmError {
@@ -466,6 +474,8 @@ pub(crate) fn transport_error(provider: &'static str, error: &reqwest::Error) ->
     LlmError::Transport { provider, message }
 }
 
+/// An error with its causes ("error sending request: dns error: failed to lookup ..."): the
+/// top-level message of an HTTP error rarely says what went wrong.
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut out = error.to_string();
     let mut source = error.source();

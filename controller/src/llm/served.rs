@@ -56,6 +56,155 @@ pub async fn served_models(
         .unwrap_or_default())
 }
 
+/// How long each question about a server's window may take: it is asked before every run.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A model's context window as its server states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedWindow {
+    pub tokens: u32,
+    /// Where the server said it (`/props`, `/v1/models`, ...).
+    pub source: String,
+}
+
+/// The context window the server at `base` (an OpenAI-compatible API, `…/v1`) runs `model`
+/// with, asked where each kind of server says it: vLLM's model list (`max_model_len`),
+/// llama.cpp's `/props` (`n_ctx`), Ollama's `/api/ps` and `/api/show` (`num_ctx`), LM
+/// Studio's `/api/v0/models` (the loaded context). None when no answer says it.
+pub async fn context_window(
+    http: &reqwest::Client,
+    base: &str,
+    key: Option<&str>,
+    model: &str,
+) -> Option<ServedWindow> {
+    let base = base.trim_end_matches('/');
+    let root = base.strip_suffix("/v1").unwrap_or(base);
+    let get = |url: String| {
+        let mut request = http.get(url).timeout(PROBE_TIMEOUT);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        request
+    };
+    let found = |tokens: Option<u64>, source: String| {
+        tokens
+            .and_then(|t| u32::try_from(t).ok())
+            .filter(|t| *t >= 256)
+            .map(|tokens| ServedWindow { tokens, source })
+    };
+    if let Some(list) = json_of(get(format!("{base}/models"))).await
+        && let Some(entry) = list["data"]
+            .as_array()
+            .and_then(|d| d.iter().find(|m| m["id"] == model))
+        && let Some(window) = found(
+            [
+                "max_model_len",
+                "loaded_context_length",
+                "context_length",
+                "context_window",
+            ]
+            .iter()
+            .find_map(|k| entry[k].as_u64()),
+            format!("{base}/models"),
+        )
+    {
+        return Some(window);
+    }
+    if let Some(props) = json_of(get(format!("{root}/props"))).await
+        && let Some(window) = found(
+            props["default_generation_settings"]["n_ctx"]
+                .as_u64()
+                .or_else(|| props["n_ctx"].as_u64()),
+            format!("{root}/props"),
+        )
+    {
+        return Some(window);
+    }
+    if let Some(window) = ollama_window(http, root, model).await {
+        return Some(window);
+    }
+    let lm_studio = format!("{root}/api/v0/models/{model}");
+    let entry = json_of(get(lm_studio.clone())).await?;
+    found(
+        entry["loaded_context_length"]
+            .as_u64()
+            .or_else(|| entry["max_context_length"].as_u64()),
+        lm_studio,
+    )
+}
+
+/// Ollama's window for `model`: the one it runs it with now (`/api/ps`), else the model's
+/// own `num_ctx`. Ollama gives a model without one its default (4,096 tokens on most
+/// machines), whatever the model could take, so that is not asked.
+async fn ollama_window(http: &reqwest::Client, root: &str, model: &str) -> Option<ServedWindow> {
+    let ps = format!("{root}/api/ps");
+    if let Some(running) = json_of(http.get(&ps).timeout(PROBE_TIMEOUT)).await
+        && let Some(tokens) = running["models"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["name"] == model || m["model"] == model))
+            .and_then(|m| m["context_length"].as_u64())
+            .and_then(|t| u32::try_from(t).ok())
+    {
+        return Some(ServedWindow { tokens, source: ps });
+    }
+    let show = format!("{root}/api/show");
+    let shown = json_of(
+        http.post(&show)
+            .timeout(PROBE_TIMEOUT)
+            .json(&serde_json::json!({ "model": model })),
+    )
+    .await?;
+    let tokens = shown["parameters"].as_str()?.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        (words.next() == Some("num_ctx"))
+            .then(|| words.next()?.parse::<u32>().ok())
+            .flatten()
+    })?;
+    Some(ServedWindow {
+        tokens,
+        source: show,
+    })
+}
+
+/// The JSON a request answers with, when it answers 200 with JSON.
+async fn json_of(request: reqwest::RequestBuilder) -> Option<Value> {
+    let response = request.send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    response.json().await.ok()
+}
+
+/// The window a server's refusal of a too-long prompt states: OpenAI's and vLLM's
+/// "maximum context length is N tokens", llama.cpp's `n_ctx` (in its error object, or
+/// `n_ctx: N` in its text).
+pub fn window_from_refusal(message: &str) -> Option<u32> {
+    let lower = message.to_ascii_lowercase();
+    for marker in [
+        "maximum context length is ",
+        "\"n_ctx\":",
+        "n_ctx: ",
+        "n_ctx = ",
+        "context window of ",
+        "context length of ",
+    ] {
+        if let Some(at) = lower.find(marker) {
+            let digits: String = lower[at + marker.len()..]
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == ',')
+                .filter(char::is_ascii_digit)
+                .collect();
+            if let Ok(n) = digits.parse::<u32>()
+                && n >= 256
+            {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
 /// The one model a server serves, or why there is no one to pick.
 pub fn the_one_served(variable: &str, base: &str, models: &[String]) -> Result<String, String> {
     match models {
@@ -149,6 +298,32 @@ mod tests {
         assert!(
             e.contains("serves 20 models") && e.contains("m11") && e.contains("and 8 more"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn windows_are_read_from_refusals_as_servers_word_them() {
+        // vLLM and OpenAI.
+        assert_eq!(
+            window_from_refusal(
+                "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens (8873 in the messages, 127 in the completion)."
+            ),
+            Some(4096)
+        );
+        // llama.cpp's error object.
+        assert_eq!(
+            window_from_refusal(
+                r#"{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8873,"n_ctx":2048}"#
+            ),
+            Some(2048)
+        );
+        assert_eq!(
+            window_from_refusal("prompt is too long: 210,000 tokens > 200,000 maximum"),
+            None
+        );
+        assert_eq!(
+            window_from_refusal("context window of 32,768 tokens"),
+            Some(32_768)
         );
     }
 

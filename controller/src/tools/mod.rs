@@ -327,7 +327,36 @@ pub struct ToolRegistry {
     mcp: Option<Arc<McpHub>>,
     skills: Arc<Vec<Skill>>,
     web: Arc<WebTools>,
+    /// Only the core tools are offered (a small window), with the plan tools when asked.
+    compact: Option<Compact>,
 }
+
+/// What a compact tool set offers besides the core tools.
+#[derive(Debug, Clone, Copy)]
+struct Compact {
+    plans: bool,
+}
+
+/// The tools a compact set offers: the shell, files, the web, the browser's basic actions,
+/// and talking to the user. Enough for most tasks, in about half the tokens.
+pub const COMPACT_TOOLS: [&str; 16] = [
+    "execute_command",
+    "check_command_output",
+    "send_command_input",
+    "create_file",
+    "read_file",
+    "str_replace",
+    "list_files",
+    "web_search",
+    "web_fetch",
+    "browser_navigate_to",
+    "browser_click_element",
+    "browser_input_text",
+    "browser_scroll_down",
+    "expand_message",
+    "ask",
+    "complete",
+];
 
 impl ToolRegistry {
     /// Every standard tool.
@@ -355,7 +384,20 @@ impl ToolRegistry {
             mcp: None,
             skills: Arc::default(),
             web: Arc::default(),
+            compact: None,
         }
+    }
+
+    /// The same registry offering only [`COMPACT_TOOLS`] (and the plan tools when `plans`),
+    /// for models whose window the full set would crowd.
+    pub fn compact(mut self, plans: bool) -> Self {
+        self.compact = Some(Compact { plans });
+        self
+    }
+
+    /// Whether only the compact set is offered.
+    pub fn is_compact(&self) -> bool {
+        self.compact.is_some()
     }
 
     /// The same tools, searching and making images with `web`'s providers.
@@ -395,6 +437,14 @@ impl ToolRegistry {
     /// or servers are starting,
     /// `load_skill` only when there are skills.
     fn offers(&self, tool: &Tool) -> bool {
+        if let Some(compact) = self.compact {
+            let name = tool.name();
+            let plan_tool = matches!(name, "create_plan" | "update_plan");
+            let always = matches!(name, mcp::SEARCH_TOOLS | skill::LOAD_SKILL);
+            if !(COMPACT_TOOLS.contains(&name) || (compact.plans && plan_tool) || always) {
+                return false;
+            }
+        }
         match tool.name() {
             mcp::SEARCH_TOOLS => self
                 .mcp

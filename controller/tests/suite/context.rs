@@ -496,3 +496,82 @@ async fn a_provider_that_finds_the_prompt_too_long_gets_a_smaller_one_then_a_cle
     assert!(err.to_string().contains("prompt is too long"), "{err}");
     assert_eq!(llm.request_count(), 3, "two retries, then a clear failure");
 }
+
+#[tokio::test]
+async fn a_window_stated_in_a_refusal_is_fitted_to_from_then_on() {
+    const STATED: u64 = 20_000;
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(
+        &llm,
+        Wire::OpenAi,
+        ToolMode::Native,
+        WINDOW,
+        ContextSettings::default(),
+    )
+    .await;
+    for i in 0..8 {
+        let mut turn = Turn::text("Again.").call("read_file", json!({"file_path": "log.txt"}));
+        if i == 3 {
+            // Cove plans for 40,000 tokens; the server runs the model with 20,000.
+            turn = turn.failing(Fault::WindowExceeded(STATED));
+        }
+        llm.push(turn);
+    }
+    llm.push(Turn::text("").call("complete", json!({"text": "done"})));
+    let (outcome, events) = run(&s, TASK).await;
+    assert!(matches!(outcome.unwrap(), RunOutcome::Completed { .. }));
+    let requests = llm.received();
+    assert_eq!(requests.len(), 10, "one extra request for the refusal");
+    assert!(
+        requests[3].prompt_tokens() as u64 > STATED,
+        "the refused prompt was beyond the stated window"
+    );
+    // The refused call and every one after it fit the stated window, though the history
+    // grows past it.
+    assert_within_window(&requests[4..], STATED as u32);
+    let told = events
+        .iter()
+        .filter(|e| matches!(&e.kind,
+            EventKind::Error { fatal: false, message } if message.contains("the model's window is 20,000 tokens, not the 40,000")))
+        .count();
+    assert_eq!(told, 1, "said once");
+}
+
+#[tokio::test]
+async fn a_server_that_reads_far_less_than_was_sent_is_named_once_with_both_counts() {
+    let llm = ScriptedLlm::start().await.unwrap();
+    let s = setup(
+        &llm,
+        Wire::OpenAi,
+        ToolMode::Native,
+        WINDOW,
+        ContextSettings::default(),
+    )
+    .await;
+    // As llama-cpp-python with a chat template that drops the tools reported it.
+    llm.report_prompt_tokens(1_200);
+    for _ in 0..3 {
+        llm.push(Turn::text("Again.").call("read_file", json!({"file_path": "log.txt"})));
+    }
+    llm.push(Turn::text("").call("complete", json!({"text": "done"})));
+    let (outcome, events) = run(&s, TASK).await;
+    assert!(matches!(outcome.unwrap(), RunOutcome::Completed { .. }));
+    let warnings: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Error {
+                fatal: false,
+                message,
+            } if message.contains("cut or ignored part of the prompt") => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "said once: {warnings:?}");
+    let sent = llm.received()[0].prompt_tokens();
+    assert!(
+        warnings[0].contains("the server read 1,200 prompt tokens of about")
+            && warnings[0].contains("--context-window"),
+        "both counts and what to do: {} (sent {sent})",
+        warnings[0]
+    );
+}

@@ -127,3 +127,87 @@ async fn a_runs_failure_is_said_once() {
         "{all}"
     );
 }
+
+#[tokio::test]
+async fn a_small_window_the_server_states_gets_the_compact_tools_and_says_so() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // llama.cpp started with -c 8192: its /props says so, and it refuses longer prompts.
+    cove.llm.serve_window(8_192);
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "hello"})));
+    let out = run_at(&cove, &cove.llm.openai_base_url(), "Say hello").await;
+    assert!(out.status.success(), "{}", explain(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let props = format!(
+        "{}/props",
+        cove.llm.openai_base_url().trim_end_matches("/v1")
+    );
+    assert!(
+        stdout.contains(&format!(
+            "the server runs scripted with a window of 8,192 tokens (from {props})"
+        )) && stdout.contains("compact tools"),
+        "{stdout}"
+    );
+    let request = &cove.llm.received()[0];
+    let tools: Vec<&str> = request.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.len() <= 16 && tools.contains(&"execute_command") && !tools.contains(&"browser_drag"),
+        "{tools:?}"
+    );
+    assert!(
+        request.prompt_tokens() <= 4_000,
+        "the fixed prompt of the compact set: {} tokens",
+        request.prompt_tokens()
+    );
+
+    // --tools full asks for every tool, whose descriptions alone fill this window: refused
+    // before the call, saying how to send less.
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut cmd = cove.command(&[
+        "run",
+        "Say hello",
+        "--workspace",
+        &ws,
+        "--no-prompt",
+        "--tools",
+        "full",
+    ]);
+    cmd.env("OPENAI_BASE_URL", cove.llm.openai_base_url())
+        .env_remove("OPENAI_API_KEY");
+    let out = cmd.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", explain(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot fit the model's window of 8192 tokens")
+            && err.contains("--tools compact"),
+        "{}",
+        explain(&out)
+    );
+    assert_eq!(cove.llm.received().len(), 1, "no second call");
+}
+
+#[tokio::test]
+async fn a_window_no_prompt_can_fit_is_refused_before_the_model_is_called() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // SmolLM2 under llama-cpp-python's default: 2,048 tokens.
+    cove.llm.serve_window(2_048);
+    cove.llm.push(Turn::text("never sent"));
+    let out = run_at(&cove, &cove.llm.openai_base_url(), "Say hello").await;
+    assert!(!out.status.success(), "{}", explain(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot fit the model's window of 2048 tokens")
+            && err.contains("llama.cpp: -c 16384"),
+        "why, and what to do: {}",
+        explain(&out)
+    );
+    assert!(
+        cove.llm.received().is_empty(),
+        "no call the server would cut"
+    );
+}

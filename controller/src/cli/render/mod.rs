@@ -560,30 +560,23 @@ pub(super) fn spend(usage: &TokenUsage, cost: Option<f64>, duration_ms: Option<u
         "{} call{} · {} tokens in",
         usage.calls,
         if usage.calls == 1 { "" } else { "s" },
-        thousands(usage.input_tokens)
+        crate::format::thousands(usage.input_tokens)
     );
     if usage.cached_tokens > 0 {
-        out.push_str(&format!(" ({} cached)", thousands(usage.cached_tokens)));
+        out.push_str(&format!(
+            " ({} cached)",
+            crate::format::thousands(usage.cached_tokens)
+        ));
     }
-    out.push_str(&format!(" · {} out", thousands(usage.output_tokens)));
+    out.push_str(&format!(
+        " · {} out",
+        crate::format::thousands(usage.output_tokens)
+    ));
     if let Some(cost) = cost {
         out.push_str(&format!(" · ${cost:.4}"));
     }
     if let Some(ms) = duration_ms {
         out.push_str(&format!(" · {:.1} s", ms as f64 / 1000.0));
-    }
-    out
-}
-
-/// `12345` as `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }
