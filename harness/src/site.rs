@@ -21,6 +21,7 @@ use serde_json::Value;
 
 /// The static pages, by file name.
 const PAGES: &[(&str, &str)] = &[
+    ("admin.html", include_str!("../fixtures/site/admin.html")),
     (
         "counter.html",
         include_str!("../fixtures/site/counter.html"),

@@ -253,7 +253,12 @@
     }
   }
 
+  // Elements whose text is code or markup, never words on the page (a script that is not
+  // rendered still answers innerText with its source).
+  const CODE = 'script,style,template,noscript';
+
   function textOf(node) {
+    if (node.nodeType === 1 && node.matches(CODE)) return '';
     return node.innerText !== undefined ? node.innerText : node.textContent;
   }
 
@@ -263,7 +268,7 @@
     const walker = label.ownerDocument.createTreeWalker(label, NodeFilter.SHOW_TEXT);
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       const p = n.parentElement;
-      if (control.contains(n) || (p && p.closest('select,textarea,script,style'))) continue;
+      if (control.contains(n) || (p && (p.closest('select,textarea') || p.closest(CODE)))) continue;
       out += n.nodeValue + ' ';
     }
     return clip(out, 200);
@@ -279,6 +284,7 @@
         if (clip(n.nodeValue, 10)) return n;
         continue;
       }
+      if (n.nodeType === 1 && n.matches(CODE)) continue;
       return null;
     }
     return null;
@@ -293,6 +299,7 @@
         continue;
       }
       if (n.nodeType !== 1 || n.matches(CONTROLS) || n.localName === 'br') return '';
+      if (n.matches(CODE)) continue;
       return clip(textOf(n), NAME_CHARS);
     }
     return '';
@@ -355,6 +362,18 @@
     return shown.join('|') + (all.length > 8 ? `|…${all.length - 8} more` : '');
   }
 
+  // A long text's value is shown whole up to a share of the page's budget (more when the
+  // whole page is asked for), exactly (JSON-quoted, lines and all), so it can be read and
+  // edited anywhere; a cut says where it fell.
+  const TEXTAREA_CHARS = 2000;
+  let textLimits = { shown: TEXTAREA_CHARS, full: TEXTAREA_CHARS };
+  function textValue(value) {
+    const n = textLimits.shown;
+    if (value.length <= n) return `value=${JSON.stringify(value)}`;
+    const more = textLimits.full > n ? `; full=true shows ${textLimits.full}` : ' (the page\'s budget)';
+    return `value=${JSON.stringify(value.slice(0, n))} cut="at ${n} of ${value.length} characters${more}"`;
+  }
+
   // The element as one line: `<tag attrs>name`, with its state.
   function describe(el, inline) {
     const tag = el.localName;
@@ -387,7 +406,7 @@
     } else if (ctag === 'textarea') {
       add('name', control.name);
       if (control.placeholder && control.placeholder !== name) add('placeholder', control.placeholder);
-      add('value', control.value, 120);
+      if (control.value) attrs.push(textValue(control.value));
       flag('required', control.required);
       flag('readonly', control.readOnly);
     } else if (ctag === 'select') {
@@ -474,6 +493,10 @@
   // words in reading order (headings marked, inline text joined as shown, table cells by row).
   agent.snapshot = (opts) => {
     hearListeners(opts.listeners);
+    textLimits = {
+      shown: opts.full ? Math.floor(opts.maxChars / 2) : Math.min(TEXTAREA_CHARS, Math.floor(opts.maxChars / 4)),
+      full: Math.floor(opts.maxChars / 2),
+    };
     const vw = innerWidth, vh = innerHeight;
     const overlay = blockingOverlay(vw, vh);
     const items = [];
@@ -607,6 +630,11 @@
           if (doc && doc.documentElement && box) walk(doc.documentElement, { ...childCtx, inControl: false, quiet: false });
           continue;
         }
+        if (inCell && !inline && display !== 'table-cell') {
+          // A block inside a cell starts a space after what came before it in the cell.
+          const last = items[items.length - 1];
+          if (last && (last.text !== undefined || last.el)) last.trail = true;
+        }
         walk(el, childCtx);
         // Text after a block is a new line, even in the same parent block (a row's cells
         // stay on its line).
@@ -697,7 +725,7 @@
         continue;
       }
       if (it.el) {
-        append({ el: it.el, top: it.top, bottom: it.bottom }, { ...it, cell: line && line.block === it.block ? line.cell : null }, false);
+        append({ el: it.el, top: it.top, bottom: it.bottom }, it, false);
         line.trail = !!it.trail;
         continue;
       }
@@ -804,12 +832,21 @@
     return { el };
   }
 
+  // Scrolls the element to the middle unless it is wholly in view and a click reaches it:
+  // scrolling a page whose menus stick or reflow moves things under the pointer.
+  function bringIntoView(el) {
+    const b = topRect(el);
+    const whole = b.top >= 0 && b.left >= 0 && b.top + b.height <= innerHeight && b.left + b.width <= innerWidth;
+    if (whole && clickPoint(el).ok) return;
+    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  }
+
   // Scrolls the element into view; answers where to click and whether a click would reach it.
   agent.locate = (sid, index) => {
     const r = lookup(sid, index);
     if (r.error) return r;
     const el = r.el;
-    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    bringIntoView(el);
     const box = topRect(el);
     const local = el.getBoundingClientRect();
     const hit = clickPoint(el);
@@ -829,7 +866,7 @@
     const el = r.el;
     const tag = el.localName;
     const type = (el.type || '').toLowerCase();
-    el.scrollIntoView({ block: 'center', behavior: 'instant' });
+    bringIntoView(el);
     if (tag === 'textarea' || (tag === 'input' && TYPABLE.has(type))) {
       el.focus();
       el.select();
@@ -843,7 +880,8 @@
       const sel = el.ownerDocument.defaultView.getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
-      return { mode: 'type', desc: describe(el) };
+      // Editors keep their own document and update it from key events: type key by key.
+      return { mode: 'keys', desc: describe(el) };
     }
     return { error: 'wrong_kind', reason: `${describe(el)} does not take text; click it instead` };
   };

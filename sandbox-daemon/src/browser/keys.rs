@@ -92,6 +92,32 @@ pub fn key(name: &str) -> Option<Key> {
     })
 }
 
+/// The key that types `c`: its key on a US keyboard, else a key event carrying just the
+/// character (as an input method sends it). A line break is Enter.
+pub fn of_char(c: char) -> Key {
+    let mut buf = [0u8; 4];
+    let text: &str = c.encode_utf8(&mut buf);
+    if c == '\n'
+        && let Some(enter) = key("Enter")
+    {
+        return enter;
+    }
+    match USKEYBOARD_LAYOUT.iter().find(|d| d.key == text) {
+        Some(def) => Key {
+            key: def.key.to_string(),
+            code: def.code.to_string(),
+            key_code: def.key_code,
+            text: Some(text.to_string()),
+        },
+        None => Key {
+            key: text.to_string(),
+            code: String::new(),
+            key_code: 0,
+            text: Some(text.to_string()),
+        },
+    }
+}
+
 fn modifier_bit(key: &str) -> Option<i64> {
     match key {
         "Alt" => Some(ALT),
@@ -147,6 +173,23 @@ pub fn parse(keys: &str) -> Option<KeyInput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_character_is_typed_by_its_key_or_as_text() {
+        let a = of_char('a');
+        assert_eq!(
+            (a.code.as_str(), a.key_code, a.text.as_deref()),
+            ("KeyA", 65, Some("a"))
+        );
+        let star = of_char('*');
+        assert_eq!((star.key.as_str(), star.text.as_deref()), ("*", Some("*")));
+        assert_eq!(of_char('\n').key, "Enter");
+        let e = of_char('é');
+        assert_eq!(
+            (e.key.as_str(), e.key_code, e.text.as_deref()),
+            ("é", 0, Some("é"))
+        );
+    }
 
     fn chords(input: &str) -> Vec<(Vec<String>, String)> {
         match parse(input) {

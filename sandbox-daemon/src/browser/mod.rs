@@ -13,6 +13,7 @@ pub mod reach;
 mod requests;
 mod session;
 pub mod takeover_tab;
+mod typing;
 
 /// The Chromium executable the daemon would launch.
 pub use chromium::find as find_chromium;

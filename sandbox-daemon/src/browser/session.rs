@@ -32,9 +32,10 @@ use tokio::task::JoinHandle;
 
 use super::cdp::World;
 use super::chromium::{self, Chromium, Launcher};
-use super::keys::{self, KeyInput};
+use super::keys;
 use super::navigation::{NavigationWatch, Settled};
 use super::requests::PendingRequests;
+use super::typing;
 use super::{Action, BrowserError, BrowserManager, BrowserSettings, cdp};
 use crate::procs::ChildRegistry;
 
@@ -185,6 +186,9 @@ struct Described {
     mode: Option<String>,
     #[serde(default, deserialize_with = "short_opt")]
     text: Option<String>,
+    /// The field's value or the editable element's text, after typing.
+    #[serde(default)]
+    value: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -561,7 +565,8 @@ impl Session {
                 let sid = self.snapshot_for(a.snapshot_id)?;
                 let prepared: Described =
                     cdp::agent(&page, "prepareInput", &[json!(sid), json!(a.index)], limit).await?;
-                let done: Described = if prepared.mode.as_deref() == Some("set") {
+                let set = prepared.mode.as_deref() == Some("set");
+                let done: Described = if set {
                     cdp::agent(
                         &page,
                         "setValue",
@@ -577,21 +582,27 @@ impl Session {
                             .await?;
                         cdp::key_event(&page, DispatchKeyEventType::KeyUp, &backspace, 0, limit)
                             .await?;
+                    } else if prepared.mode.as_deref() == Some("keys") {
+                        typing::type_keys(&page, &a.text, limit).await?;
                     } else {
                         cdp::insert_text(&page, &a.text, limit).await?;
                     }
                     cdp::agent(&page, "finishInput", &[json!(sid), json!(a.index)], limit).await?
                 };
-                Ok(Outcome::say(format!(
-                    "Typed {:?} into [{}] {}",
-                    a.text, a.index, done.desc
-                )))
+                Ok(Outcome::say(if set {
+                    // A date or a colour is stored in its own form, checked by the page.
+                    format!("Typed {:?} into [{}] {}", a.text, a.index, done.desc)
+                } else {
+                    typing::typed_report(&a.text, a.index, done.value.as_deref(), &done.desc)
+                }))
             }
             Action::SendKeys(a) => {
                 let page = self.page()?;
                 let input = keys::parse(&a.keys)
                     .ok_or_else(|| BrowserError::InvalidRequest("keys is empty".into()))?;
-                let (_, settled) = self.with_settle(&page, press(&page, &input, limit)).await?;
+                let (_, settled) = self
+                    .with_settle(&page, typing::press(&page, &input, limit))
+                    .await?;
                 Ok(Outcome::say(format!(
                     "Sent keys {:?}{}",
                     a.keys,
@@ -623,6 +634,11 @@ impl Session {
                 let _ = tokio::time::timeout(limit, tab.page.close()).await;
                 if self.active == a.tab_id {
                     self.active = self.tabs.last().map(|t| t.id).unwrap_or(0);
+                }
+                // The tab now active is shown, or it never draws: screenshots of a tab left
+                // in the background wait for a frame that never comes.
+                if let Some(front) = self.tabs.iter().find(|t| t.id == self.active) {
+                    let _ = tokio::time::timeout(limit, front.page.bring_to_front()).await;
                 }
                 Ok(Outcome::say(format!("Closed tab {}", a.tab_id)))
             }
@@ -1147,30 +1163,6 @@ impl std::fmt::Display for Phases {
             write!(f, "{sep}{name}={}ms", spent.as_millis())?;
         }
         Ok(())
-    }
-}
-
-async fn press(page: &Page, input: &KeyInput, limit: Duration) -> Result<(), BrowserError> {
-    match input {
-        KeyInput::Text(text) => cdp::insert_text(page, text, limit).await,
-        KeyInput::Chords(chords) => {
-            for chord in chords {
-                let mut held = 0;
-                for (key, bit) in &chord.modifiers {
-                    held |= bit;
-                    cdp::key_event(page, DispatchKeyEventType::RawKeyDown, key, held, limit)
-                        .await?;
-                }
-                cdp::key_event(page, DispatchKeyEventType::KeyDown, &chord.key, held, limit)
-                    .await?;
-                cdp::key_event(page, DispatchKeyEventType::KeyUp, &chord.key, held, limit).await?;
-                for (key, bit) in chord.modifiers.iter().rev() {
-                    held &= !bit;
-                    cdp::key_event(page, DispatchKeyEventType::KeyUp, key, held, limit).await?;
-                }
-            }
-            Ok(())
-        }
     }
 }
 

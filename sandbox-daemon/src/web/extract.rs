@@ -38,7 +38,46 @@ pub fn needs_scripts(html: &str) -> bool {
 }
 
 /// The main content of `html` (fetched from `url`) in `format`; relative links made absolute.
+/// It starts with the page's own heading: readability drops a first heading that repeats the
+/// title, and the title it keeps is not in the content a model reads.
 pub fn extract(html: &str, url: &str, format: FetchFormat) -> Extracted {
+    let mut out = article_or_page(html, url, format);
+    if let Some(heading) = first_heading(html) {
+        let start: String = out.content.chars().take(heading.len() + 400).collect();
+        if !squeezed(&start).contains(&squeezed(&heading)) {
+            out.content = match format {
+                FetchFormat::Markdown => format!("# {heading}\n\n{}", out.content),
+                FetchFormat::Text => format!("{heading}\n\n{}", out.content),
+                FetchFormat::Html => format!("<h1>{}</h1>\n{}", escape(&heading), out.content),
+            };
+        }
+    }
+    out
+}
+
+/// The text of the page's first `<h1>`, without a permalink mark (`¶`); only that element is
+/// parsed.
+fn first_heading(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    let start = lower.find("<h1")?;
+    let end = start + lower[start..].find("</h1>")? + "</h1>".len();
+    let text = Document::from(html.get(start..end)?).select("h1").text();
+    let heading = squeezed(&text.replace(['¶', '#'], " "));
+    (!heading.is_empty() && heading.len() <= 300).then_some(heading)
+}
+
+/// Runs of whitespace as one space, trimmed.
+fn squeezed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn article_or_page(html: &str, url: &str, format: FetchFormat) -> Extracted {
     let config = Config {
         max_elements_to_parse: MAX_ELEMENTS,
         text_mode: match format {

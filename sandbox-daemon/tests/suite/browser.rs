@@ -1224,3 +1224,105 @@ async fn a_state_waits_for_the_answers_a_click_sets_off() {
         state.elements
     );
 }
+
+#[tokio::test]
+async fn a_database_ui_reads_as_shown_and_takes_typing_where_a_person_types() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "admin.html").await;
+    let e = &state.elements;
+    // A script beside an unlabelled checkbox, a style sheet and a template say nothing.
+    for code in ["onclick", "qs(", "never-words", "Template button"] {
+        assert!(!e.contains(code), "{code:?} in:\n{e}");
+    }
+    // A cell that starts with a link is parted from the one before, so cells line up.
+    assert!(
+        e.contains("Hana Weber | 25 | [") && e.contains("hana.weber@example.org</a> | Brno"),
+        "{e}"
+    );
+    // Blocks inside a cell are words apart.
+    assert!(e.contains("name required | string"), "{e}");
+
+    // A long text is shown exactly (lines and quotes) well past 120 characters, and says
+    // where it was cut; the whole page shows more of it.
+    let notes = e
+        .lines()
+        .find(|l| l.contains("<textarea"))
+        .unwrap_or_else(|| panic!("no textarea in:\n{e}"));
+    assert!(
+        notes.contains(r#"line 1: the \"quoted\" note number 1 of the long text\nline 2: "#)
+            && notes.contains("line 30: "),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("cut=\"at 2000 of 6") && notes.contains("full=true shows 6000"),
+        "{notes}"
+    );
+    let whole = c
+        .browser_state(StateQuery { full: true, ..LEAN })
+        .await
+        .unwrap();
+    let notes = whole
+        .elements
+        .lines()
+        .find(|l| l.contains("<textarea"))
+        .unwrap();
+    assert!(notes.contains("line 100: "), "{notes}");
+
+    // A code editor that takes keys itself gets the text as typed, lines and all.
+    let typed = act(
+        c,
+        &InputText {
+            index: index_of(&state, "SQL command"),
+            text: "SELECT *\nFROM people;".into(),
+            snapshot_id: Some(state.snapshot_id),
+        },
+    )
+    .await;
+    let said = typed.message.unwrap_or_default();
+    assert!(
+        said.starts_with("Typed") && !said.contains("but it shows"),
+        "{said}"
+    );
+    assert!(
+        site.wait_for_report(|r| r["sql"] == json!("SELECT *\nFROM people;"))
+            .await
+            .is_some(),
+        "{:?}",
+        site.reports().last()
+    );
+
+    // A button wholly in view is clicked where it is: the page does not scroll first.
+    let fresh = c.browser_state(LEAN).await.unwrap();
+    assert_eq!(fresh.pixels_above, 0);
+    let after = click(c, &fresh, "Low button").await;
+    assert_eq!(report(&site, "low").await, json!(true));
+    assert_eq!(after.pixels_above, 0, "the page scrolled before the click");
+    assert!(
+        site.reports().iter().all(|r| r.get("scrolled").is_none()),
+        "{:?}",
+        site.reports()
+    );
+}
+
+#[tokio::test]
+async fn closing_the_last_tab_leaves_one_that_draws_and_takes_clicks() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "counter.html").await;
+    let only = state.tabs[0].tab_id;
+    let closed = act(c, &CloseTab { tab_id: only }).await;
+    assert_eq!(closed.tabs.len(), 1);
+    assert!(closed.tabs[0].active && closed.tabs[0].tab_id != only);
+    let shot = c
+        .browser_state(StateQuery {
+            screenshot: true,
+            ..LEAN
+        })
+        .await
+        .expect("the blank tab draws");
+    assert!(shot.screenshot.is_some());
+    let again = open(c, &site, "counter.html").await;
+    click(c, &again, "Increment").await;
+    assert_eq!(report(&site, "clicks").await, json!(1));
+}

@@ -390,9 +390,11 @@ async fn a_previewed_app_cannot_reach_the_takeover_or_the_files() {
         .await
         .expect("the takeover page opens");
     // The control: the worker is alive on its own origin and reports what it sees there.
+    // (It may have reported the first visit's own requests already: wait for this one.)
     person.goto(&format!("{app_origin}/again")).await.unwrap();
     let deadline = Instant::now() + WAIT;
-    while !hostile_log(&d).contains("steal http") {
+    let again = format!("steal {app_origin}/again");
+    while !hostile_log(&d).contains(&again) {
         assert!(
             Instant::now() < deadline,
             "the worker never ran: {}",
@@ -403,7 +405,6 @@ async fn a_previewed_app_cannot_reach_the_takeover_or_the_files() {
     let log = hostile_log(&d);
     assert!(!log.contains("takeover"), "the app saw the takeover: {log}");
     assert!(!log.contains(&grant.token), "the app has the token: {log}");
-    assert!(log.contains(&format!("steal {app_origin}/again")), "{log}");
     person.close().await;
 }
 

@@ -371,6 +371,14 @@ async fn pythons_documentation_reads_as_markdown_without_its_sidebar() {
     ] {
         assert!(!md.contains(sidebar), "{sidebar:?} kept");
     }
+    // The page's heading, which readability drops as a copy of the title, comes first.
+    let os = fetch(&d, site.url("python/library/os.html")).await;
+    assert!(
+        os.content
+            .starts_with("# os — Miscellaneous operating system interfaces\n"),
+        "{}",
+        &os.content[..os.content.len().min(600)]
+    );
     // A page that is mostly links: what the page marks as its content is kept.
     let index = fetch(&d, site.url("python/library/mm.html")).await;
     assert!(
