@@ -23,6 +23,10 @@ use serde_json::Value;
 const PAGES: &[(&str, &str)] = &[
     ("admin.html", include_str!("../fixtures/site/admin.html")),
     (
+        "dialogs.html",
+        include_str!("../fixtures/site/dialogs.html"),
+    ),
+    (
         "counter.html",
         include_str!("../fixtures/site/counter.html"),
     ),

@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 
 use crate::browser::{
     BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
-    SendKeys, StateQuery, SwitchTab, Wait,
+    HandleDialog, HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp,
+    SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Wait,
 };
 use crate::error::ErrorEnvelope;
 use crate::files::{
@@ -69,6 +69,7 @@ pub enum Op {
     BrowserSelectDropdownOption,
     BrowserDragDrop,
     BrowserHoverElement,
+    BrowserHandleDialog,
     BrowserState,
     BrowserScreenshot,
     BrowserTakeoverStart,
@@ -436,6 +437,12 @@ pub const ENDPOINTS: &[Endpoint] = &[
         "Move the mouse over an element (menus that open on hover)",
         reference::<HoverElement>,
     ),
+    browser_action(
+        Op::BrowserHandleDialog,
+        "/v1/browser/handle_dialog",
+        "Answer the page's JavaScript dialog (alert, confirm, prompt, leave the page)",
+        reference::<HandleDialog>,
+    ),
     Endpoint {
         op: Op::BrowserState,
         method: Method::Get,
@@ -698,7 +705,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 43, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 44, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -93,6 +93,24 @@ pub struct BrowserState {
     /// Something the caller should know, such as the browser having been relaunched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// The JavaScript dialog the active tab has open: until it is answered
+    /// (`handle_dialog`) the page's scripts wait, and the page cannot be read or used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<DialogInfo>,
+}
+
+/// A JavaScript dialog a page opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DialogInfo {
+    /// `alert`, `confirm`, `prompt` or `beforeunload` (the page asks before it is left).
+    pub kind: String,
+    pub message: String,
+    /// A prompt's text as the page filled it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_text: Option<String>,
+    /// Seconds until it is dismissed by itself (Cancel; an alert's OK), so that no page can
+    /// hold the browser.
+    pub dismissed_in_secs: u64,
 }
 
 /// Query of every browser route: what the returned state carries.
@@ -303,6 +321,18 @@ pub struct HoverElement {
     pub snapshot_id: Option<u64>,
 }
 action!(HoverElement, "hover_element");
+
+/// `handle_dialog`: answer the JavaScript dialog the active tab has open: accept (OK, or
+/// leave the page) or dismiss (Cancel, or stay), with the text a prompt asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandleDialog {
+    pub accept: bool,
+    /// A prompt's answer (its default text when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+action!(HandleDialog, "handle_dialog");
 
 /// `drag_drop`: press on the source, move, release on the target. Each end is an element
 /// index or a viewport point.

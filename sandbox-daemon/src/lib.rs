@@ -85,6 +85,8 @@ pub struct DaemonConfig {
     pub browser_timeout: Duration,
     /// Cap on the browser state's `elements` text.
     pub elements_cap: usize,
+    /// How long a page's JavaScript dialog waits for an answer before it is dismissed.
+    pub dialog_timeout: Duration,
     /// Lifetime of a takeover when the caller does not say.
     pub takeover_ttl: Duration,
     /// The daemon's address as people reach it, for takeover and preview links; previews
@@ -116,6 +118,7 @@ impl DaemonConfig {
             browser_viewport: DEFAULT_VIEWPORT,
             browser_timeout: Duration::from_secs(30),
             elements_cap: DEFAULT_ELEMENTS_CAP,
+            dialog_timeout: Duration::from_secs(120),
             takeover_ttl: Duration::from_secs(DEFAULT_TAKEOVER_TTL_SECS),
             public_url: None,
             preview_public: false,
@@ -246,6 +249,7 @@ impl Daemon {
                 viewport: config.browser_viewport,
                 timeout: config.browser_timeout,
                 elements_cap: config.elements_cap,
+                dialog_timeout: config.dialog_timeout,
                 screenshot_quality: 70,
                 downloads: root.join(DOWNLOADS_DIR),
             },

@@ -137,6 +137,11 @@ struct Cli {
     #[arg(long, default_value_t = 30)]
     browser_timeout_secs: u64,
 
+    /// How long a page's JavaScript dialog (alert, confirm, prompt) waits for an answer
+    /// before it is dismissed, in seconds.
+    #[arg(long, default_value_t = 120)]
+    dialog_timeout_secs: u64,
+
     /// Cap on the characters of the browser state's element list.
     #[arg(long, default_value_t = cove_protocol::browser::DEFAULT_ELEMENTS_CAP)]
     elements_cap: usize,
@@ -342,6 +347,7 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
     config.browser_viewport = cli.browser_viewport;
     config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
     config.elements_cap = cli.elements_cap.max(500);
+    config.dialog_timeout = std::time::Duration::from_secs(cli.dialog_timeout_secs.max(1));
     config.takeover_ttl = std::time::Duration::from_secs(
         cli.takeover_ttl_secs
             .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),

@@ -72,6 +72,7 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::BrowserSelectDropdownOption => on(m, browser::http::select_dropdown_option),
         Op::BrowserDragDrop => on(m, browser::http::drag_drop),
         Op::BrowserHoverElement => on(m, browser::http::hover_element),
+        Op::BrowserHandleDialog => on(m, browser::http::handle_dialog),
         Op::BrowserState => on(m, browser::http::state),
         Op::BrowserScreenshot => on(m, browser::http::screenshot),
         Op::BrowserTakeoverStart => on(m, takeover::http::start),

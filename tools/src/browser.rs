@@ -3,8 +3,8 @@
 
 use cove_protocol::browser::{
     BrowserAction, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
-    SendKeys, StateQuery, SwitchTab, Wait,
+    HandleDialog, HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp,
+    SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Wait,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -130,6 +130,15 @@ struct Amount {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+struct DialogAnswer {
+    /// true: OK (or leave the page); false: Cancel (or stay).
+    accept: bool,
+    /// A prompt's answer.
+    text: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Text {
     /// Visible text to find on the page.
     text: String,
@@ -243,6 +252,14 @@ async fn read_page(env: &SandboxEnv, _: Nothing) -> ToolResult {
         ..StateQuery::lean()
     };
     reported(env, env.sandbox.browser_state(query).await)
+}
+
+async fn handle_dialog(env: &SandboxEnv, a: DialogAnswer) -> ToolResult {
+    let action = HandleDialog {
+        accept: a.accept,
+        text: a.text,
+    };
+    act(env, &action).await
 }
 
 async fn scroll_to_text(env: &SandboxEnv, a: Text) -> ToolResult {
@@ -399,6 +416,15 @@ pub fn tools() -> Vec<ToolDef> {
             description: "Move the mouse over an element, for menus that open on hover.",
             example: json!({"index": 3}),
             run: hover_element,
+        },
+        tool! {
+            name: "browser_handle_dialog",
+            args: DialogAnswer,
+            summary: None,
+            raw: &[],
+            description: "Answer the dialog the page shows (alert, confirm, prompt, or asking before it is left): accept (OK) or not (Cancel), with text for a prompt. The page cannot be used until it is answered.",
+            example: json!({"accept": true}),
+            run: handle_dialog,
         },
         tool! {
             name: "browser_scroll_to_text",

@@ -339,7 +339,7 @@ struct Compact {
 
 /// The tools a compact set offers: the shell, files, the web, the browser's basic actions,
 /// and talking to the user. Enough for most tasks, in about half the tokens.
-pub const COMPACT_TOOLS: [&str; 16] = [
+pub const COMPACT_TOOLS: [&str; 17] = [
     "execute_command",
     "check_command_output",
     "send_command_input",
@@ -353,6 +353,7 @@ pub const COMPACT_TOOLS: [&str; 16] = [
     "browser_click_element",
     "browser_input_text",
     "browser_scroll_down",
+    "browser_handle_dialog",
     "expand_message",
     "ask",
     "complete",
@@ -560,6 +561,7 @@ mod tests {
             "browser_get_dropdown_options",
             "browser_select_dropdown_option",
             "browser_drag_drop",
+            "browser_handle_dialog",
             "see_image",
             "expose_port",
             "ask",

@@ -156,7 +156,9 @@ async fn a_small_window_the_server_states_gets_the_compact_tools_and_says_so() {
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
     assert!(
-        tools.len() <= 16 && tools.contains(&"execute_command") && !tools.contains(&"browser_drag"),
+        tools.len() <= 17
+            && tools.contains(&"execute_command")
+            && !tools.contains(&"browser_drag_drop"),
         "{tools:?}"
     );
     assert!(

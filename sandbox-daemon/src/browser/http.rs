@@ -6,8 +6,8 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use cove_protocol::browser::{
     BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions, GoBack,
-    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
-    SendKeys, StateQuery, SwitchTab, Wait,
+    HandleDialog, HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp,
+    SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Wait,
 };
 
 use super::Action;
@@ -78,6 +78,9 @@ action_handler!(
 action_handler!(
     /// `POST /v1/browser/hover_element`
     hover_element, HoverElement, Action::HoverElement);
+action_handler!(
+    /// `POST /v1/browser/handle_dialog`
+    handle_dialog, HandleDialog, Action::HandleDialog);
 
 /// `GET /v1/browser/state`
 pub async fn state(

@@ -5,6 +5,7 @@
 pub mod background;
 mod cdp;
 mod chromium;
+pub mod dialogs;
 pub mod http;
 pub(crate) mod keys;
 mod navigation;
@@ -26,8 +27,8 @@ use std::time::Duration;
 use chromiumoxide::error::CdpError;
 use cove_protocol::browser::{
     BrowserState, ClickCoordinates, ClickElement, CloseTab, DragDrop, GetDropdownOptions,
-    HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp, SelectDropdownOption,
-    SendKeys, StateQuery, SwitchTab, Viewport, Wait,
+    HandleDialog, HoverElement, InputText, NavigateTo, ScrollDown, ScrollToText, ScrollUp,
+    SelectDropdownOption, SendKeys, StateQuery, SwitchTab, Viewport, Wait,
 };
 
 use crate::procs::ChildRegistry;
@@ -140,6 +141,8 @@ pub struct BrowserSettings {
     pub timeout: Duration,
     /// Cap on the `elements` text.
     pub elements_cap: usize,
+    /// How long a page's JavaScript dialog waits for an answer before it is dismissed.
+    pub dialog_timeout: Duration,
     /// JPEG quality of screenshots.
     pub screenshot_quality: u8,
     /// Where pages' downloads go: a folder in the workspace, where the agent finds them.
@@ -169,6 +172,7 @@ pub enum Action {
     SelectDropdownOption(SelectDropdownOption),
     DragDrop(DragDrop),
     HoverElement(HoverElement),
+    HandleDialog(HandleDialog),
 }
 
 /// The daemon's browser: launched lazily, relaunched after a crash, one action at a time.
@@ -180,6 +184,8 @@ pub struct BrowserManager {
     session: tokio::sync::Mutex<Option<Session>>,
     /// Snapshot ids never repeat, not even across relaunches.
     snapshots: Arc<AtomicU64>,
+    /// Dialogs opening and closing in any tab, across relaunches.
+    dialogs: dialogs::DialogSignals,
 }
 
 impl BrowserManager {
@@ -191,7 +197,13 @@ impl BrowserManager {
             launcher: std::sync::OnceLock::new(),
             session: tokio::sync::Mutex::new(None),
             snapshots: Arc::new(AtomicU64::new(1)),
+            dialogs: dialogs::DialogSignals::default(),
         }
+    }
+
+    /// Dialogs opening and closing in any tab.
+    pub fn dialog_signals(&self) -> &dialogs::DialogSignals {
+        &self.dialogs
     }
 
     /// The configured viewport.
@@ -212,13 +224,20 @@ impl BrowserManager {
         let session = running(&mut guard)?;
         let outcome = match action {
             Some(action) => {
+                // A dialog the action opens holds the page, and with it the action's own
+                // events: the action is over once one opens.
+                let mut opened = self.dialogs.opened();
+                opened.borrow_and_update();
                 // The action's own steps have deadlines; this bounds the whole of it.
-                match tokio::time::timeout(limit * 2, session.perform(action)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(BrowserError::Timeout(format!(
-                        "the action did not finish within {} s",
-                        (limit * 2).as_secs()
-                    ))),
+                tokio::select! {
+                    done = tokio::time::timeout(limit * 2, session.perform(action)) => match done {
+                        Ok(result) => result,
+                        Err(_) => Err(BrowserError::Timeout(format!(
+                            "the action did not finish within {} s",
+                            (limit * 2).as_secs()
+                        ))),
+                    },
+                    _ = opened.changed() => Ok(session::Outcome::say("The page opened a dialog")),
                 }
             }
             None => Ok(session::Outcome::default()),
@@ -313,7 +332,13 @@ impl BrowserManager {
                 self.launcher.get_or_init(|| launcher)
             }
         };
-        let session = Session::launch(self.settings.clone(), launcher, &self.registry).await?;
+        let session = Session::launch(
+            self.settings.clone(),
+            launcher,
+            &self.registry,
+            self.dialogs.clone(),
+        )
+        .await?;
         *slot = Some(session);
         Ok(notice)
     }

@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use super::cdp::World;
 use super::chromium::{self, Chromium, Launcher};
+use super::dialogs::{self, DialogSignals, DialogWatch};
 use super::keys;
 use super::navigation::{NavigationWatch, Settled};
 use super::requests::PendingRequests;
@@ -65,7 +66,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn say(message: impl Into<String>) -> Self {
+    pub(super) fn say(message: impl Into<String>) -> Self {
         Outcome {
             message: Some(message.into()),
             options: None,
@@ -80,10 +81,12 @@ struct Tab {
     last_snapshot: Option<u64>,
     /// Its open requests; None when the browser would not report them.
     requests: Option<PendingRequests>,
+    /// Its JavaScript dialog; None when the browser would not report them.
+    dialogs: Option<DialogWatch>,
 }
 
 impl Tab {
-    async fn new(id: u32, page: Page) -> Tab {
+    async fn new(id: u32, page: Page, signals: &DialogSignals, dismiss_after: Duration) -> Tab {
         if let Err(e) = cdp::install_agent_on_new_documents(&page, Duration::from_secs(5)).await {
             // Each document then gets the agent from its first call instead.
             tracing::debug!(error = %e, "cannot install the agent ahead of new documents");
@@ -95,11 +98,19 @@ impl Tab {
                 None
             }
         };
+        let dialogs = match DialogWatch::start(&page, signals.clone(), dismiss_after).await {
+            Ok(dialogs) => Some(dialogs),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the tab's dialogs");
+                None
+            }
+        };
         Tab {
             id,
             page,
             last_snapshot: None,
             requests,
+            dialogs,
         }
     }
 }
@@ -118,6 +129,7 @@ pub struct Session {
     closing: HashSet<TargetId>,
     /// The daemon's own background tabs (see `background`): never the agent's.
     hidden: HashSet<TargetId>,
+    signals: DialogSignals,
 }
 
 #[derive(Debug, Deserialize)]
@@ -242,6 +254,7 @@ impl Session {
         settings: Arc<BrowserSettings>,
         launcher: &Launcher,
         registry: &Arc<ChildRegistry>,
+        signals: DialogSignals,
     ) -> Result<Session, BrowserError> {
         let executable = chromium::find(settings.chromium.as_deref())?;
         let vp = settings.viewport;
@@ -317,7 +330,9 @@ impl Session {
             next_tab_id: 1,
             closing: HashSet::new(),
             hidden: HashSet::new(),
+            signals,
         };
+        let dismiss = session.settings.dialog_timeout;
         // Adopt the tab Chromium opened at start (it is discovered a moment after attaching);
         // open one only if it never shows up.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -326,7 +341,8 @@ impl Session {
                 tokio::time::timeout(session.limit(), session.browser.pages()).await
                 && let Some(page) = pages.into_iter().next()
             {
-                session.tabs.push(Tab::new(1, page).await);
+                let tab = Tab::new(1, page, &session.signals, dismiss).await;
+                session.tabs.push(tab);
                 session.active = 1;
                 session.next_tab_id = 2;
                 break;
@@ -374,7 +390,8 @@ impl Session {
             .map_err(BrowserError::from_cdp)?;
         let id = self.next_tab_id;
         self.next_tab_id += 1;
-        self.tabs.push(Tab::new(id, page).await);
+        self.tabs
+            .push(Tab::new(id, page, &self.signals, self.settings.dialog_timeout).await);
         self.active = id;
         Ok(())
     }
@@ -417,7 +434,8 @@ impl Session {
             }
             let id = self.next_tab_id;
             self.next_tab_id += 1;
-            self.tabs.push(Tab::new(id, page).await);
+            self.tabs
+                .push(Tab::new(id, page, &self.signals, self.settings.dialog_timeout).await);
             newest = Some(id);
         }
         if let Some(id) = newest {
@@ -508,7 +526,39 @@ impl Session {
     /// Carries out one action on the active tab.
     pub async fn perform(&mut self, action: Action) -> Result<Outcome, BrowserError> {
         let limit = self.limit();
+        if let Some(dialog) = self.open_dialog()
+            && !matches!(
+                action,
+                Action::HandleDialog(_) | Action::SwitchTab(_) | Action::CloseTab(_)
+            )
+        {
+            return Err(BrowserError::NotClickable(format!(
+                "the page shows a {} dialog ({:?}): answer it first with handle_dialog",
+                dialog.kind, dialog.message
+            )));
+        }
         match action {
+            Action::HandleDialog(a) => {
+                let page = self.page()?;
+                let dialog = self
+                    .open_dialog()
+                    .ok_or_else(|| BrowserError::NoMatch("no dialog is open".into()))?;
+                dialogs::answer(&page, a.accept, a.text.clone(), limit).await?;
+                let how = match (a.accept, dialog.kind.as_str()) {
+                    (true, "prompt") => format!(
+                        "Answered the prompt {:?} with {:?}",
+                        dialog.message,
+                        a.text.or(dialog.default_text).unwrap_or_default()
+                    ),
+                    (true, _) => {
+                        format!("Accepted the {} dialog {:?}", dialog.kind, dialog.message)
+                    }
+                    (false, _) => {
+                        format!("Dismissed the {} dialog {:?}", dialog.kind, dialog.message)
+                    }
+                };
+                Ok(Outcome::say(how))
+            }
             Action::NavigateTo(a) => self.navigate(&a.url).await,
             Action::GoBack => self.go_back().await,
             Action::GoForward => self.go_forward().await,
@@ -935,8 +985,67 @@ impl Session {
         Ok(Outcome::say(format!("Dragged {from} to {to}")))
     }
 
-    /// The state of the active tab, after a fresh snapshot.
+    /// The dialog the active tab has open, if any.
+    pub fn open_dialog(&self) -> Option<cove_protocol::browser::DialogInfo> {
+        self.active_tab().ok()?.dialogs.as_ref()?.current()
+    }
+
+    /// The state of the active tab, after a fresh snapshot; while a dialog holds the page
+    /// (one open now, or opened while the page was read), what it asks instead.
     pub async fn state(
+        &mut self,
+        query: StateQuery,
+        counter: &AtomicU64,
+    ) -> Result<BrowserState, BrowserError> {
+        if self.open_dialog().is_none() {
+            let mut opened = self.signals.opened();
+            opened.borrow_and_update();
+            tokio::select! {
+                read = self.page_state(query, counter) => return read,
+                _ = opened.changed() => {}
+            }
+        }
+        let Some(dialog) = self.open_dialog() else {
+            // It opened and closed while the page was read (dismissed elsewhere): read again.
+            return Box::pin(self.state(query, counter)).await;
+        };
+        let page = self.page()?;
+        let screenshot = if query.screenshot {
+            tokio::time::timeout(Duration::from_secs(2), self.screenshot(&page))
+                .await
+                .ok()
+                .and_then(Result::ok)
+        } else {
+            None
+        };
+        let tabs = self.tab_infos().await;
+        let (url, title) = tabs
+            .iter()
+            .find(|t| t.tab_id == self.active)
+            .map(|t| (t.url.clone(), t.title.clone()))
+            .unwrap_or_default();
+        Ok(BrowserState {
+            url,
+            title,
+            tabs,
+            snapshot_id: BrowserManager::next_snapshot_id(counter),
+            elements: dialogs::describe(&dialog),
+            element_count: 0,
+            truncated: false,
+            pixels_above: 0,
+            pixels_below: 0,
+            viewport: self.settings.viewport,
+            screenshot,
+            content: None,
+            message: None,
+            dropdown_options: None,
+            notice: None,
+            dialog: Some(dialog),
+        })
+    }
+
+    /// The state of the active tab read from its page.
+    async fn page_state(
         &mut self,
         query: StateQuery,
         counter: &AtomicU64,
@@ -983,6 +1092,7 @@ impl Session {
             message: None,
             dropdown_options: None,
             notice: None,
+            dialog: None,
         })
     }
 

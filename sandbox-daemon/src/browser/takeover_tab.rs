@@ -30,6 +30,8 @@ pub struct TakeoverTab {
     pub page: Page,
     pub tabs: Vec<TabInfo>,
     pub viewport: Viewport,
+    /// The JavaScript dialog the tab has open, for the person to answer.
+    pub dialog: Option<cove_protocol::browser::DialogInfo>,
 }
 
 impl TakeoverTab {
@@ -118,6 +120,7 @@ impl BrowserManager {
             page,
             tabs: session.tab_infos().await,
             viewport: self.settings.viewport,
+            dialog: session.open_dialog(),
         })
     }
 

@@ -68,6 +68,12 @@ pub enum ViewerMessage {
     Tab {
         id: u32,
     },
+    /// The answer to the page's dialog.
+    Dialog {
+        accept: bool,
+        #[serde(default)]
+        text: Option<String>,
+    },
     /// "Done — hand back to the agent", with the person's note.
     Done {
         #[serde(default)]

@@ -61,6 +61,9 @@ pub struct View {
     pub controller: Option<u64>,
     /// Set when the browser cannot be reached.
     pub problem: Option<String>,
+    /// The dialog the page shows: the person answers it on the takeover page (a headless
+    /// browser draws none).
+    pub dialog: Option<cove_protocol::browser::DialogInfo>,
 }
 
 /// A takeover under way, shared by its viewers, its screencast and its timer.
@@ -317,6 +320,7 @@ impl TakeoverManager {
                 viewport: tab.viewport,
                 controller: None,
                 problem: None,
+                dialog: tab.dialog.clone(),
             }),
             ended: watch::Sender::new(None),
             viewers: Mutex::new(Vec::new()),

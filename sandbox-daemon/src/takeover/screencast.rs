@@ -62,6 +62,7 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: TakeoverTab) {
     // The browser sends a first frame when the cast starts only if something paints; a
     // still page would leave a new viewer with nothing to see.
     publish_snapshot(&live, &first, quality).await;
+    let dialogs = app.browser.dialog_signals().changed();
     let mut poll = tokio::time::interval(TAB_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -82,6 +83,7 @@ pub async fn pump(app: AppState, live: Arc<Live>, first: TakeoverTab) {
             // Nobody watches: the tab list can wait until someone joins (which asks for it).
             _ = poll.tick(), if live.viewer_count() > 0 => follow(&app, &live, &mut cast, &mut guard, quality).await,
             _ = live.refresh.notified() => follow(&app, &live, &mut cast, &mut guard, quality).await,
+            () = dialogs.notified() => follow(&app, &live, &mut cast, &mut guard, quality).await,
         }
     }
     if let Some(cast) = cast {
@@ -115,11 +117,14 @@ async fn follow(
         let changed = v.tabs != tab.tabs
             || v.active_tab != tab.tab_id
             || v.viewport != tab.viewport
-            || v.problem.is_some();
+            || v.problem.is_some()
+            || v.dialog.as_ref().map(|d| (&d.kind, &d.message))
+                != tab.dialog.as_ref().map(|d| (&d.kind, &d.message));
         v.tabs = tab.tabs.clone();
         v.active_tab = tab.tab_id;
         v.viewport = tab.viewport;
         v.problem = None;
+        v.dialog = tab.dialog.clone();
         changed
     });
     let moved = cast

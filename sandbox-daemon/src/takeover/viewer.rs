@@ -44,6 +44,7 @@ fn view_message(view: &View, me: u64) -> Message {
         "active_tab": view.active_tab,
         "viewport": view.viewport,
         "problem": view.problem,
+        "dialog": view.dialog,
     }))
 }
 
@@ -216,6 +217,12 @@ async fn handle(
         ViewerMessage::Tab { id } => Some(Action::SwitchTab(cove_protocol::browser::SwitchTab {
             tab_id: *id,
         })),
+        ViewerMessage::Dialog { accept, text } => {
+            Some(Action::HandleDialog(cove_protocol::browser::HandleDialog {
+                accept: *accept,
+                text: text.clone(),
+            }))
+        }
         _ => None,
     };
     if let Some(action) = action {
@@ -295,7 +302,15 @@ async fn handle(
         }
     );
     let page = live.page()?;
-    if let Err(e) = takeover_tab::dispatch(&page, input, INPUT_LIMIT).await {
+    // A press that opens a dialog holds the page until the dialog is answered, which this
+    // viewer does: stop waiting for the press once one opens.
+    let mut opened = app.browser.dialog_signals().opened();
+    opened.borrow_and_update();
+    let dispatched = tokio::select! {
+        done = takeover_tab::dispatch(&page, input, INPUT_LIMIT) => done,
+        _ = opened.changed() => Ok(()),
+    };
+    if let Err(e) = dispatched {
         return Some(json!({ "type": "error", "message": e.to_string() }));
     }
     if settles {

@@ -2,6 +2,7 @@ mod api;
 mod bad_requests;
 mod browser;
 mod confinement;
+mod dialogs;
 mod files;
 mod hostile_web;
 mod mcp;

@@ -769,3 +769,90 @@ async fn a_click_on_a_field_then_typing_reaches_it() {
     assert_eq!(before, after, "the live view moved when the status changed");
     viewer.close().await;
 }
+
+#[tokio::test]
+async fn the_person_answers_the_pages_dialog_in_the_live_view() {
+    let (daemon, site) = setup(&[]).await;
+    let c = daemon.client.clone();
+    c.browser(
+        &NavigateTo {
+            url: site.url("dialogs.html"),
+        },
+        LEAN,
+    )
+    .await
+    .expect("the fixture loads");
+    let grant = start(&c, "Delete the item").await;
+    let viewer = Viewer::open(&grant.url, 1300, 800)
+        .await
+        .expect("viewer opens");
+    viewer
+        .wait_until(
+            "Number(document.getElementById('view').dataset.frames || 0) > 0 && document.getElementById('view').dataset.role === 'control'",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    // The Delete button (300×60 at 600,300) asks confirm('Delete it?'): a headless browser
+    // draws no dialog, so the takeover page shows it.
+    let delete = viewer.live_point(750.0, 330.0, VW, VH).await.unwrap();
+    viewer.click(delete.0, delete.1).await.unwrap();
+    viewer
+        .wait_until(
+            "!document.getElementById('pagedialog').hidden && document.getElementById('dialogmessage').textContent === 'Delete it?'",
+            WAIT,
+        )
+        .await
+        .expect("the person sees what the page asks");
+    if let Ok(dir) = std::env::var("COVE_SCREENSHOTS") {
+        let shot = viewer
+            .page
+            .screenshot(chromiumoxide::page::ScreenshotParams::builder().build())
+            .await
+            .unwrap();
+        std::fs::write(format!("{dir}/takeover-dialog.png"), shot).unwrap();
+    }
+    let ok = viewer
+        .eval("(() => { const r = document.getElementById('dialogok').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        .await
+        .unwrap();
+    viewer
+        .click(ok[0].as_f64().unwrap(), ok[1].as_f64().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        site.wait_for_report(|r| r["deleted"] == json!(true))
+            .await
+            .is_some(),
+        "the page heard OK: {:?}",
+        site.reports()
+    );
+    viewer
+        .wait_until("document.getElementById('pagedialog').hidden", WAIT)
+        .await
+        .expect("the dialog is gone from the takeover page");
+    // The live view goes on: the next press reaches the page.
+    let status = viewer
+        .eval("document.getElementById('status').textContent")
+        .await
+        .unwrap();
+    assert!(
+        !status.as_str().unwrap_or("").contains("did not"),
+        "{status}"
+    );
+    viewer.click(delete.0, delete.1).await.unwrap();
+    viewer
+        .wait_until("!document.getElementById('pagedialog').hidden", WAIT)
+        .await
+        .expect("the second dialog shows");
+    viewer
+        .eval("document.getElementById('dialogcancel').click(); true")
+        .await
+        .unwrap();
+    assert!(
+        site.wait_for_report(|r| r["deleted"] == json!(false))
+            .await
+            .is_some()
+    );
+    viewer.close().await;
+}
