@@ -13,6 +13,7 @@ pub mod format;
 pub mod llm;
 pub mod mcp;
 pub mod permissions;
+pub mod plan_answer;
 pub mod plan_text;
 pub mod private_files;
 pub mod sandbox;

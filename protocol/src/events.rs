@@ -55,7 +55,13 @@ pub enum EventKind {
     ThreadRunStart { model: String, sandbox: String },
     /// The person's message to the agent: the task or a later message that starts the run,
     /// or a reply that ends a takeover the run waits on.
-    UserMessage { text: String },
+    UserMessage {
+        text: String,
+        /// What the person did, when Cove wrote the message for them (an approval of the
+        /// plan): shown instead of `text`, which is worded for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        says: Option<String>,
+    },
     /// The model is about to be called for the `iteration`-th time in this run (from 1).
     AssistantResponseStart { iteration: u32 },
     /// A piece of the model's answer, as it streams.

@@ -185,7 +185,7 @@ impl Executor {
                 match gate.pass(&call_id, &tool, &def.policy_name(), args).await {
                     Ok(()) => {}
                     Err(NotRun::Refused(refused)) => {
-                        announce_end(&emitter, call_id, tool, &refused);
+                        announce_not_run(&emitter, Ok(def), call_id, tool, args, &refused);
                         return refused;
                     }
                     // Its permission request says what became of it.
@@ -243,6 +243,25 @@ pub(crate) async fn run_announced(
     };
     announce_end(emitter, call_id, tool, &result);
     result
+}
+
+/// Announces a call that was not run (the user or a rule refused it): what it would have
+/// done, then why not, so a watcher sees the command or arguments that were refused.
+pub(crate) fn announce_not_run(
+    emitter: &Emitter,
+    def: Result<&Tool, &str>,
+    call_id: String,
+    tool: String,
+    arguments: &Value,
+    result: &ToolResult,
+) {
+    emitter.emit(EventKind::ToolStarted {
+        call_id: call_id.clone(),
+        tool: tool.clone(),
+        summary: def.ok().and_then(|def| def.summarize(arguments)),
+        arguments: arguments.clone(),
+    });
+    announce_end(emitter, call_id, tool, result);
 }
 
 /// Announces how a call ended.

@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::answer::{AnswerSettings, Executor, ToolTasks, announce_end, answer, run_announced};
+use super::answer::{AnswerSettings, Executor, ToolTasks, announce_not_run, answer, run_announced};
 use super::config::AgentConfig;
 use super::events::Emitter;
 use super::handle::{RunControl, RunHandle};
@@ -586,8 +586,10 @@ impl Agent {
                 self.store
                     .close_requests(&live.thread.id, kind, Decision::Answered, None)?;
             }
+            let text = message.text();
             emitter.emit(EventKind::UserMessage {
-                text: message.text(),
+                says: crate::plan_answer::in_person_words(&text),
+                text,
             });
             live.record(&self.store, message)?;
         }
@@ -642,7 +644,15 @@ impl Agent {
             }
             let result = match gate.resume(request).await {
                 Err(NotRun::Refused(refused)) => {
-                    announce_end(&live.emitter, call_id.clone(), tool.clone(), &refused);
+                    let def = self.registry.resolve(&tool).await;
+                    announce_not_run(
+                        &live.emitter,
+                        def.as_ref().map_err(String::as_str),
+                        call_id.clone(),
+                        tool.clone(),
+                        &args,
+                        &refused,
+                    );
                     refused
                 }
                 Err(NotRun::Held(waits)) => {
@@ -1251,6 +1261,7 @@ impl Agent {
                 for (id, message) in replies {
                     live.emitter.emit(EventKind::UserMessage {
                         text: message.text(),
+                        says: None,
                     });
                     live.history.push(Entry::new(id, message, &live.counter));
                 }

@@ -13,10 +13,8 @@ use super::run::{RunFlags, drive};
 use super::sandbox_choice::SandboxArgs;
 use super::{CliError, Invocation};
 use crate::llm::ChatMessage;
+use crate::plan_answer::{approved, rejected};
 use crate::plan_text;
-
-/// Versions of a plan the user may reject with a reason before the thread ends.
-const MAX_VERSIONS: u32 = 5;
 
 #[derive(Debug, Args)]
 pub(super) struct ApproveArgs {
@@ -42,32 +40,6 @@ pub(super) struct RejectArgs {
     sandbox: SandboxArgs,
     #[command(flatten)]
     run: RunFlags,
-}
-
-/// What the agent is told of an approval.
-pub(super) fn approved(plan: &Plan, edited: bool) -> ChatMessage {
-    ChatMessage::user(if edited {
-        format!(
-            "I edited your plan and approved my version (version {}):\n\n{}\nCarry out this version, reporting progress with update_plan.",
-            plan.version,
-            plan.to_markdown()
-        )
-    } else {
-        format!(
-            "I approve the plan (version {}). Carry it out, reporting progress with update_plan.",
-            plan.version
-        )
-    })
-}
-
-/// What the agent is told of a rejection with a reason; none when the thread ends there.
-pub(super) fn rejected(plan: &Plan) -> Option<ChatMessage> {
-    let reason = plan.reason.as_deref()?;
-    (plan.version < MAX_VERSIONS).then(|| {
-        ChatMessage::user(format!(
-            "I reject this plan: {reason}\nPropose a new version with create_plan."
-        ))
-    })
 }
 
 fn ending(plan: &Plan, thread: &str) -> String {

@@ -18,6 +18,7 @@ mod kubernetes;
 mod mcp;
 mod model_server;
 mod page;
+mod page_edges;
 mod project_trust;
 mod real_docker;
 mod serve;

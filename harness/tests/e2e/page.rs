@@ -20,7 +20,7 @@ use super::serve::Server;
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A browser logged in to `server` through its login link, on the page.
-async fn open_page(server: &Server) -> Person {
+pub(super) async fn open_page(server: &Server) -> Person {
     let mut tab = Person::launch().await.unwrap();
     tab.resize(1400, 900).await.unwrap();
     tab.watch_requests().await.unwrap();
@@ -35,11 +35,11 @@ async fn open_page(server: &Server) -> Person {
 }
 
 /// `expression` as JS text.
-fn js(text: &str) -> String {
+pub(super) fn js(text: &str) -> String {
     serde_json::to_string(text).unwrap()
 }
 
-async fn wait(tab: &mut Person, expression: &str) {
+pub(super) async fn wait(tab: &mut Person, expression: &str) {
     if let Err(e) = tab.wait_until(expression, WAIT).await {
         let body = tab
             .eval("document.body.innerText.slice(0, 3000)")
@@ -53,7 +53,7 @@ async fn wait(tab: &mut Person, expression: &str) {
 }
 
 /// Text of the elements `selector` matches, joined.
-async fn text_of(tab: &mut Person, selector: &str) -> String {
+pub(super) async fn text_of(tab: &mut Person, selector: &str) -> String {
     tab.eval(&format!(
         "Array.from(document.querySelectorAll({})).map(e => e.textContent).join('\\n')",
         js(selector)
@@ -65,7 +65,7 @@ async fn text_of(tab: &mut Person, selector: &str) -> String {
     .to_string()
 }
 
-async fn count(tab: &mut Person, selector: &str) -> u64 {
+pub(super) async fn count(tab: &mut Person, selector: &str) -> u64 {
     tab.eval(&format!(
         "document.querySelectorAll({}).length",
         js(selector)
@@ -77,14 +77,14 @@ async fn count(tab: &mut Person, selector: &str) -> u64 {
 }
 
 /// Types `text` into the message box and sends it with Enter.
-async fn send_message(tab: &mut Person, text: &str) {
+pub(super) async fn send_message(tab: &mut Person, text: &str) {
     tab.click("#composer-text").await.unwrap();
     tab.type_text(text).await.unwrap();
     tab.press("Enter", false).await.unwrap();
 }
 
 /// Saves what the tab shows as `name` when COVE_SCREENSHOTS names a folder.
-async fn picture(tab: &mut Person, name: &str) {
+pub(super) async fn picture(tab: &mut Person, name: &str) {
     if let Some(dir) = std::env::var_os("COVE_SCREENSHOTS") {
         let png = tab.screenshot().await.unwrap();
         std::fs::create_dir_all(&dir).unwrap();
@@ -469,7 +469,7 @@ async fn a_reload_mid_run_shows_every_message_once_and_files_attach_from_the_pic
     std::fs::write(&file, "a,b\n1,2\n").unwrap();
     tab.choose_files("#attach", &[&file]).await.unwrap();
     // The model and the sandbox, chosen under Options.
-    tab.click("#task-options summary").await.unwrap();
+    tab.click("#options-toggle").await.unwrap();
     tab.click("#task-model").await.unwrap();
     tab.type_text("openai/scripted").await.unwrap();
     tab.click("#task-sandbox").await.unwrap();

@@ -1035,3 +1035,80 @@ async fn the_servers_model_is_used_when_a_client_names_none() {
         crate::explain(&out)
     );
 }
+
+#[tokio::test]
+async fn every_event_reaches_every_client_once_wherever_it_joins() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // Two runs of some hundreds of events each, streamed over about a second: clients join
+    // at the start, mid-run (served from the tail), behind the tail (from the store), between
+    // the runs and after the end.
+    cove.llm
+        .set_chunking(cove_harness::Chunking::Paced(Duration::from_millis(3)));
+    for _ in 0..2 {
+        cove.llm
+            .push(Turn::text("word ".repeat(400)).call("complete", json!({"text": "done"})));
+    }
+    let server = std::sync::Arc::new(Server::start(&cove, &[]).await);
+    let thread = server.create(json!({"task": "Talk a while"})).await;
+    let mut readers = Vec::new();
+    for i in 0..14u64 {
+        let server = server.clone();
+        let thread = thread.clone();
+        readers.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(i * 130)).await;
+            // Some start from the beginning, some from a little before where the thread is.
+            let after = if i % 3 == 0 {
+                0
+            } else {
+                let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+                view["last_event"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .saturating_sub(i * 7)
+            };
+            let mut sse = server.stream(&thread, Some(after)).await;
+            let mut seqs = Vec::new();
+            let mut replied = false;
+            // Until the thread has been quiet for a while: both runs are over.
+            while let Ok((id, event)) =
+                tokio::time::timeout(Duration::from_secs(4), sse.next()).await
+            {
+                seqs.push(id);
+                if i == 0 && !replied && event["type"] == "thread_run_end" {
+                    replied = true;
+                    // The person writes again: a second run follows.
+                    let (status, answer) = server
+                        .post(
+                            &format!("/v1/threads/{thread}/reply"),
+                            json!({"text": "Once more"}),
+                        )
+                        .await;
+                    assert!(status < 300, "{answer}");
+                }
+            }
+            (after, seqs)
+        }));
+    }
+    let mut results = Vec::new();
+    for reader in readers {
+        results.push(reader.await.unwrap());
+    }
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    let last = view["last_event"].as_u64().unwrap();
+    assert!(last > 400, "two long runs: {last} events");
+    for (after, seqs) in results {
+        let expected: Vec<u64> = (after + 1..=last).collect();
+        assert!(
+            seqs == expected,
+            "a client from {after} saw gaps or repeats: {} events, first {:?}, last {:?} (of {last})",
+            seqs.len(),
+            seqs.first(),
+            seqs.last()
+        );
+    }
+    std::sync::Arc::try_unwrap(server)
+        .ok()
+        .expect("the readers are done")
+        .kill()
+        .await;
+}

@@ -20,9 +20,9 @@ use serde_json::json;
 
 use super::ServeState;
 use super::runs::{Claim, Input, launch};
-use crate::cli::plan::{approved, rejected};
 use crate::cli::run::new_thread;
 use crate::llm::ChatMessage;
+use crate::plan_answer::{approved, rejected};
 use crate::store::{DecideError, Decision, PlanError, RequestKind, StoreError, Thread};
 
 /// An error answer.
@@ -121,16 +121,37 @@ impl From<crate::cli::CliError> for ApiError {
     fn from(e: crate::cli::CliError) -> Self {
         use crate::cli::CliError;
         match e {
-            CliError::Usage(m) => ApiError::bad(m),
-            CliError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
-            CliError::Setup(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "setup", m),
+            CliError::Usage(m) => ApiError::bad(in_api_words(&m)),
+            CliError::NotFound(m) => {
+                ApiError::new(StatusCode::NOT_FOUND, "not_found", in_api_words(&m))
+            }
+            CliError::Setup(m) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "setup", in_api_words(&m))
+            }
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "failed",
-                other.to_string(),
+                in_api_words(&other.to_string()),
             ),
         }
     }
+}
+
+/// A message the command line words with its flags (`--sandbox must be …`), with the
+/// fields of this API instead: a client of the server never typed a flag.
+fn in_api_words(message: &str) -> String {
+    const FIELDS: [(&str, &str); 5] = [
+        ("--sandbox-token", "the server's sandbox token"),
+        ("--sandbox", "sandbox"),
+        ("--tool-calls", "tool_calls"),
+        ("--model", "model"),
+        ("--max-cost", "max_cost"),
+    ];
+    let mut out = message.to_string();
+    for (flag, field) in FIELDS {
+        out = out.replace(flag, field);
+    }
+    out
 }
 
 impl From<PlanError> for ApiError {
@@ -517,4 +538,17 @@ pub(super) async fn upload(
 ) -> Result<(StatusCode, Json<Upload>), ApiError> {
     let upload = state.uploads.put(&query.name, body).await?;
     Ok((StatusCode::CREATED, Json(upload)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn command_line_flags_are_said_as_the_apis_fields() {
+        assert_eq!(
+            super::in_api_words(
+                "--sandbox must be `local`, not \"x\"; --tool-calls must be native"
+            ),
+            "sandbox must be `local`, not \"x\"; tool_calls must be native"
+        );
+    }
 }

@@ -276,6 +276,8 @@ function setView(view) {
   $('thread-title').textContent = view.title;
   $('stop').hidden = !view.running;
   $('resume').hidden = view.running || !['stopped', 'failed'].includes(view.status);
+  $('takeover').disabled = !view.running;
+  $('takeover-why').hidden = view.running;
   updateComposer();
   reconcile();
 }
@@ -366,8 +368,9 @@ async function selectThread(id) {
   setView(view);
   S.caughtUp = view.last_event === 0;
   // A thread run from the terminal (`cove run`) has no served events: its stored
-  // conversation stands in for them.
-  if (view.last_event === 0 && view.status !== 'new') await replayStored(id);
+  // conversation stands in for them. Not for a run the server has just started and not yet
+  // told of: its events are on their way and would show everything twice.
+  if (view.last_event === 0 && view.status !== 'new' && !view.running) await replayStored(id);
   if (S.current !== id) return;
   S.upTo = view.last_event;
   if (!document.hidden) follow(id);
@@ -483,10 +486,32 @@ function scrollDown(force) {
 }
 
 function add(node) {
-  $('transcript').append(node);
+  const transcript = $('transcript');
+  const waiting = $('thinking');
+  if (waiting) transcript.insertBefore(node, waiting);
+  else transcript.append(node);
   scrollDown(false);
   return node;
 }
+
+/** A sign of life while the model has not said anything yet: from the call to the first
+ *  word, tool call or question. */
+function thinking(text) {
+  let row = $('thinking');
+  if (!text) {
+    if (row) row.remove();
+    return;
+  }
+  if (!row) {
+    row = el('div', { id: 'thinking', class: 'thinking', role: 'status' }, el('span', { class: 'spinner', 'aria-hidden': 'true' }), el('span', { class: 'what' }));
+    $('transcript').append(row);
+  }
+  row.lastChild.textContent = text;
+  scrollDown(false);
+}
+
+/** Events after which the model has shown it is at work, or the run has stopped. */
+const ENDS_THINKING = new Set(['assistant_text', 'tool_started', 'ask', 'takeover', 'plan_proposed', 'permission_request', 'complete', 'error', 'thread_run_end']);
 
 /** Tells a screen reader what changed, in a few words (the conversation itself is not a
  *  live region: streamed text would be read out chunk by chunk). */
@@ -638,6 +663,7 @@ const DECISIONS = {
 function render(event) {
   const welcomeNode = $('welcome');
   if (welcomeNode) welcomeNode.remove();
+  if (ENDS_THINKING.has(event.type)) thinking(null);
   switch (event.type) {
     case 'thread_run_start':
       endText();
@@ -645,15 +671,19 @@ function render(event) {
       break;
     case 'user_message':
       endText();
-      add(el('div', { class: 'msg user', text: event.text }));
+      // A message Cove wrote for the person (an approval) shows as what they did.
+      if (event.says) add(el('div', { class: 'note decision', text: event.says }));
+      else add(el('div', { class: 'msg user', text: event.text }));
       break;
     case 'assistant_response_start':
-      break;
-    case 'assistant_text':
-      appendText(event.text);
+      thinking('Thinking…');
       break;
     case 'llm_retry':
       note('The model call failed (' + event.reason + '); retrying in ' + (event.delay_ms / 1000).toFixed(1) + ' s.');
+      thinking('Waiting for the model…');
+      break;
+    case 'assistant_text':
+      appendText(event.text);
       break;
     case 'tool_started': {
       flushText();
@@ -821,6 +851,8 @@ function render(event) {
       flushText();
       endText();
       add(el('div', { class: 'divider', text: 'run ended · ' + event.status + spendText(event) }));
+      // What the ended run asked of the person can no longer be given to it.
+      for (const card of S.takeoverCards) card.querySelectorAll('button').forEach((b) => (b.disabled = true));
       for (const card of S.cards.values()) {
         if (card.classList.contains('running')) {
           card.classList.remove('running');
@@ -901,6 +933,16 @@ function waitingOpen() {
 function reconcile() {
   if (!S.caughtUp || !S.view) return;
   const open = waitingOpen();
+  // A question is answered once the thread no longer waits on one: only the newest can be
+  // open.
+  const asking = open.some((w) => w.kind === 'ask');
+  S.asks.forEach((card, i) => {
+    const button = card.querySelector('.buttons button');
+    if (!button) return;
+    const live = asking && i === S.asks.length - 1;
+    button.disabled = !live;
+    button.textContent = live ? 'Answer' : 'Answered';
+  });
   if (S.dialogFor && !open.some((w) => w.id === S.dialogFor)) {
     closeDialog();
   }
@@ -1128,10 +1170,12 @@ function updateComposer() {
     text.placeholder = 'Describe a task…';
     hint.textContent = '';
     planOption.hidden = false;
-    $('task-options').hidden = false;
+    $('options-toggle').hidden = false;
+    $('task-options').hidden = !S.optionsOpen;
     return;
   }
   planOption.hidden = true;
+  $('options-toggle').hidden = true;
   $('task-options').hidden = true;
   const view = S.view;
   const open = waitingOpen();
@@ -1194,6 +1238,8 @@ async function submit() {
         attachments: sent.map((a) => a.id),
       });
       clear();
+      // Planning first is asked for each task; the model and the sandbox stay, in sight.
+      $('plan-first').checked = false;
       S.sending = false;
       await loadThreads();
       if (!S.current) await selectThread(thread.id);
@@ -1461,6 +1507,19 @@ document.addEventListener('keydown', (e) => {
 });
 
 $('new-thread').addEventListener('click', () => selectThread(null));
+
+/** The options' toggle says what they hold, so a choice never carries over unseen. */
+function optionsSummary() {
+  const chosen = [$('task-model').value.trim(), $('task-sandbox').value.trim()].filter(Boolean);
+  $('options-toggle').textContent = chosen.length ? 'Options · ' + chosen.join(' · ') : 'Options';
+}
+$('options-toggle').addEventListener('click', () => {
+  S.optionsOpen = !S.optionsOpen;
+  $('task-options').hidden = !S.optionsOpen;
+  $('options-toggle').setAttribute('aria-expanded', S.optionsOpen ? 'true' : 'false');
+  if (S.optionsOpen) $('task-model').focus();
+});
+for (const id of ['task-model', 'task-sandbox']) $(id).addEventListener('input', optionsSummary);
 $('composer').addEventListener('submit', (e) => {
   e.preventDefault();
   submit();
