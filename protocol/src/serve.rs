@@ -16,6 +16,7 @@ pub enum ServeOp {
     ThreadsList,
     ThreadsCreate,
     ThreadGet,
+    ThreadDelete,
     ThreadMessages,
     ThreadEvents,
     ThreadReply,
@@ -27,6 +28,7 @@ pub enum ServeOp {
     ThreadTakeover,
     ThreadFiles,
     ThreadFileContent,
+    ThreadFileView,
     ThreadScreenshot,
     ThreadLatestScreenshot,
     Upload,
@@ -271,6 +273,14 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
         ResponseBody::Json(reference::<ThreadView>),
     ),
     row(
+        ServeOp::ThreadDelete,
+        Method::Delete,
+        "/v1/threads/{id}",
+        "Deletes a thread and all that is stored of it: runs, messages, events, screenshots, requests, plans (409 running while it runs: stop it first). Its workspace's files stay",
+        RequestBody::None,
+        ResponseBody::Json(reference::<Accepted>),
+    ),
+    row(
         ServeOp::ThreadMessages,
         Method::Get,
         "/v1/threads/{id}/messages",
@@ -367,6 +377,17 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
             ResponseBody::Bytes("application/octet-stream"),
         )
     },
+    Endpoint {
+        query: Some(inline::<FileContentQuery>),
+        ..row(
+            ServeOp::ThreadFileView,
+            Method::Get,
+            "/v1/threads/{id}/files/view",
+            "303 to a short-lived address (/view/{token}/{path}) that shows a workspace web page as a browser would, its style sheets, pictures and fonts loaded from beside it; still sandboxed, without scripts",
+            RequestBody::None,
+            ResponseBody::Bytes("text/html"),
+        )
+    },
     row(
         ServeOp::ThreadScreenshot,
         Method::Get,
@@ -443,7 +464,7 @@ mod tests {
             assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
             assert!(ep.auth, "{} needs the token", ep.path);
         }
-        assert_eq!(ops.len(), 18, "a new ServeOp needs a row");
+        assert_eq!(ops.len(), 20, "a new ServeOp needs a row");
         let doc = openapi_document("0.0.0");
         let text = doc.to_string();
         let schemas = doc["components"]["schemas"].as_object().unwrap();

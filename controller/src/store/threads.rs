@@ -164,6 +164,44 @@ impl Store {
         Ok(rows)
     }
 
+    /// Deletes a thread and everything stored of it (its runs and their model calls, its
+    /// messages, events, screenshots, requests, plans, grants and knowledge), at once. Its
+    /// workspace's files are not the store's and stay where they are.
+    pub fn delete_thread(&self, id: &str) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let found = tx.query_row(
+            "SELECT COUNT(*) FROM threads WHERE id = ?1",
+            params![id],
+            |row| row.get::<_, i64>(0),
+        )?;
+        if found == 0 {
+            return Err(StoreError::NoThread(id.to_string()));
+        }
+        tx.execute(
+            "DELETE FROM model_calls WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?1)",
+            params![id],
+        )?;
+        for table in [
+            "screenshots",
+            "events",
+            "grants",
+            "plans",
+            "requests",
+            "knowledge",
+            "messages",
+            "runs",
+        ] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE thread_id = ?1"),
+                params![id],
+            )?;
+        }
+        tx.execute("DELETE FROM threads WHERE id = ?1", params![id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Sets a thread's status.
     pub(crate) fn set_thread_status(
         &self,

@@ -561,3 +561,72 @@ fn a_plan_goes_through_versions_and_refuses_what_does_not_fit_its_state() {
         Err(PlanError::Malformed(_))
     ));
 }
+
+#[test]
+fn a_deleted_thread_leaves_nothing_behind_and_other_threads_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cove.db");
+    let store = Store::open(&path).unwrap();
+    let make = |title: &str| {
+        let thread = store
+            .create_thread(NewThread::new(
+                title,
+                "openai/gpt-4o",
+                "native",
+                "local:/tmp/ws",
+            ))
+            .unwrap();
+        let run = store.start_run(&thread.id).unwrap();
+        store
+            .append_llm(&thread.id, Some(&run.id), &ChatMessage::user("hi"))
+            .unwrap();
+        store
+            .append_status(&thread.id, Some(&run.id), &json!({"type": "finish"}))
+            .unwrap();
+        store
+            .record_call(
+                &run.id,
+                1,
+                "openai/gpt-4o",
+                &cove::llm::Usage {
+                    input_tokens: 10,
+                    ..Default::default()
+                },
+                None,
+            )
+            .unwrap();
+        store
+            .add_knowledge(Some(&thread.id), "note", "kept for this thread")
+            .unwrap();
+        thread
+    };
+    let gone = make("Delete me");
+    let kept = make("Keep me");
+    store.delete_thread(&gone.id).unwrap();
+    assert!(matches!(
+        store.thread_exact(&gone.id),
+        Err(StoreError::NoThread(_))
+    ));
+    assert!(matches!(
+        store.delete_thread(&gone.id),
+        Err(StoreError::NoThread(_))
+    ));
+    assert_eq!(store.messages(&kept.id).unwrap().len(), 2);
+    assert_eq!(store.knowledge(Some(&kept.id)).unwrap().len(), 1);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    for table in ["runs", "messages", "knowledge"] {
+        let left: i64 = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM {table} WHERE thread_id = ?1"),
+                [&gone.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+    let calls: i64 = conn
+        .query_row("SELECT COUNT(*) FROM model_calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(calls, 1, "only the kept thread's call");
+}

@@ -298,3 +298,137 @@ async fn a_terminal_thread_continued_on_the_server_shows_the_new_run_once() {
     tab.close().await;
     server.kill().await;
 }
+
+#[tokio::test]
+async fn a_thread_is_deleted_from_the_page_and_leaves_every_tab() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "first"})));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "second"})));
+    let server = Server::start(&cove, &[]).await;
+    let keep = server.create(json!({"task": "Keep this one"})).await;
+    let mut tab = open_page(&server).await;
+    send_message(&mut tab, "Delete this one").await;
+    wait(&mut tab, "!!document.querySelector('.card.final')").await;
+    let gone = tab
+        .eval("decodeURIComponent(location.hash.replace('#thread=', ''))")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A second browser, logged in with the token, shows the same thread.
+    let mut other = cove_harness::person::Person::launch().await.unwrap();
+    other.resize(1400, 900).await.unwrap();
+    other.goto(&server.base).await.unwrap();
+    wait(&mut other, "!!document.getElementById('token')").await;
+    other.click("#token").await.unwrap();
+    other.type_text(&server.token).await.unwrap();
+    other.press("Enter", false).await.unwrap();
+    wait(&mut other, "!!document.getElementById('composer-text')").await;
+    other
+        .goto(&format!("{}/#thread={gone}", server.base))
+        .await
+        .unwrap();
+    other.reload().await.unwrap();
+    wait(&mut other, "!!document.querySelector('.card.final')").await;
+
+    wait(&mut tab, "!document.getElementById('delete-thread').hidden").await;
+    tab.click("#delete-thread").await.unwrap();
+    wait(
+        &mut tab,
+        "document.getElementById('dialog').open && document.getElementById('dialog-title').textContent === 'Delete this thread?'",
+    )
+    .await;
+    tab.eval("Array.from(document.querySelectorAll('#dialog-actions button')).find(b => b.textContent === 'Delete').click()")
+        .await
+        .unwrap();
+    wait(
+        &mut tab,
+        &format!(
+            "!document.querySelector('#threads button[data-id=\"{gone}\"]') && document.getElementById('thread-title').textContent === 'New task'"
+        ),
+    )
+    .await;
+    let (status, _) = server.get(&format!("/v1/threads/{gone}")).await;
+    assert_eq!(status, 404);
+    let (status, _) = server.get(&format!("/v1/threads/{keep}")).await;
+    assert_eq!(status, 200, "the other thread stays");
+    // The other tab lets it go within its next look at the list.
+    wait(
+        &mut other,
+        "document.getElementById('thread-title').textContent === 'New task' && document.getElementById('banner').textContent.includes('deleted')",
+    )
+    .await;
+    assert_eq!(
+        count(&mut other, &format!("#threads button[data-id=\"{gone}\"]")).await,
+        0
+    );
+    tab.close().await;
+    other.close().await;
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_workspace_page_is_previewed_with_its_style_sheet_and_pictures_but_no_scripts() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm.push(Turn::text("").call(
+        "complete",
+        json!({"text": "made", "attachments": ["site/index.html"]}),
+    ));
+    let site = cove.workspace.join("site");
+    std::fs::create_dir_all(site.join("img")).unwrap();
+    std::fs::write(
+        site.join("index.html"),
+        "<!doctype html><html><head><link rel=\"stylesheet\" href=\"style.css\"></head><body><h1>Fence report</h1><img src=\"img/dot.svg\" width=\"40\" height=\"40\"><script>document.body.style.background = 'rgb(255, 0, 0)';</script></body></html>",
+    )
+    .unwrap();
+    // A page whose look is all in its style sheet: a green page, white words.
+    std::fs::write(
+        site.join("style.css"),
+        "html, body { background: rgb(0, 128, 0); color: white; margin: 0; height: 100%; }",
+    )
+    .unwrap();
+    std::fs::write(
+        site.join("img/dot.svg"),
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"40\" height=\"40\"><rect width=\"40\" height=\"40\" fill=\"rgb(0,0,255)\"/></svg>",
+    )
+    .unwrap();
+    let server = Server::start(&cove, &[]).await;
+    let mut tab = open_page(&server).await;
+    send_message(&mut tab, "Make a page").await;
+    wait(&mut tab, "!!document.querySelector('.card.final')").await;
+    tab.eval("document.querySelector('.card.final .chips button').click()")
+        .await
+        .unwrap();
+    wait(&mut tab, "!!document.querySelector('#file-preview iframe')").await;
+    // Pixels, as the person sees them: the sheet's green, not the script's red.
+    let frame = rect(&mut tab, "#file-preview iframe").await;
+    let (x, y) = ((frame[0] + frame[2]) / 2.0, frame[3] - 10.0);
+    let mut seen = (0, 0, 0);
+    for _ in 0..50 {
+        let png = tab.screenshot().await.unwrap();
+        let picture = image::load_from_memory(&png).unwrap().to_rgb8();
+        let p = picture.get_pixel(x as u32, y as u32);
+        seen = (p[0], p[1], p[2]);
+        if seen == (0, 128, 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    picture(&mut tab, "serve-preview.png").await;
+    assert_eq!(seen, (0, 128, 0), "the preview's background at ({x}, {y})");
+    // The picture beside it shows too: blue, somewhere in the frame.
+    let png = tab.screenshot().await.unwrap();
+    let shot = image::load_from_memory(&png).unwrap().to_rgb8();
+    let blue = (frame[1] as u32..frame[3] as u32).any(|y| {
+        (frame[0] as u32..frame[2] as u32).any(|x| {
+            let p = shot.get_pixel(x, y);
+            p[0] < 30 && p[1] < 30 && p[2] > 220
+        })
+    });
+    assert!(blue, "the page's picture loads beside it");
+    tab.close().await;
+    server.kill().await;
+}

@@ -1112,3 +1112,121 @@ async fn every_event_reaches_every_client_once_wherever_it_joins() {
         .kill()
         .await;
 }
+
+#[tokio::test]
+async fn a_running_thread_is_not_deleted_and_a_finished_one_is_gone_for_good() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm.push(Turn::text("").call(
+        "execute_command",
+        json!({"command": "sleep 2", "timeout": 30}),
+    ));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "slept"})));
+    let server = Server::start(&cove, &[]).await;
+    let thread = server.create(json!({"task": "Sleep a little"})).await;
+    let refused = server
+        .raw(reqwest::Method::DELETE, &format!("/v1/threads/{thread}"))
+        .await;
+    assert_eq!(refused.status(), 409);
+    let said: Value = refused.json().await.unwrap();
+    assert_eq!(said["error"]["code"], "running", "{said}");
+    // Once it has finished, it goes, with its events.
+    let mut sse = server.stream(&thread, None).await;
+    loop {
+        let (_, event) = sse.next().await;
+        if event["type"] == "thread_run_end" {
+            break;
+        }
+    }
+    let mut deleted = server
+        .raw(reqwest::Method::DELETE, &format!("/v1/threads/{thread}"))
+        .await;
+    // The run's end is told a moment before the server lets the thread go.
+    for _ in 0..50 {
+        if deleted.status() != 409 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        deleted = server
+            .raw(reqwest::Method::DELETE, &format!("/v1/threads/{thread}"))
+            .await;
+    }
+    assert_eq!(deleted.status(), 200);
+    let (status, _) = server.get(&format!("/v1/threads/{thread}")).await;
+    assert_eq!(status, 404);
+    let (_, listed) = server.get("/v1/threads").await;
+    assert_eq!(listed["threads"], json!([]));
+    let again = server
+        .raw(reqwest::Method::DELETE, &format!("/v1/threads/{thread}"))
+        .await;
+    assert_eq!(again.status(), 404);
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_page_view_address_reads_one_workspace_for_a_while_and_nothing_else() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "ok"})));
+    std::fs::write(cove.workspace.join("index.html"), "<h1>hi</h1>").unwrap();
+    std::fs::write(cove.workspace.join("style.css"), "h1 { color: red }").unwrap();
+    let server = Server::start(&cove, &[]).await;
+    let thread = server.create(json!({"task": "Look"})).await;
+    let mut sse = server.stream(&thread, None).await;
+    while sse.next().await.1["type"] != "thread_run_end" {}
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let minted = http
+        .get(server.url(&format!("/v1/threads/{thread}/files/view?path=index.html")))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(minted.status(), 303);
+    let at = minted.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        at.starts_with("/view/") && at.ends_with("/index.html"),
+        "{at}"
+    );
+    // No cookie, no token: the address is the key. The page is sandboxed, without scripts.
+    let page = http.get(server.url(&at)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        csp.starts_with("sandbox;") && !csp.contains("script"),
+        "{csp}"
+    );
+    // Its style sheet, beside it, as a style sheet.
+    let sheet_at = at.replace("/index.html", "/style.css");
+    let sheet = http.get(server.url(&sheet_at)).send().await.unwrap();
+    assert_eq!(sheet.status(), 200);
+    assert!(
+        sheet.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/css")
+    );
+    // Nothing outside the workspace, and no other key.
+    let out = at.replace("/index.html", "/%2e%2e/%2e%2e/etc/hostname");
+    let outside = http.get(server.url(&out)).send().await.unwrap();
+    assert_ne!(outside.status(), 200, "{out}");
+    let forged = http
+        .get(server.url("/view/not-a-key/index.html"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 404);
+    // Minting takes the API's token like any route.
+    let anonymous = http
+        .get(server.url(&format!("/v1/threads/{thread}/files/view?path=index.html")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    server.kill().await;
+}

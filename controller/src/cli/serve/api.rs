@@ -515,6 +515,21 @@ pub(super) async fn stop(
     ))
 }
 
+/// `DELETE /v1/threads/{id}`: the thread and what is stored of it, unless it runs. The
+/// thread is held while it goes, so no run can start on it meanwhile.
+pub(super) async fn delete_thread(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Accepted>, ApiError> {
+    let thread = state.inv.store.thread_exact(&id)?;
+    let _held = Claim::take(&state, &thread.id)?;
+    state.inv.store.delete_thread(&thread.id)?;
+    tracing::info!(thread = %thread.id, "thread deleted");
+    Ok(Json(Accepted {
+        state: "deleted".into(),
+    }))
+}
+
 /// `POST /v1/threads/{id}/resume`: continues a thread whose run stopped.
 pub(super) async fn resume(
     State(state): State<Arc<ServeState>>,

@@ -11,6 +11,7 @@ mod feed;
 mod page;
 mod runs;
 mod uploads;
+mod view;
 mod workspace;
 
 use std::net::SocketAddr;
@@ -74,6 +75,8 @@ pub(super) struct ServeState {
     sandboxes: Sandboxes,
     /// Held while a reply is checked against what the thread waits for and its run starts.
     answering: tokio::sync::Mutex<()>,
+    /// Addresses that show a workspace's web pages.
+    views: view::Views,
 }
 
 #[derive(serde::Deserialize)]
@@ -143,6 +146,8 @@ fn handler(endpoint: &Endpoint<ServeOp>) -> MethodRouter<Arc<ServeState>> {
         ServeOp::ThreadsList => on(m, api::list_threads),
         ServeOp::ThreadsCreate => on(m, api::create_thread),
         ServeOp::ThreadGet => on(m, api::get_thread),
+        ServeOp::ThreadFileView => on(m, view::open_view),
+        ServeOp::ThreadDelete => on(m, api::delete_thread),
         ServeOp::ThreadMessages => on(m, api::messages),
         ServeOp::ThreadEvents => on(m, feed::events),
         ServeOp::ThreadReply => on(m, api::reply),
@@ -191,6 +196,7 @@ fn router(state: Arc<ServeState>) -> Router {
         .route("/login", get(login).post(login_with_token))
         .route("/app.js", get(page::script))
         .route("/app.css", get(page::style))
+        .route("/view/{token}/{*path}", get(view::serve_view))
         .merge(protected)
         .with_state(state)
 }
@@ -279,6 +285,7 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
         uploads: Uploads::new(crate::config::data_dir().join("serve/uploads")),
         sandboxes: Sandboxes::default(),
         answering: tokio::sync::Mutex::new(()),
+        views: view::Views::default(),
     });
     interrupt_leftovers(&state)?;
     let listener = tokio::net::TcpListener::bind(args.listen)

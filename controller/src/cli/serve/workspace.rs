@@ -222,16 +222,49 @@ pub(super) async fn content(
     ApiQuery(query): ApiQuery<FileContentQuery>,
 ) -> Result<Response, ApiError> {
     let thread = state.inv.store.thread_exact(&id)?;
-    let sandbox = sandbox_of(&state, &thread).await?;
+    let how = if query.download {
+        Shown::Download
+    } else {
+        Shown::Inline
+    };
+    file_response(&state, &thread, &query.path, how).await
+}
+
+/// How a workspace file is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shown {
+    /// An attachment, to save.
+    Download,
+    /// Shown when its type is safe to show, its source for code and style sheets.
+    Inline,
+    /// As a browser renders a page it opened: style sheets and fonts as such, for the
+    /// page's own HTML (see `view`).
+    Page,
+}
+
+/// The CSP of a workspace page: an origin of its own and no scripts; in `Page` mode its
+/// style sheets, pictures and fonts may come from beside it.
+const SANDBOXED: &str =
+    "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:";
+const SANDBOXED_PAGE: &str = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self' data:; media-src 'self'";
+
+/// `path` of `thread`'s workspace as `how` says.
+pub(super) async fn file_response(
+    state: &Arc<ServeState>,
+    thread: &Thread,
+    path: &str,
+    how: Shown,
+) -> Result<Response, ApiError> {
+    let sandbox = sandbox_of(state, thread).await?;
     let upstream = sandbox
-        .download_response(&query.path)
+        .download_response(path)
         .await
         .map_err(from_sandbox)?;
     let length = upstream.headers().get(CONTENT_LENGTH).cloned();
-    let shown = if query.download {
-        None
-    } else {
-        shown_as(&query.path)
+    let shown = match how {
+        Shown::Download => None,
+        Shown::Inline => shown_as(path),
+        Shown::Page => rendered_as(path).or_else(|| shown_as(path)),
     };
     let mut response = Response::new(Body::from_stream(upstream.bytes_stream())).into_response();
     let headers = response.headers_mut();
@@ -245,13 +278,15 @@ pub(super) async fn content(
     match shown {
         Some((mime, sandboxed)) => {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static(mime));
-            headers.insert(CONTENT_DISPOSITION, disposition("inline", &query.path));
+            headers.insert(CONTENT_DISPOSITION, disposition("inline", path));
             if sandboxed {
                 headers.insert(
                     "content-security-policy",
-                    HeaderValue::from_static(
-                        "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:",
-                    ),
+                    HeaderValue::from_static(if how == Shown::Page {
+                        SANDBOXED_PAGE
+                    } else {
+                        SANDBOXED
+                    }),
                 );
             }
         }
@@ -260,10 +295,28 @@ pub(super) async fn content(
                 CONTENT_TYPE,
                 HeaderValue::from_static("application/octet-stream"),
             );
-            headers.insert(CONTENT_DISPOSITION, disposition("attachment", &query.path));
+            headers.insert(CONTENT_DISPOSITION, disposition("attachment", path));
         }
     }
     Ok(response)
+}
+
+/// What a page's own resources are, as its browser takes them: style sheets and fonts.
+/// Scripts are not among them: a workspace page never runs any.
+fn rendered_as(path: &str) -> Option<(&'static str, bool)> {
+    let ext = path
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    Some(match ext.as_str() {
+        "css" => ("text/css; charset=utf-8", false),
+        "woff2" => ("font/woff2", false),
+        "woff" => ("font/woff", false),
+        "ttf" => ("font/ttf", false),
+        "otf" => ("font/otf", false),
+        "ico" => ("image/x-icon", false),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -264,6 +264,11 @@ async function loadThreads() {
   $('no-threads').hidden = S.threads.length > 0;
   const mine = S.threads.find((t) => t.id === S.current);
   if (mine) setView(mine);
+  else if (S.current && !S.deleting) {
+    // Deleted elsewhere (another tab, another client).
+    say('This thread was deleted.');
+    selectThread(null);
+  }
 }
 
 function setView(view) {
@@ -276,6 +281,7 @@ function setView(view) {
   $('thread-title').textContent = view.title;
   $('stop').hidden = !view.running;
   $('resume').hidden = view.running || !['stopped', 'failed'].includes(view.status);
+  $('delete-thread').hidden = view.running;
   $('takeover').disabled = !view.running;
   $('takeover-why').hidden = view.running;
   updateComposer();
@@ -351,6 +357,7 @@ async function selectThread(id) {
     $('thread-status').hidden = true;
     $('stop').hidden = true;
     $('resume').hidden = true;
+    $('delete-thread').hidden = true;
     updateComposer();
     loadFiles();
     loadScreenshot();
@@ -1398,8 +1405,12 @@ async function previewFile(path, reveal) {
   );
   if (/\.(png|jpe?g|gif|webp)$/i.test(path)) {
     box.append(el('img', { src: url, alt: path }));
-  } else if (/\.(html?|svg)$/i.test(path)) {
-    // Its own origin, no scripts: the server sends it sandboxed too.
+  } else if (/\.html?$/i.test(path)) {
+    // As a browser shows it, with the style sheets and pictures beside it; its own origin,
+    // no scripts (the server sends it sandboxed too).
+    const view = threadPath(S.current, '/files/view?path=' + encodeURIComponent(path));
+    box.append(el('iframe', { src: view, sandbox: '', title: 'Preview of ' + path }));
+  } else if (/\.svg$/i.test(path)) {
     box.append(el('iframe', { src: url, sandbox: '', title: 'Preview of ' + path }));
   } else if (TEXT_TYPES.test(path) || !/\.[a-z0-9]+$/i.test(path.split('/').pop())) {
     try {
@@ -1550,6 +1561,40 @@ $('resume').addEventListener('click', async () => {
     say(e.message);
   }
   refreshView();
+});
+$('delete-thread').addEventListener('click', () => {
+  const id = S.current;
+  if (!id || !S.view) return;
+  const dialog = $('dialog');
+  if (dialog.open) return;
+  $('dialog-title').textContent = 'Delete this thread?';
+  $('dialog-body').textContent = '';
+  $('dialog-body').append(
+    el('p', {}, el('strong', { text: S.view.title })),
+    el('p', { text: 'Its conversation, events and pictures are deleted for good. Its workspace’s files stay where they are.' }),
+  );
+  $('dialog-error').hidden = true;
+  $('dialog-actions').textContent = '';
+  $('dialog-actions').append(
+    dialogButton('Cancel', '', () => dialog.close()),
+    el('span', { class: 'spacer' }),
+    dialogButton('Delete', 'danger', async () => {
+      S.deleting = id;
+      try {
+        await api('DELETE', threadPath(id));
+        dialog.close();
+        if (S.current === id) await selectThread(null);
+        await loadThreads();
+      } catch (e) {
+        $('dialog-error').textContent = e.message;
+        $('dialog-error').hidden = false;
+      } finally {
+        S.deleting = null;
+      }
+    }),
+  );
+  dialog.showModal();
+  $('dialog-actions').querySelector('button').focus();
 });
 $('files-refresh').addEventListener('click', loadFiles);
 $('files-hidden').addEventListener('change', loadFiles);
