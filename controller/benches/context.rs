@@ -12,7 +12,8 @@
 //!   call (as before) and prefix-stable: the share of prompt tokens that repeat the start of
 //!   the previous request (what a prompt cache can serve), the tokens the scripted provider's
 //!   cache simulation read and wrote, and the run's cost at the published prices with caching
-//!   against the same tokens without it.
+//!   against the same tokens without it; then a tight window (16,000 tokens, ~24 KB results,
+//!   prefix-stable) over both wires (Claude Sonnet 4.5, GPT-4o).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench binary may panic on failure
 
@@ -106,15 +107,31 @@ async fn scripted_run(mode: ContextMode) -> Value {
     })
 }
 
-/// The 300-iteration run over the Anthropic wire with compression planned afresh or kept
-/// prefix-stable, in `window`: how much of each prompt a cache could serve, and the cost.
-async fn caching_run(prefix_stable: bool, window: u32) -> Value {
-    const MODEL: &str = "claude-sonnet-4-5";
+/// Which provider a caching run speaks to, and the model it prices.
+#[derive(Clone, Copy)]
+enum Wire {
+    Anthropic,
+    OpenAi,
+}
+
+/// The 300-iteration run over `wire` with compression planned afresh or kept prefix-stable,
+/// in `window`, reading a file of `file` bytes each time: how much of each prompt a cache
+/// could serve, and the cost.
+async fn caching_run(prefix_stable: bool, window: u32, wire: Wire, file: usize) -> Value {
+    let model = match wire {
+        Wire::Anthropic => "claude-sonnet-4-5",
+        Wire::OpenAi => "gpt-4o",
+    };
     let daemon = DaemonBuilder::new(workspace_binary("coved").unwrap())
         .spawn()
         .await
         .unwrap();
-    std::fs::write(daemon.path("log.txt"), log_text()).unwrap();
+    let mut text = log_text();
+    while text.len() < file {
+        text.push_str(&log_text());
+    }
+    text.truncate(file);
+    std::fs::write(daemon.path("log.txt"), text).unwrap();
     let llm = ScriptedLlm::start().await.unwrap();
     llm.set_chunking(Chunking::PerEvent);
     for i in 1..ITERATIONS {
@@ -125,12 +142,25 @@ async fn caching_run(prefix_stable: bool, window: u32) -> Value {
     llm.push(Turn::text("").call("complete", json!({"text": "done"})));
     let store = Arc::new(Store::in_memory().unwrap());
     let thread = store
-        .create_thread(NewThread::new("bench", MODEL, "native", "bench"))
+        .create_thread(NewThread::new("bench", model, "native", "bench"))
         .unwrap();
+    let provider: Arc<dyn cove::llm::ChatProvider> = match wire {
+        Wire::Anthropic => Arc::new(Anthropic::new(
+            reqwest::Client::new(),
+            &llm.anthropic_base_url(),
+            "k".into(),
+        )),
+        Wire::OpenAi => Arc::new(OpenAi::new(
+            reqwest::Client::new(),
+            &llm.openai_base_url(),
+            Some("k".into()),
+            "openai",
+        )),
+    };
     let agent = Arc::new(Agent::new(
         AgentConfig::new(
-            MODEL,
-            "scripted/claude-sonnet-4-5",
+            model,
+            format!("scripted/{model}"),
             ModelProfile {
                 context_window: window,
                 max_output: 4_000,
@@ -144,11 +174,7 @@ async fn caching_run(prefix_stable: bool, window: u32) -> Value {
             prefix_stable,
             ..ContextSettings::default()
         }),
-        Arc::new(Anthropic::new(
-            reqwest::Client::new(),
-            &llm.anthropic_base_url(),
-            "k".into(),
-        )),
+        provider,
         store.clone(),
         daemon.client.clone(),
     ));
@@ -168,14 +194,16 @@ async fn caching_run(prefix_stable: bool, window: u32) -> Value {
     }
     let run = store.last_run(&thread.id).unwrap().unwrap();
     let usage = store.run_usage(&run.id).unwrap();
-    let price = PriceTable::default().price(MODEL).unwrap();
+    let price = PriceTable::default().price(model).unwrap();
     let t = usage.tokens;
     let uncached =
         (t.input_tokens as f64 * price.input + t.output_tokens as f64 * price.output) / 1e6;
     let cached = usage.cost.unwrap();
     json!({
         "compression": if prefix_stable { "prefix-stable" } else { "afresh" },
+        "wire": match wire { Wire::Anthropic => "anthropic", Wire::OpenAi => "openai" },
         "window": window,
+        "result_bytes": file,
         "repeated_prefix_share": round(repeated as f64 / sent as f64),
         "prompt_tokens": t.input_tokens,
         "cache_read_tokens": t.cached_tokens,
@@ -255,8 +283,12 @@ fn main() {
         let mut out = Vec::new();
         for window in [WINDOW, 128_000] {
             for stable in [false, true] {
-                out.push(caching_run(stable, window).await);
+                out.push(caching_run(stable, window, Wire::Anthropic, 20_000).await);
             }
+        }
+        // A tight window: 16k tokens, results of about 24 KB, on both wires.
+        for wire in [Wire::Anthropic, Wire::OpenAi] {
+            out.push(caching_run(true, 16_000, wire, 24_000).await);
         }
         out
     });

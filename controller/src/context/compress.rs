@@ -446,12 +446,16 @@ fn finish(
 ///
 /// [`fit`] plans every call afresh: as the history grows it truncates a little more each
 /// time, halving thresholds over old messages and moving the gap of left-out turns, so the
-/// start of the prompt changes from one call to the next. Here a message, once cut, stays cut
-/// the same way; a call that no longer fits cuts whole messages deeply (one threshold, no
-/// second pass), newest first and no more than it needs, so the prompt changes only at its
-/// end (the newest turn, the task and the newest user message stay whole). Only when that is not enough is the history planned afresh, deeply:
-/// every older message cut and whole turns left out from the middle until the history takes
-/// 85% of the room it may, so that many following calls only append.
+/// start of the prompt changes from one call to the next. Here a message's form is decided
+/// once: a tool result longer than a page of `expand_message` is cut when first sent (it
+/// could not stay whole for long, and cutting it a call later would change the prompt one
+/// message back on every call), and a message, once cut, stays cut the same way. A call that
+/// no longer fits cuts the messages since the last deeply cut one, deeply (one threshold, no
+/// second pass), all at once, so the prompt changes only near its end and the room lasts
+/// (the newest turn, the task and the newest user message stay whole). Only when that is not
+/// enough is the history planned afresh, deeply: every older message cut and whole turns
+/// left out from the middle until the history takes 85% of the room it may, so that many
+/// following calls only append.
 #[derive(Debug, Clone, Default)]
 pub struct Cuts {
     /// Forms by stored message id; a message not named is sent whole.
@@ -463,6 +467,27 @@ pub struct Cuts {
     /// The provider refused the last prompt as too long this many times: the next plan cuts
     /// what is whole (1), or plans afresh (2), whatever Cove's count says.
     refused: u8,
+    /// Messages sent at least once: a message's form at first sight is decided only once.
+    seen: std::collections::HashSet<i64>,
+}
+
+/// How a message too long to keep is cut when first sent.
+struct FirstSight {
+    /// Tokens above which a message is cut at once: a page of `expand_message` (a quarter of
+    /// what the answer leaves of the window), so that pages read back are never cut.
+    limit: usize,
+    /// Tokens of it that are sent.
+    head: usize,
+}
+
+impl FirstSight {
+    fn of(budget: Budget) -> FirstSight {
+        let limit = budget.window.saturating_sub(budget.max_tokens) / 4 + NOTE_TOKENS;
+        FirstSight {
+            limit,
+            head: (limit / 4).clamp(MIN_THRESHOLD, FIRST_THRESHOLD),
+        }
+    }
 }
 
 impl Cuts {
@@ -516,39 +541,57 @@ impl Cuts {
 
         let mut plan = Plan::new(entries);
         plan.exact = Some(exact);
+        let first_sight = FirstSight::of(budget);
         for (i, entry) in entries.iter().enumerate() {
             if let Some(form) = self.forms.get(&entry.id) {
                 plan.cut(i, *form);
+            } else if entry.kind == Kind::ToolResult
+                && !self.seen.contains(&entry.id)
+                && entry.tokens() > first_sight.limit
+            {
+                // Longer than a page the model could read back: it could not stay whole for
+                // long, and cutting it later would change the prompt one message back on
+                // every call. It is cut now, once, and read page by page if needed.
+                plan.cut(i, Form::Truncated(first_sight.head));
             }
         }
+        self.seen.extend(entries.iter().map(|e| e.id));
         if plan.forms.contains(&Form::Omitted) {
             // The note that stands in for the left-out turns.
             plan.total += NOTE_TOKENS;
         }
         let mut refused = std::mem::take(&mut self.refused);
         if refused >= 1 || !fits(&plan, reserve) {
-            // The newest whole messages first, as few as will do: the start of the prompt,
-            // sent before, stays as it was, and the change is at its end. After a refusal,
-            // all of them.
             let before = plan.total;
-            // The whole messages at the end of the history, back to the first cut one...
-            for i in (0..entries.len()).rev() {
-                if refused == 0 && fits(&plan, reserve) {
-                    break;
+            // The messages since the last one cut deep (or left out), all at once: the
+            // prompt changes only there, near its end, and the room they free lasts many
+            // calls. After a refusal, all of them too.
+            let tail_start = (0..entries.len())
+                .rev()
+                .find(|&i| {
+                    !protected.contains(&i)
+                        && match plan.forms[i] {
+                            Form::Omitted => true,
+                            Form::Truncated(t) => t <= deep,
+                            Form::Whole | Form::Stripped => false,
+                        }
+                })
+                .map_or(0, |i| i + 1);
+            for i in tail_start..entries.len() {
+                if !protected.contains(&i) {
+                    plan.cut(i, Form::Truncated(deep));
                 }
-                if protected.contains(&i) {
-                    continue;
-                }
-                if plan.forms[i] != Form::Whole {
-                    break;
-                }
-                plan.cut(i, Form::Truncated(deep));
             }
-            // ...and if that is not enough, every whole one left, at once: the prompt then
-            // changes from the middle once, not a little further up on every call.
+            // ...and if that is not enough, every one left not cut deep, at once: the prompt
+            // then changes from the middle once, not a little further up on every call.
             if refused >= 1 || !fits(&plan, reserve) {
                 for i in 0..entries.len() {
-                    if !protected.contains(&i) && plan.forms[i] == Form::Whole {
+                    let shallow = match plan.forms[i] {
+                        Form::Whole | Form::Stripped => true,
+                        Form::Truncated(t) => t > deep,
+                        Form::Omitted => false,
+                    };
+                    if !protected.contains(&i) && shallow {
                         plan.cut(i, Form::Truncated(deep));
                     }
                 }

@@ -575,3 +575,46 @@ async fn a_server_that_reads_far_less_than_was_sent_is_named_once_with_both_coun
         warnings[0]
     );
 }
+
+#[tokio::test]
+async fn a_tight_window_keeps_most_of_each_prompt_the_start_of_the_next_on_both_wires() {
+    // 16k tokens, and tool results of about 24 KB: a result cannot stay whole for long.
+    const TIGHT: u32 = 16_000;
+    let big: String = log_text() + &log_text()[..4_600];
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let llm = ScriptedLlm::start().await.unwrap();
+        let s = setup(
+            &llm,
+            wire,
+            ToolMode::Native,
+            TIGHT,
+            ContextSettings::default(),
+        )
+        .await;
+        std::fs::write(s._daemon.path("log.txt"), &big).unwrap();
+        for i in 0..39 {
+            llm.push(
+                Turn::text(format!("Pass {i}.")).call("read_file", json!({"file_path": "log.txt"})),
+            );
+        }
+        llm.push(Turn::text("").call("complete", json!({"text": "Audited."})));
+        let (outcome, _) = run(&s, TASK).await;
+        assert!(
+            matches!(outcome.unwrap(), RunOutcome::Completed { .. }),
+            "{wire:?}"
+        );
+        let requests = llm.received();
+        assert_within_window(&requests, TIGHT);
+        // A result too long to keep is cut when first sent, and says how to read it all.
+        assert!(
+            requests[1].all_text().contains("call expand_message with message_id"),
+            "{wire:?}: the first result is sent cut"
+        );
+        let share = repeated_share(&requests);
+        eprintln!("{wire:?}: {share:.3} over {} requests", requests.len());
+        assert!(
+            share >= 0.85,
+            "{wire:?}: only {share:.3} of the prompt tokens repeat the previous request"
+        );
+    }
+}
