@@ -22,6 +22,7 @@ use serde_json::Value;
 /// The static pages, by file name.
 const PAGES: &[(&str, &str)] = &[
     ("admin.html", include_str!("../fixtures/site/admin.html")),
+    ("late.html", include_str!("../fixtures/site/late.html")),
     (
         "dialogs.html",
         include_str!("../fixtures/site/dialogs.html"),

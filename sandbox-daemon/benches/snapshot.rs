@@ -6,7 +6,9 @@
 //!
 //! Beside them, what Chromium alone takes to load the same page (`chromium_alone.load_ms`:
 //! driven directly over CDP, no daemon, the end of the load event in the page's own
-//! navigation timing), the floor under `navigate_and_state_ms`.
+//! navigation timing), the floor under `navigate_and_state_ms`; and whether `navigate_to` +
+//! state with its screenshot (`navigate_and_state_with_screenshot_ms`) is within 1.25 × that
+//! + 50 ms (`goal_ms`, `within_goal`).
 //!
 //! Needs what `harness/install-test-deps.sh` installs (Python's docs, Swagger UI, jQuery
 //! UI's demos).
@@ -29,20 +31,24 @@ const BIN: &str = env!("CARGO_BIN_EXE_coved");
 const RUNS: usize = 15;
 
 async fn navigate(c: &CovedClient, url: &str) -> BrowserState {
-    c.browser(&NavigateTo { url: url.into() }, StateQuery::lean())
+    navigate_with(c, url, StateQuery::lean()).await
+}
+
+async fn navigate_with(c: &CovedClient, url: &str, query: StateQuery) -> BrowserState {
+    c.browser(&NavigateTo { url: url.into() }, query)
         .await
         .unwrap()
 }
 
-/// `navigate_to` + state, `RUNS` times; the last state read.
-async fn load_figures(c: &CovedClient, url: &str) -> (Value, BrowserState) {
+/// `navigate_to` + state (`query`), `RUNS` times; the last state read.
+async fn load_figures(c: &CovedClient, url: &str, query: StateQuery) -> (Value, BrowserState) {
     let mut samples = Vec::new();
     let mut last = None;
     for _ in 0..RUNS {
         // From another page, so every run loads the document afresh.
         navigate(c, "about:blank").await;
         let started = Instant::now();
-        let state = navigate(c, url).await;
+        let state = navigate_with(c, url, query).await;
         samples.push(ms(started.elapsed()));
         last = Some(state);
     }
@@ -184,7 +190,8 @@ async fn main() {
             Some("Wide button"),
         ),
     ] {
-        let (load, state) = load_figures(c, &url).await;
+        let (load, state) = load_figures(c, &url, StateQuery::lean()).await;
+        let (load_shot, _) = load_figures(c, &url, StateQuery::default()).await;
         let (mut state_only, mut state_shot) = (Vec::new(), Vec::new());
         for _ in 0..RUNS {
             let started = Instant::now();
@@ -202,6 +209,7 @@ async fn main() {
             "elements_lines": state.elements.lines().count(),
             "controls_shown": controls(&state.elements).len(),
             "navigate_and_state_ms": load,
+            "navigate_and_state_with_screenshot_ms": load_shot,
             "url": url,
         });
         if let Some(needle) = click {
@@ -214,7 +222,16 @@ async fn main() {
     let bare = BareChromium::launch().await;
     for page in &mut pages {
         if let Some(Value::String(url)) = page.as_object_mut().and_then(|p| p.remove("url")) {
-            page["chromium_alone"] = bare.figures(&url).await;
+            let alone = bare.figures(&url).await;
+            // The goal: navigate + state with its screenshot within 1.25 × Chromium alone
+            // + 50 ms.
+            let budget = alone["load_ms"].as_f64().unwrap_or(0.0) * 1.25 + 50.0;
+            let ours = page["navigate_and_state_with_screenshot_ms"]["p50"]
+                .as_f64()
+                .unwrap_or(f64::MAX);
+            page["goal_ms"] = json!((budget * 10.0).round() / 10.0);
+            page["within_goal"] = json!(ours <= budget);
+            page["chromium_alone"] = alone;
         }
     }
     bare.close().await;

@@ -607,7 +607,9 @@ async fn a_tight_window_keeps_most_of_each_prompt_the_start_of_the_next_on_both_
         assert_within_window(&requests, TIGHT);
         // A result too long to keep is cut when first sent, and says how to read it all.
         assert!(
-            requests[1].all_text().contains("call expand_message with message_id"),
+            requests[1]
+                .all_text()
+                .contains("call expand_message with message_id"),
             "{wire:?}: the first result is sent cut"
         );
         let share = repeated_share(&requests);

@@ -26,7 +26,7 @@
     return s.length > n ? s.slice(0, n - 1) + '…' : s;
   };
 
-  const agent = { version: VERSION, snapshots: new Map(), order: [], lastChange: performance.now() };
+  const agent = { version: VERSION, snapshots: new Map(), order: [], lastChange: performance.now(), lastAnimation: 0 };
 
   // When the page's content last changed (nodes or text, in any frame the agent sees):
   // a state is read once it has been still for a moment.
@@ -42,6 +42,9 @@
   agent.navigateSeen = false;
   const HAS_NAVIGATION_API = !!(G.navigation && G.navigation.addEventListener);
   if (HAS_NAVIGATION_API) G.navigation.addEventListener('navigate', () => { agent.navigateSeen = true; });
+
+  // The page's clock, to compare with when it last changed.
+  agent.now = () => performance.now();
 
   agent.armInput = () => {
     agent.navigateSeen = false;
@@ -74,9 +77,12 @@
     const check = () => {
       const now = performance.now();
       const quietLeft = opts.quietMs - (now - agent.lastChange);
-      const still = quietLeft <= 0 && document.readyState === 'complete' && !animating();
+      const moving = animating();
+      if (moving) agent.lastAnimation = now;
+      const still = quietLeft <= 0 && document.readyState === 'complete' && !moving;
       if (still || now - started >= opts.maxMs) {
-        resolve({ waited_ms: Math.round(now - started), settled: still });
+        // When it last changed: a picture taken since shows this page.
+        resolve({ waited_ms: Math.round(now - started), settled: still, changed_at: Math.max(agent.lastChange, agent.lastAnimation) });
         return;
       }
       // Right when the quiet period would end, or soon for loading and animations.
@@ -818,6 +824,8 @@
       pixels_below: Math.max(0, Math.round(se.scrollHeight - scrollY - innerHeight)),
       viewport: { width: vw, height: vh },
       content: opts.content ? clip(document.body ? document.body.innerText : '', opts.contentChars) : null,
+      // When the page last changed, as its text was read: a picture taken since shows it.
+      changed_at: Math.max(agent.lastChange, agent.lastAnimation),
     };
   };
 

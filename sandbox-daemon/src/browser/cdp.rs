@@ -289,9 +289,11 @@ pub async fn screenshot_base64(
     quality: i64,
     limit: Duration,
 ) -> Result<String, BrowserError> {
+    // Encoded for speed: the picture goes to a model or a person at once, not to storage.
     let params = CaptureScreenshotParams::builder()
         .format(CaptureScreenshotFormat::Jpeg)
         .quality(quality)
+        .optimize_for_speed(true)
         .build();
     let shot = run(page, params, limit).await?;
     Ok(String::from(shot.data))

@@ -143,6 +143,9 @@ struct Snapshot {
     pixels_below: u64,
     viewport: Viewport,
     content: Option<String>,
+    /// When the page last changed before it was read (its own clock, ms).
+    #[serde(default)]
+    changed_at: Option<f64>,
 }
 
 impl Snapshot {
@@ -1053,16 +1056,40 @@ impl Session {
         let page = self.page()?;
         let sid = BrowserManager::next_snapshot_id(counter);
         let mut phases = Phases::start();
-        self.settle(&page).await;
-        phases.mark("settle");
-        let mut snapshot = self.read_snapshot(&page, sid, &query).await?;
-        phases.mark("snapshot");
-        let screenshot = if query.screenshot {
-            Some(self.screenshot(&page).await?)
+        let (snapshot, screenshot) = if query.screenshot {
+            // The picture is taken while the page settles: a still page (most, once loaded)
+            // needs no second one. It is taken again when the page changed after it began.
+            let began = self.page_clock(&page).await;
+            let (changed, early) = tokio::join!(self.settle(&page), self.screenshot(&page));
+            phases.mark("settle and screenshot");
+            let (snapshot, shot, began) = match early {
+                Ok(shot) if unchanged_since(began, changed) => {
+                    (self.read_snapshot(&page, sid, &query).await?, shot, began)
+                }
+                // It changed while the picture was taken: another, beside the text.
+                _ => {
+                    let began = self.page_clock(&page).await;
+                    let (snapshot, shot) = tokio::join!(
+                        self.read_snapshot(&page, sid, &query),
+                        self.screenshot(&page)
+                    );
+                    (snapshot?, shot?, began)
+                }
+            };
+            // Changed again before the text was read: the picture follows the text.
+            let shot = if unchanged_since(began, snapshot.changed_at) {
+                shot
+            } else {
+                self.screenshot(&page).await?
+            };
+            (snapshot, Some(shot))
         } else {
-            None
+            self.settle(&page).await;
+            phases.mark("settle");
+            (self.read_snapshot(&page, sid, &query).await?, None)
         };
-        phases.mark("screenshot");
+        let mut snapshot = snapshot;
+        phases.mark("snapshot");
         // The agent runs where the page cannot change it; the caps hold here regardless.
         snapshot.cap(self.settings.elements_cap);
         let active = self.active;
@@ -1096,10 +1123,15 @@ impl Session {
         })
     }
 
+    /// The page's own clock (ms), when it answers.
+    async fn page_clock(&self, page: &Page) -> Option<f64> {
+        cdp::agent::<f64>(page, "now", &[], self.limit()).await.ok()
+    }
+
     /// Waits (a bounded time) for the active page to be still, so no state is taken
     /// mid-change: its content unchanged for a moment, no finite animation playing, and no
-    /// answer it asked for on the way.
-    async fn settle(&self, page: &Page) {
+    /// answer it asked for on the way. Says when (on the page's clock) it last changed.
+    async fn settle(&self, page: &Page) -> Option<f64> {
         let deadline = Instant::now() + STILL_WAIT;
         let requests = self.active_tab().ok().and_then(|t| t.requests.as_ref());
         loop {
@@ -1113,9 +1145,10 @@ impl Session {
                 Ok(said) => said,
                 Err(e) => {
                     tracing::debug!(error = %e, "the page could not say whether it is still");
-                    return;
+                    return None;
                 }
             };
+            let changed_at = page_said["changed_at"].as_f64();
             // An answer on its way will change the page: wait for it, then for the page.
             let asked = Instant::now();
             let answered = match requests {
@@ -1128,7 +1161,7 @@ impl Session {
                 "settled"
             );
             if !answered {
-                return;
+                return changed_at;
             }
         }
     }
@@ -1276,6 +1309,12 @@ impl std::fmt::Display for Phases {
     }
 }
 
+/// Whether a page that last changed at `changed` (its clock) is shown by a picture begun at
+/// `began`; unknown is no.
+pub(super) fn unchanged_since(began: Option<f64>, changed: Option<f64>) -> bool {
+    matches!((began, changed), (Some(began), Some(changed)) if changed <= began)
+}
+
 fn clip_url(url: &str) -> String {
     if url.len() > 80 {
         let mut cut = 77;
@@ -1291,6 +1330,15 @@ fn clip_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_picture_shows_a_page_that_changed_before_it_began_and_no_other() {
+        assert!(unchanged_since(Some(100.0), Some(99.5)));
+        assert!(unchanged_since(Some(100.0), Some(100.0)));
+        assert!(!unchanged_since(Some(100.0), Some(100.1)));
+        assert!(!unchanged_since(None, Some(1.0)), "unknown is no");
+        assert!(!unchanged_since(Some(1.0), None));
+    }
 
     #[test]
     fn texts_from_the_page_are_held_to_their_caps() {
@@ -1326,6 +1374,7 @@ mod tests {
                 height: 1,
             },
             content: Some("c".repeat(CONTENT_CHARS * 2)),
+            changed_at: None,
         };
         snapshot.cap(1_000);
         assert!(snapshot.truncated);

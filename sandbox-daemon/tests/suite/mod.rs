@@ -10,6 +10,7 @@ mod preview;
 mod real_pages;
 mod security;
 mod shell;
+mod state_picture;
 mod takeover;
 mod vision;
 mod web;
