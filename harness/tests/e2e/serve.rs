@@ -1193,6 +1193,11 @@ async fn a_page_view_address_reads_one_workspace_for_a_while_and_nothing_else() 
     // No cookie, no token: the address is the key. The page is sandboxed, without scripts.
     let page = http.get(server.url(&at)).send().await.unwrap();
     assert_eq!(page.status(), 200);
+    assert_eq!(
+        page.headers()["referrer-policy"],
+        "no-referrer",
+        "a link followed from the page does not pass its key on"
+    );
     let csp = page.headers()["content-security-policy"]
         .to_str()
         .unwrap()

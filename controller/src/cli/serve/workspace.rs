@@ -275,6 +275,11 @@ pub(super) async fn file_response(
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
+    if how == Shown::Page {
+        // A view's address holds its key: a link followed from the page must not send it
+        // on as the Referer.
+        headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    }
     match shown {
         Some((mime, sandboxed)) => {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static(mime));
