@@ -116,13 +116,19 @@ async fn a_refused_call_an_approval_and_an_answered_question_read_as_what_happen
     let server = Server::start(&cove, &["--permissions", "ask"]).await;
     let mut tab = open_page(&server).await;
     tab.click("#plan-first").await.unwrap();
-    send_message(&mut tab, "Count the files").await;
-    wait(
-        &mut tab,
-        "!!document.getElementById('thinking') && !document.querySelector('.msg.assistant')",
+    // Whether the sign of life showed before any word of the agent's, however briefly.
+    tab.eval(
+        "window.sawThinking = false; new MutationObserver(() => { if (document.getElementById('thinking') && !document.querySelector('.msg.assistant')) window.sawThinking = true; }).observe(document.getElementById('transcript'), {subtree: true, childList: true}); true",
     )
-    .await;
+    .await
+    .unwrap();
+    send_message(&mut tab, "Count the files").await;
     wait(&mut tab, "document.getElementById('dialog').open").await;
+    assert_eq!(
+        tab.eval("window.sawThinking").await.unwrap(),
+        json!(true),
+        "Thinking… showed before the first word"
+    );
     assert!(
         !text_of(&mut tab, "#transcript").await.contains("Thinking"),
         "the sign of life goes once the model has spoken"

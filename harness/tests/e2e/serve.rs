@@ -1068,12 +1068,19 @@ async fn every_event_reaches_every_client_once_wherever_it_joins() {
             };
             let mut sse = server.stream(&thread, Some(after)).await;
             let mut seqs = Vec::new();
-            let mut replied = false;
-            // Until the thread has been quiet for a while: both runs are over.
-            while let Ok((id, event)) =
-                tokio::time::timeout(Duration::from_secs(4), sse.next()).await
-            {
+            let (mut replied, mut ends) = (false, 0);
+            // Until the second run's end, or (for a client that joined past an end) until the
+            // thread has been quiet for a long while: both runs are over.
+            while ends < 2 {
+                let Ok((id, event)) =
+                    tokio::time::timeout(Duration::from_secs(15), sse.next()).await
+                else {
+                    break;
+                };
                 seqs.push(id);
+                if event["type"] == "thread_run_end" {
+                    ends += 1;
+                }
                 if i == 0 && !replied && event["type"] == "thread_run_end" {
                     replied = true;
                     // The person writes again: a second run follows.
