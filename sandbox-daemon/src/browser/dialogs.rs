@@ -135,6 +135,21 @@ impl DialogWatch {
         Ok(DialogWatch { open, task })
     }
 
+    /// Which dialog of the tab is open now, if any.
+    pub fn open_number(&self) -> Option<u64> {
+        self.open.lock().ok()?.as_ref().map(|o| o.number)
+    }
+
+    /// Dialog `number` was answered: it is gone at once (the browser's word that it closed
+    /// comes a moment later), unless another took its place meanwhile.
+    pub fn answered(&self, number: u64) {
+        if let Ok(mut slot) = self.open.lock()
+            && slot.as_ref().is_some_and(|o| o.number == number)
+        {
+            *slot = None;
+        }
+    }
+
     /// The dialog open now, if any.
     pub fn current(&self) -> Option<DialogInfo> {
         let open = self.open.lock().ok()?.clone()?;

@@ -546,7 +546,12 @@ impl Session {
                 let dialog = self
                     .open_dialog()
                     .ok_or_else(|| BrowserError::NoMatch("no dialog is open".into()))?;
+                let watch = self.active_tab()?.dialogs.as_ref();
+                let number = watch.and_then(DialogWatch::open_number);
                 dialogs::answer(&page, a.accept, a.text.clone(), limit).await?;
+                if let (Some(watch), Some(number)) = (watch, number) {
+                    watch.answered(number);
+                }
                 let how = match (a.accept, dialog.kind.as_str()) {
                     (true, "prompt") => format!(
                         "Answered the prompt {:?} with {:?}",
