@@ -472,8 +472,7 @@ impl Agent {
         );
         let (system, tools, fixed) =
             self.fixed_parts(&knowledge, self.plan_pending(&thread.id)?, &counter);
-        // A page of expand_message takes at most a quarter of what the answer leaves free.
-        let page_tokens = window.saturating_sub(self.config.max_tokens as usize) / 4;
+        let page_tokens = crate::context::page_tokens(window, self.config.max_tokens as usize);
         let archive = MessageArchive {
             store: self.store.clone(),
             thread: thread.id.clone(),

@@ -28,6 +28,12 @@ const KEEP_RECENT_ARGUMENTS: usize = 2;
 /// left for many calls to append before the next fresh plan, which changes the prompt's
 /// middle, and enough kept that each call's new turn is a small part of its prompt.
 const RECUT_TARGET_PERCENT: usize = 85;
+/// Tokens of one page of `expand_message`: a quarter of what the answer leaves of the
+/// window. A message longer than that is read back page by page.
+pub fn page_tokens(window: usize, max_tokens: usize) -> usize {
+    window.saturating_sub(max_tokens) / 4
+}
+
 /// The smallest output cap worth calling the model with.
 const MIN_OUTPUT_TOKENS: usize = 1_024;
 
@@ -482,7 +488,7 @@ struct FirstSight {
 
 impl FirstSight {
     fn of(budget: Budget) -> FirstSight {
-        let limit = budget.window.saturating_sub(budget.max_tokens) / 4 + NOTE_TOKENS;
+        let limit = page_tokens(budget.window, budget.max_tokens) + NOTE_TOKENS;
         FirstSight {
             limit,
             head: (limit / 4).clamp(MIN_THRESHOLD, FIRST_THRESHOLD),

@@ -8,7 +8,7 @@ pub mod summarize;
 mod temporary;
 pub mod tokens;
 
-pub use compress::{Budget, ContextError, Cuts, Entry, Fitted, Stats, fit};
+pub use compress::{Budget, ContextError, Cuts, Entry, Fitted, Stats, fit, page_tokens};
 pub use temporary::temporary_message;
 pub use tokens::{Calibration, TokenCounter};
 

@@ -34,6 +34,20 @@ pub(super) async fn open_page(server: &Server) -> Person {
     tab
 }
 
+/// A second browser, logged in as a person does without the (one-time) login link: the
+/// token typed into the login page.
+pub(super) async fn log_in_with_token(server: &Server) -> Person {
+    let mut tab = Person::launch().await.unwrap();
+    tab.resize(1400, 900).await.unwrap();
+    tab.goto(&server.base).await.unwrap();
+    wait(&mut tab, "!!document.getElementById('token')").await;
+    tab.click("#token").await.unwrap();
+    tab.type_text(&server.token).await.unwrap();
+    tab.press("Enter", false).await.unwrap();
+    wait(&mut tab, "!!document.getElementById('composer-text')").await;
+    tab
+}
+
 /// `expression` as JS text.
 pub(super) fn js(text: &str) -> String {
     serde_json::to_string(text).unwrap()
@@ -332,14 +346,7 @@ async fn two_tabs_see_the_plan_and_a_permission_and_each_is_answered_once() {
     let mut a = open_page(&server).await;
 
     // The second tab logs in with the API token on the login page.
-    let mut b = Person::launch().await.unwrap();
-    b.resize(1400, 900).await.unwrap();
-    b.goto(&server.base).await.unwrap();
-    wait(&mut b, "!!document.getElementById('token')").await;
-    b.click("#token").await.unwrap();
-    b.type_text(&server.token).await.unwrap();
-    b.press("Enter", false).await.unwrap();
-    wait(&mut b, "!!document.getElementById('composer-text')").await;
+    let mut b = log_in_with_token(&server).await;
 
     a.click("#plan-first").await.unwrap();
     send_message(&mut a, "Greet the world").await;

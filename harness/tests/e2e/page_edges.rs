@@ -325,14 +325,7 @@ async fn a_thread_is_deleted_from_the_page_and_leaves_every_tab() {
         .unwrap()
         .to_string();
     // A second browser, logged in with the token, shows the same thread.
-    let mut other = cove_harness::person::Person::launch().await.unwrap();
-    other.resize(1400, 900).await.unwrap();
-    other.goto(&server.base).await.unwrap();
-    wait(&mut other, "!!document.getElementById('token')").await;
-    other.click("#token").await.unwrap();
-    other.type_text(&server.token).await.unwrap();
-    other.press("Enter", false).await.unwrap();
-    wait(&mut other, "!!document.getElementById('composer-text')").await;
+    let mut other = super::page::log_in_with_token(&server).await;
     other
         .goto(&format!("{}/#thread={gone}", server.base))
         .await

@@ -16,7 +16,7 @@ use cove_protocol::serve::FileContentQuery;
 
 use super::ServeState;
 use super::api::{ApiError, ApiQuery};
-use super::workspace::{Shown, file_response};
+use super::workspace::{Shown, file_response, percent_encoded};
 
 /// How long a view's address works.
 const VIEW_LIFETIME: Duration = Duration::from_secs(15 * 60);
@@ -59,7 +59,7 @@ pub(super) async fn open_view(
         .path
         .trim_start_matches('/')
         .split('/')
-        .map(urlencoding_component)
+        .map(percent_encoded)
         .collect::<Vec<_>>()
         .join("/");
     Ok((
@@ -85,19 +85,6 @@ pub(super) async fn serve_view(
     file_response(&state, &thread, &path, Shown::Page).await
 }
 
-/// `part` of a path, percent-encoded where a URL needs it.
-fn urlencoding_component(part: &str) -> String {
-    part.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +101,6 @@ mod tests {
             .unwrap()
             .insert("old".into(), ("t1".into(), Instant::now()));
         assert_eq!(views.thread_of("old"), None, "expired");
-        assert_eq!(urlencoding_component("a b.css"), "a%20b.css");
+        assert_eq!(percent_encoded("a b.css"), "a%20b.css");
     }
 }

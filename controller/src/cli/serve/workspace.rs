@@ -201,8 +201,15 @@ fn shown_as(path: &str) -> Option<(&'static str, bool)> {
 /// `filename*=` of Content-Disposition (RFC 6266 / 5987).
 fn disposition(kind: &str, path: &str) -> HeaderValue {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let encoded: String = name
-        .bytes()
+    let encoded = percent_encoded(name);
+    HeaderValue::from_str(&format!("{kind}; filename*=UTF-8''{encoded}"))
+        .unwrap_or(HeaderValue::from_static("attachment"))
+}
+
+/// `text` with every byte but RFC 3986's unreserved ones percent-encoded: safe in a header's
+/// `filename*` and in one segment of a URL path.
+pub(super) fn percent_encoded(text: &str) -> String {
+    text.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
                 (b as char).to_string()
@@ -210,9 +217,7 @@ fn disposition(kind: &str, path: &str) -> HeaderValue {
                 format!("%{b:02X}")
             }
         })
-        .collect();
-    HeaderValue::from_str(&format!("{kind}; filename*=UTF-8''{encoded}"))
-        .unwrap_or(HeaderValue::from_static("attachment"))
+        .collect()
 }
 
 /// `GET /v1/threads/{id}/files/content?path=&download=`.
