@@ -165,6 +165,13 @@ impl AgentConfig {
         self
     }
 
+    /// Tells the policy which places of this machine a sandbox walled in on it shows
+    /// ([`Policy::with_machine_view`]).
+    pub fn machine_view(mut self, shown: Vec<std::path::PathBuf>) -> Self {
+        self.permissions = self.permissions.map(|p| p.with_machine_view(shown));
+        self
+    }
+
     /// Whether the agent must have a plan approved (`create_plan`) before it changes
     /// anything: until then calls that change something are refused.
     pub fn plan_first(mut self, plan_first: bool) -> Self {

@@ -476,11 +476,28 @@ pub(super) async fn prepare(
     } else {
         None
     };
+    // Walls on this machine: a deletion aimed at its other places is worth a question.
+    let shown = match &sandbox.spec {
+        SandboxSpec::Local { workspace } if walled => {
+            Some(crate::sandbox::local::bwrap::shown_places(
+                workspace,
+                &inv.local.read_only,
+                &inv.local.writable,
+            ))
+        }
+        _ => None,
+    };
     let config = match agent_config(inv, &model, mode, flags, workspace_label, served.as_ref()) {
-        Ok(config) => config
-            .plan_first(plan_first)
-            .walls(walled)
-            .pause_for_permission(hold_permissions),
+        Ok(config) => {
+            let config = config
+                .plan_first(plan_first)
+                .walls(walled)
+                .pause_for_permission(hold_permissions);
+            match shown {
+                Some(shown) => config.machine_view(shown),
+                None => config,
+            }
+        }
         Err(e) => {
             sandbox.close().await;
             return Err(e);

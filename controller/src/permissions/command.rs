@@ -280,19 +280,9 @@ fn place(path: &str, workspace: Option<&Path>) -> Place {
         None if path.starts_with('/') => return Place::Outside,
         None => PathBuf::new(),
     };
-    let mut resolved = start.clone();
-    for part in Path::new(path).components() {
-        match part {
-            Component::RootDir => resolved = PathBuf::from("/"),
-            Component::ParentDir => {
-                if !resolved.pop() {
-                    return Place::Outside;
-                }
-            }
-            Component::Normal(p) => resolved.push(p),
-            Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
+    let Some(resolved) = lexical(path, &start) else {
+        return Place::Outside;
+    };
     if resolved == start {
         Place::Workspace
     } else if resolved.starts_with(&start) {
@@ -300,6 +290,28 @@ fn place(path: &str, workspace: Option<&Path>) -> Place {
     } else {
         Place::Outside
     }
+}
+
+/// `path` from `start`, `..` taken away by the words alone (links are not followed); `None`
+/// when it climbs above the root or depends on the shell (`~`, `$`).
+fn lexical(path: &str, start: &Path) -> Option<PathBuf> {
+    if path.starts_with('~') || path.starts_with('$') || path.contains("${") {
+        return None;
+    }
+    let mut resolved = start.to_path_buf();
+    for part in Path::new(path).components() {
+        match part {
+            Component::RootDir => resolved = PathBuf::from("/"),
+            Component::ParentDir => {
+                if !resolved.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(p) => resolved.push(p),
+            Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    Some(resolved)
 }
 
 /// The paths a deleting program is given.
@@ -390,6 +402,8 @@ pub struct Risk {
     pub kind: RiskKind,
     /// What the command does, to follow "the command …".
     pub text: String,
+    /// The absolute path it deletes or writes, where the words say it.
+    pub path: Option<PathBuf>,
 }
 
 impl Risk {
@@ -439,10 +453,14 @@ const OVERWRITERS: &[&str] = &["mv", "truncate", "shred", "dd", "rsync"];
 /// A hint, never a verdict: a shell can do what no reading of its words foresees.
 pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> Vec<Risk> {
     let mut found: Vec<Risk> = Vec::new();
-    let mut note = |kind: RiskKind, text: String| {
+    let mut note = |kind: RiskKind, text: String, path: Option<PathBuf>| {
         if !found.iter().any(|r| r.text == text) {
-            found.push(Risk { kind, text });
+            found.push(Risk { kind, text, path });
         }
+    };
+    // Where a path the command names lies, when the words tell.
+    let at = |path: &str, here: Option<&Path>| {
+        lexical(path, here.unwrap_or(Path::new("/"))).filter(|p| p.is_absolute())
     };
     // Where relative paths start: the workspace, or the folder the call names.
     let start: Option<PathBuf> = match folder.filter(|f| !f.is_empty()) {
@@ -451,6 +469,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
                 note(
                     RiskKind::Outside,
                     format!("runs in a folder outside the workspace: {f}"),
+                    None,
                 );
             }
             workspace.map(|w| w.join(f))
@@ -462,12 +481,14 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
         note(
             RiskKind::CannotTell,
             "defines an alias or a function that later commands may run".into(),
+            None,
         );
     }
     if command.contains("$'") {
         note(
             RiskKind::CannotTell,
             "spells words in escapes ($'…'), which Cove cannot read".into(),
+            None,
         );
     }
     let commands = simple_commands(command);
@@ -481,7 +502,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             continue;
         };
         if prog.as_root {
-            note(RiskKind::Root, "runs as root (sudo)".into());
+            note(RiskKind::Root, "runs as root (sudo)".into(), None);
         }
         let is_shell = SHELLS.contains(&prog.name);
         let downloads = DOWNLOADERS.contains(&prog.name);
@@ -489,6 +510,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             note(
                 RiskKind::Download,
                 "runs code downloaded from the network (a download piped into a shell)".into(),
+                None,
             );
         }
         if is_shell {
@@ -506,6 +528,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
                 note(
                     RiskKind::Download,
                     "runs code downloaded from the network".into(),
+                    None,
                 );
             }
         }
@@ -514,6 +537,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             note(
                 RiskKind::CannotTell,
                 format!("runs code it is given as text ({how}), which Cove cannot read"),
+                None,
             );
             // What it runs may reach the world: say so where walls would otherwise hold it.
             let text = prog.args.join(" ");
@@ -524,6 +548,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
                 note(
                     RiskKind::Publish,
                     format!("may send work out of the sandbox from the text it runs ({how})"),
+                    None,
                 );
             }
         }
@@ -531,6 +556,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             note(
                 RiskKind::CannotTell,
                 "defines an alias or a function that later commands may run".into(),
+                None,
             );
         }
         if (prog.name == "cd" || prog.name == "pushd")
@@ -540,10 +566,11 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             note(
                 RiskKind::Outside,
                 format!("moves the shell to a folder outside the workspace: {dir}"),
+                None,
             );
         }
         if let Some(sub) = publish_of(&prog) {
-            note(RiskKind::Publish, sub);
+            note(RiskKind::Publish, sub, None);
         }
         let before = i.checked_sub(1).and_then(|b| program(&commands[b].words));
         if simple.substituted
@@ -552,6 +579,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             note(
                 RiskKind::CannotTell,
                 "deletes paths another command prints ($(…)), which Cove cannot read".into(),
+                None,
             );
         }
         for path in destroyed_paths(&prog) {
@@ -563,10 +591,12 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
                     Place::Workspace => note(
                         RiskKind::Workspace,
                         format!("deletes the whole workspace: {path}"),
+                        None,
                     ),
                     Place::Outside => note(
                         RiskKind::Outside,
                         format!("deletes or overwrites outside the workspace: {path}"),
+                        at(&path, here),
                     ),
                 }
             }
@@ -577,6 +607,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             note(
                 RiskKind::Outside,
                 format!("deletes paths it reads from its input ({})", prog.name),
+                None,
             );
         }
         let redirects = simple
@@ -599,6 +630,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
                 note(
                     RiskKind::Outside,
                     format!("writes outside the workspace: {target}"),
+                    at(target, here),
                 );
             }
         }

@@ -164,6 +164,9 @@ pub struct Policy {
     /// Whether walls stand between the agent and this machine (every sandbox but
     /// `--sandbox host`).
     walled: bool,
+    /// For a sandbox walled in on this machine: the places of the machine it shows as they
+    /// are (the system, the workspace, shared folders).
+    shown: Option<Vec<PathBuf>>,
 }
 
 impl Default for Policy {
@@ -175,6 +178,7 @@ impl Default for Policy {
             allow: Vec::new(),
             workspace: None,
             walled: true,
+            shown: None,
         }
     }
 }
@@ -196,6 +200,7 @@ impl Policy {
             allow: rules(&config.allow)?,
             workspace: None,
             walled: true,
+            shown: None,
         })
     }
 
@@ -212,6 +217,25 @@ impl Policy {
     pub fn with_walls(mut self, walled: bool) -> Policy {
         self.walled = walled;
         self
+    }
+
+    /// Tells the policy that the walls stand on this machine and which of its places the
+    /// sandbox shows as they are. A command naming for deletion another place that exists
+    /// here asks: the walls keep it from that place, but the agent means the user's files
+    /// there, which the person should hear of.
+    pub fn with_machine_view(mut self, shown: Vec<PathBuf>) -> Policy {
+        self.shown = Some(shown);
+        self
+    }
+
+    /// Whether `risk` names a place of this machine the sandbox does not show.
+    fn aims_past_walls(&self, risk: &Risk) -> bool {
+        let (Some(shown), Some(path)) = (&self.shown, &risk.path) else {
+            return false;
+        };
+        risk.kind == RiskKind::Outside
+            && !shown.iter().any(|s| path.starts_with(s))
+            && path.symlink_metadata().is_ok()
     }
 
     /// Its mode.
@@ -262,8 +286,9 @@ impl Policy {
     /// Cove's own reasons to ask in `auto` mode, one per line. Inside walls, what stays
     /// inside runs and what crosses them asks: MCP tools (they run on this machine), pushes
     /// and publishing (they reach the world), emptying the workspace (the one place whose
-    /// loss is the user's). Without walls every command and every line typed into a shell
-    /// asks, and the reading of the command says what it found, as a hint.
+    /// loss is the user's), and, walls on this machine, a deletion naming a place of it they
+    /// hide (the reading's hint that asks, never one that allows). Without walls every
+    /// command and every line typed into a shell asks, and the reading says what it found.
     fn caution(&self, tool: &str, args: &Value) -> Option<String> {
         if tool.starts_with("mcp:") {
             return Some(
@@ -279,8 +304,18 @@ impl Policy {
         let risks = command_risks(command, self.workspace.as_deref(), Some(folder));
         let mut why: Vec<String> = risks
             .iter()
-            .filter(|risk| !self.walled || risk.crosses_walls())
-            .map(|risk| format!("the command {}", risk.text))
+            .filter_map(|risk| {
+                if !self.walled || risk.crosses_walls() {
+                    Some(format!("the command {}", risk.text))
+                } else if self.aims_past_walls(risk) {
+                    Some(format!(
+                        "the command {}, a place on this machine that the sandbox does not show: the walls keep the command from it, but the agent names your files there",
+                        risk.text
+                    ))
+                } else {
+                    None
+                }
+            })
             .collect();
         if !self.walled {
             why.insert(
@@ -321,6 +356,47 @@ mod tests {
 
     fn is_deny(v: &Verdict) -> bool {
         matches!(v, Verdict::Deny { .. })
+    }
+
+    #[test]
+    fn walls_on_this_machine_ask_when_a_deletion_names_a_place_of_it_they_hide() {
+        let machine = tempfile::tempdir().unwrap();
+        let precious = machine.path().join("precious");
+        std::fs::create_dir(&precious).unwrap();
+        let shown = vec![PathBuf::from("/usr"), PathBuf::from("/etc")];
+        let p = policy("[permissions]", None).with_machine_view(shown);
+        let named = format!("rm -rf {} && sh -c 'true'", precious.display());
+        match p.check("execute_command", &run(&named)) {
+            Verdict::Ask { why } => {
+                assert!(why.contains(&precious.display().to_string()), "{why}");
+                assert!(why.contains("the sandbox does not show"), "{why}");
+            }
+            other => panic!("{named}: {other:?}"),
+        }
+        std::fs::write(precious.join("thesis.tex"), "years of work").unwrap();
+        let written = format!("echo x > {}/thesis.tex", precious.display());
+        assert!(is_ask(&p.check("execute_command", &run(&written))));
+        // What the walls show read-only, what does not exist here, and the sandbox's own
+        // places run: the walls hold them.
+        for contained in [
+            "rm -rf /etc/x".to_string(),
+            format!("rm -rf {}/never-made", machine.path().display()),
+            format!("echo x > {}/new-file", precious.display()),
+            "rm -rf ~/cache".to_string(),
+            "rm -rf build".to_string(),
+        ] {
+            assert_eq!(
+                p.check("execute_command", &run(&contained)),
+                Verdict::Allow,
+                "{contained}"
+            );
+        }
+        // A sandbox elsewhere (Docker, a remote one): this machine's places mean nothing.
+        let elsewhere = policy("[permissions]", None);
+        assert_eq!(
+            elsewhere.check("execute_command", &run(&named)),
+            Verdict::Allow
+        );
     }
 
     #[test]

@@ -390,3 +390,69 @@ async fn what_cove_keeps_on_disk_is_its_users_alone() {
     assert!(threads.status.success(), "{}", explain(&threads));
     assert_eq!(mode(&home.join("cove.db")), 0o600);
 }
+
+/// The review's `policy_truncation` case, walled: a command that names folders of this
+/// machine for deletion, the second past any cut and inside `sh -c`. The walls keep it from
+/// them; auto still asks, since the agent means the user's files, and the request shows the
+/// whole command. Allowed, it runs inside the walls and this machine's folders stay.
+#[tokio::test]
+async fn a_deletion_aimed_at_this_machines_files_asks_though_the_walls_hold_it() {
+    use cove_harness::Turn;
+    use serde_json::json;
+    let cove = Cove::new(Wire::OpenAi).await;
+    let machine = tempfile::tempdir().unwrap();
+    let scratch = machine.path().join("old-build-cache");
+    let precious = machine.path().join("precious");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::create_dir_all(&precious).unwrap();
+    std::fs::write(precious.join("thesis.tex"), "years of work").unwrap();
+    let command = format!(
+        "rm -rf {} && true {}stale-artifacts && sh -c 'rm -rf {}'",
+        scratch.display(),
+        "clean-".repeat(30),
+        precious.display()
+    );
+    cove.llm.push(Turn::text("Tidying up.").call(
+        "execute_command",
+        json!({ "command": command }),
+    ));
+    cove.llm.push(Turn::text("").call("complete", json!({ "text": "done" })));
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let out = cove
+        .run(&[
+            "--json",
+            "run",
+            "tidy up",
+            "--model",
+            cove.model(),
+            "--workspace",
+            &ws,
+            "--no-prompt",
+            "--permissions",
+            "auto",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(9), "{}", explain(&out));
+    let all = super::events(&out);
+    let asked = all
+        .iter()
+        .find(|e| e["type"] == "permission_request")
+        .unwrap_or_else(|| panic!("{:?}", super::kinds(&all)));
+    let summary = asked["summary"].as_str().unwrap();
+    let why = asked["why"].as_str().unwrap();
+    assert!(
+        summary.contains(&precious.display().to_string()),
+        "the whole command is shown: {summary}"
+    );
+    assert!(
+        why.contains(&scratch.display().to_string()) && why.contains("does not show"),
+        "{why}"
+    );
+    let thread = asked["thread_id"].as_str().unwrap();
+    let request = asked["request_id"].as_str().unwrap();
+    let permit = cove.run(&["permit", thread, request, "allow_once"]).await;
+    assert!(permit.status.success(), "{}", explain(&permit));
+    let out = cove.run(&["--json", "resume", thread, "--no-prompt"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    assert!(scratch.exists() && precious.join("thesis.tex").exists());
+}

@@ -95,6 +95,20 @@ pub const RUN_LATER: &[&str] = &[
     ".git/hooks",
 ];
 
+/// The places of this machine a sandbox over `workspace` shows as they are (the system,
+/// the folders the user shares, the workspace), as they resolve; everything else of the
+/// machine it hides or replaces with its own.
+pub fn shown_places(workspace: &Path, read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
+    SYSTEM
+        .iter()
+        .map(PathBuf::from)
+        .chain(read_only.iter().cloned())
+        .chain(writable.iter().cloned())
+        .chain([workspace.to_path_buf()])
+        .map(|p| resolved(&p))
+        .collect()
+}
+
 /// What the sandbox's network is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Network {
@@ -175,14 +189,7 @@ impl Layout {
         a.path2("--bind", &self.workspace, &self.workspace);
         // Last, so nothing bound above shows what they cover. Paths are compared as they
         // resolve (a link to `~/.ssh` hides what it points at).
-        let shown: Vec<PathBuf> = SYSTEM
-            .iter()
-            .map(PathBuf::from)
-            .chain(self.read_only.iter().cloned())
-            .chain(self.writable.iter().cloned())
-            .chain([self.workspace.clone()])
-            .map(|p| resolved(&p))
-            .collect();
+        let shown = shown_places(&self.workspace, &self.read_only, &self.writable);
         for hidden in &self.hidden {
             let hidden = resolved(hidden);
             if shown.iter().any(|s| hidden.starts_with(s)) {
