@@ -431,3 +431,47 @@ async fn a_workspace_page_is_previewed_with_its_style_sheet_and_pictures_but_no_
     tab.close().await;
     server.kill().await;
 }
+
+/// A server the agent runs on another port of the host the page is on (a sandbox on the
+/// machine's network, `--sandbox host`) is opened by the person in the same browser: it
+/// receives nothing of their session, which the page keeps in its own origin's storage and
+/// sends itself (a cookie would go to every port of the host).
+#[tokio::test]
+async fn the_pages_session_never_reaches_another_port_of_its_host() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let server = Server::start(&cove, &[]).await;
+    let mut tab = open_page(&server).await;
+    let session = tab
+        .eval("localStorage.getItem('cove.session')")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(session.len() >= 32, "the page holds its session");
+    let address = tab.eval("location.href").await.unwrap();
+    assert!(
+        !address.as_str().unwrap().contains(&session),
+        "the session left the address bar: {address}"
+    );
+    let agents = cove_harness::recorder::Recorder::start().unwrap();
+    let host = server.base.split("://").nth(1).unwrap().split(':').next().unwrap();
+    tab.goto(&format!("http://{host}:{}/dashboard", agents.port))
+        .await
+        .unwrap();
+    let heads = agents.heads();
+    assert!(!heads.is_empty(), "the agent's server was opened");
+    for head in &heads {
+        assert!(!head.contains(&session), "{head}");
+        assert!(!head.to_ascii_lowercase().contains("\ncookie:"), "{head}");
+    }
+    // Back on the page, the person is still logged in: the thread list loads, no banner.
+    tab.goto(&server.base).await.unwrap();
+    wait(&mut tab, "!!document.getElementById('composer-text')").await;
+    tab.wait_until(
+        "document.getElementById('banner').textContent === '' && !location.pathname.startsWith('/login')",
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+}

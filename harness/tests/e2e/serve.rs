@@ -419,7 +419,7 @@ async fn a_restarted_server_marks_the_run_interrupted_and_resumes_it_on_request(
 }
 
 #[tokio::test]
-async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins() {
+async fn the_api_needs_the_token_or_a_login_session_and_refuses_other_origins() {
     let cove = Cove::new(Wire::OpenAi).await;
     let server = Server::start(&cove, &[]).await;
     let http = reqwest::Client::builder()
@@ -452,29 +452,52 @@ async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins()
         .unwrap();
     assert_eq!(right.status(), 200);
 
-    // The login link: once, for an HttpOnly SameSite=Strict cookie.
+    // The login link: once, for a session the page keeps in its origin's storage, handed
+    // over in the fragment (no request carries it) and never as a cookie, which a browser
+    // would send to every port of this host, where the agent's servers may listen.
     let login = http.get(&server.login).send().await.unwrap();
     assert_eq!(login.status(), 303);
-    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    let session = cookie.split(';').next().unwrap().to_string();
+    assert!(login.headers().get("set-cookie").is_none());
+    let location = login.headers()["location"].to_str().unwrap().to_string();
+    let session = location
+        .strip_prefix("/#session=")
+        .unwrap_or_else(|| panic!("{location}"))
+        .to_string();
     let again = http.get(&server.login).send().await.unwrap();
     assert_eq!(again.status(), 401, "a login link works once");
-    let with_cookie = http
+    let with_session = http
         .get(&threads)
-        .header("cookie", &session)
+        .bearer_auth(&session)
         .send()
         .await
         .unwrap();
-    assert_eq!(with_cookie.status(), 200);
+    assert_eq!(with_session.status(), 200);
+    let as_cookie = http
+        .get(&threads)
+        .header("cookie", format!("cove_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_cookie.status(), 401, "a cookie is no way in");
+    // What the browser fetches by itself carries it as a parameter; that only reads.
+    let by_param = http
+        .get(format!("{threads}?session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_param.status(), 200);
+    let post_by_param = http
+        .post(format!("{threads}?session={session}"))
+        .json(&json!({"task": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post_by_param.status(), 401);
 
-    // Another site's page cannot act with the person's cookie (nor with the token).
+    // Another site's page cannot act with the person's session (nor with the token).
     let forged = http
         .post(&threads)
-        .header("cookie", &session)
+        .bearer_auth(&session)
         .header("origin", "http://evil.example")
         .json(&json!({"task": "exfiltrate"}))
         .send()
@@ -489,7 +512,7 @@ async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins()
     );
     let own = http
         .get(&threads)
-        .header("cookie", &session)
+        .bearer_auth(&session)
         .header("origin", &server.base)
         .send()
         .await

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::header::{LOCATION, REFERRER_POLICY};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, get, on};
 use clap::Args;
@@ -34,7 +34,7 @@ use super::run::RunFlags;
 use super::sandbox_choice::SandboxArgs;
 use super::{CliError, Invocation};
 use crate::store::RunState;
-use auth::{Auth, COOKIE_NAME};
+use auth::Auth;
 use feed::Feeds;
 use runs::Live;
 use uploads::Uploads;
@@ -81,27 +81,29 @@ pub(super) struct ServeState {
 
 #[derive(serde::Deserialize)]
 struct LoginQuery {
-    token: String,
+    token: Option<String>,
 }
 
-/// The answer that sets the session cookie and opens the page.
+/// Opens the page with its new session in the address's fragment, which no request
+/// carries: the page moves it into its origin's storage and drops it from the address.
 fn logged_in(session: &str) -> Response {
     (
         StatusCode::SEE_OTHER,
         [
-            (
-                SET_COOKIE,
-                format!("{COOKIE_NAME}={session}; HttpOnly; SameSite=Strict; Path=/"),
-            ),
-            (LOCATION, "/".to_string()),
+            (LOCATION, format!("/#session={session}")),
+            (REFERRER_POLICY, "no-referrer".to_string()),
         ],
     )
         .into_response()
 }
 
-/// `GET /login?token=...`: trades a login link's one-time secret for the session cookie.
+/// `GET /login?token=...`: trades a login link's one-time secret for a session; without
+/// one, the login page.
 async fn login(State(state): State<Arc<ServeState>>, Query(query): Query<LoginQuery>) -> Response {
-    match state.auth.log_in(&query.token) {
+    let Some(secret) = query.token else {
+        return page::login_help("Log in with the link cove serve printed, or its API token.");
+    };
+    match state.auth.log_in(&secret) {
         Some(session) => logged_in(&session),
         None => page::login_help(
             "This login link was used already, or is not this server's: each works once.",
@@ -109,7 +111,7 @@ async fn login(State(state): State<Arc<ServeState>>, Query(query): Query<LoginQu
     }
 }
 
-/// `POST /login` (the login page's form): trades the API token for the session cookie.
+/// `POST /login` (the login page's form): trades the API token for a session.
 async fn login_with_token(
     State(state): State<Arc<ServeState>>,
     headers: axum::http::HeaderMap,
@@ -123,7 +125,10 @@ async fn login_with_token(
         )
         .into_response();
     }
-    match state.auth.log_in_with_token(&form.token) {
+    match state
+        .auth
+        .log_in_with_token(form.token.as_deref().unwrap_or_default())
+    {
         Some(session) => logged_in(&session),
         None => page::login_help("That is not this server's API token."),
     }
@@ -186,7 +191,6 @@ fn router(state: Arc<ServeState>) -> Router {
         protected = protected.route(endpoint.path, handler(endpoint));
     }
     let protected = protected
-        .route("/", get(page::index))
         .fallback(unknown_route)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -194,6 +198,7 @@ fn router(state: Arc<ServeState>) -> Router {
         ));
     Router::new()
         .route("/login", get(login).post(login_with_token))
+        .route("/", get(page::index))
         .route("/app.js", get(page::script))
         .route("/app.css", get(page::style))
         .route("/view/{token}/{*path}", get(view::serve_view))

@@ -58,8 +58,37 @@ class ApiFailure extends Error {
   }
 }
 
+// ---------------------------------------------------------------- the session
+
+// The session lives in this origin's storage and the page sends it itself: a cookie would go
+// to every port of this host, where the agent's own servers may listen. A login link lands
+// here with it in the fragment, which no request carries; it moves into storage at once.
+const SESSION_KEY = 'cove.session';
+(function takeSession() {
+  const match = /(?:^#|&)session=([^&]+)/.exec(location.hash);
+  if (!match) return;
+  localStorage.setItem(SESSION_KEY, decodeURIComponent(match[1]));
+  const rest = location.hash.replace(/(^#|&)session=[^&]+/, '$1').replace(/^#&/, '#');
+  history.replaceState(null, '', location.pathname + location.search + (rest === '#' ? '' : rest));
+})();
+
+function session() {
+  return localStorage.getItem(SESSION_KEY) || '';
+}
+
+/** Headers that carry the session. */
+function authorized(headers) {
+  return Object.assign({ Authorization: 'Bearer ' + session() }, headers || {});
+}
+
+/** A path of this server with the session in it, for what the browser fetches by itself
+ *  (event streams, pictures, frames, downloads), which carries no header. */
+function withSession(path) {
+  return path + (path.includes('?') ? '&' : '?') + 'session=' + encodeURIComponent(session());
+}
+
 async function api(method, path, body) {
-  const init = { method, headers: {}, credentials: 'same-origin' };
+  const init = { method, headers: authorized(), credentials: 'omit' };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -91,11 +120,12 @@ function threadPath(id, rest) {
 function loggedOut() {
   if (S.loggedOut) return;
   S.loggedOut = true;
+  localStorage.removeItem(SESSION_KEY);
   const banner = $('banner');
   banner.textContent = '';
   banner.append(
     'Your session has ended (the server may have restarted). Open the login link cove serve printed, or ',
-    el('a', { href: '/' }, 'reload to log in with its API token'),
+    el('a', { href: '/login' }, 'log in with its API token'),
     '.',
   );
   banner.hidden = false;
@@ -390,7 +420,7 @@ async function selectThread(id) {
  *  keeps only six connections to a server, shared by all its tabs. */
 function follow(id) {
   if (S.source) S.source.close();
-  const source = new EventSource(threadPath(id, '/events?after=' + S.lastSeq));
+  const source = new EventSource(withSession(threadPath(id, '/events?after=' + S.lastSeq)));
   S.source = source;
   source.onmessage = (message) => {
     if (S.source !== source) return;
@@ -613,7 +643,7 @@ function finishCard(event, ok) {
       class: 'shot',
       loading: 'lazy',
       alt: 'The browser after ' + event.tool,
-      src: threadPath(S.current, '/screenshots/' + encodeURIComponent(event.run_id) + '/' + encodeURIComponent(event.call_id)),
+      src: withSession(threadPath(S.current, '/screenshots/' + encodeURIComponent(event.run_id) + '/' + encodeURIComponent(event.call_id))),
     });
     img.addEventListener('error', () => img.remove());
     card.bodyNode.append(img);
@@ -1302,8 +1332,8 @@ async function upload(files) {
     try {
       const response = await fetch('/v1/uploads?name=' + encodeURIComponent(file.name), {
         method: 'POST',
-        credentials: 'same-origin',
-        headers: { 'Content-Type': 'application/octet-stream' },
+        credentials: 'omit',
+        headers: authorized({ 'Content-Type': 'application/octet-stream' }),
         body: file,
       });
       const data = await response.json().catch(() => null);
@@ -1384,7 +1414,7 @@ async function loadFiles() {
 }
 
 function contentUrl(path, download) {
-  return threadPath(S.current, '/files/content?path=' + encodeURIComponent(path) + (download ? '&download=true' : ''));
+  return withSession(threadPath(S.current, '/files/content?path=' + encodeURIComponent(path) + (download ? '&download=true' : '')));
 }
 
 const TEXT_TYPES = /\.(txt|md|markdown|csv|tsv|json|jsonl|log|py|rs|js|mjs|ts|tsx|jsx|css|sh|bash|ya?ml|toml|ini|cfg|conf|xml|sql|c|h|cpp|hpp|go|java|kt|rb|php|pl|r|lua|swift|diff|patch|tex|rst|org)$/i;
@@ -1408,13 +1438,13 @@ async function previewFile(path, reveal) {
   } else if (/\.html?$/i.test(path)) {
     // As a browser shows it, with the style sheets and pictures beside it; its own origin,
     // no scripts (the server sends it sandboxed too).
-    const view = threadPath(S.current, '/files/view?path=' + encodeURIComponent(path));
+    const view = withSession(threadPath(S.current, '/files/view?path=' + encodeURIComponent(path)));
     box.append(el('iframe', { src: view, sandbox: '', title: 'Preview of ' + path }));
   } else if (/\.svg$/i.test(path)) {
     box.append(el('iframe', { src: url, sandbox: '', title: 'Preview of ' + path }));
   } else if (TEXT_TYPES.test(path) || !/\.[a-z0-9]+$/i.test(path.split('/').pop())) {
     try {
-      const response = await fetch(url, { credentials: 'same-origin' });
+      const response = await fetch(url, { credentials: 'omit' });
       if (!response.ok) {
         const data = await response.json().catch(() => null);
         throw new Error((data && data.error && data.error.message) || response.statusText);
@@ -1459,7 +1489,7 @@ function loadScreenshot() {
     img.hidden = true;
     empty.hidden = false;
   };
-  probe.src = threadPath(id, '/screenshots/latest?v=' + shotVersion);
+  probe.src = withSession(threadPath(id, '/screenshots/latest?v=' + shotVersion));
 }
 
 // ---------------------------------------------------------------- tabs and layout
@@ -1606,6 +1636,10 @@ $('takeover').addEventListener('click', () => {
 // ---------------------------------------------------------------- start
 
 (async function start() {
+  if (!session()) {
+    location.replace('/login');
+    return;
+  }
   await loadThreads();
   const match = /thread=([^&]+)/.exec(location.hash);
   const wanted = match ? decodeURIComponent(match[1]) : null;
