@@ -630,3 +630,22 @@ fn a_deleted_thread_leaves_nothing_behind_and_other_threads_as_they_were() {
         .unwrap();
     assert_eq!(calls, 1, "only the kept thread's call");
 }
+
+#[test]
+fn thread_ids_are_matched_as_text_never_as_patterns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("cove.db")).unwrap();
+    let thread = store
+        .create_thread(NewThread::new("t", "m", "native", "local:/tmp/ws"))
+        .unwrap();
+    // The command line takes a unique prefix; the API only the whole id.
+    assert_eq!(store.thread(&thread.id[..4]).unwrap().id, thread.id);
+    assert_eq!(store.thread_exact(&thread.id).unwrap().id, thread.id);
+    assert!(store.thread_exact(&thread.id[..4]).is_err());
+    // `%` and `_` are characters of an id, not wildcards: with one thread stored, they
+    // find nothing.
+    for pattern in ["%", "_", "%%", "____", &format!("{}%", &thread.id[..2])] {
+        assert!(store.thread(pattern).is_err(), "{pattern}");
+        assert!(store.thread_exact(pattern).is_err(), "{pattern}");
+    }
+}

@@ -340,6 +340,41 @@ async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
         assert!(err.contains(said), "{said}: {err}");
     }
     assert!(!cove.workspace.join("ran").exists());
+
+    // bubblewrap installed, the kernel refusing user namespaces: bwrap's own words, as a
+    // Debian kernel with kernel.unprivileged_userns_clone=0 makes it say them.
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &fake,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let out = cove
+        .command(&["exec", "touch ran", "--workspace", &ws])
+        .env("PATH", &path)
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for said in [
+        "cannot make the sandbox's namespaces",
+        "non-privileged user namespaces",
+        "kernel.unprivileged_userns_clone=1",
+        "--sandbox host",
+        "cove sandbox create",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    assert!(!cove.workspace.join("ran").exists());
 }
 
 #[tokio::test]
@@ -455,4 +490,63 @@ async fn a_deletion_aimed_at_this_machines_files_asks_though_the_walls_hold_it()
     let out = cove.run(&["--json", "resume", thread, "--no-prompt"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
     assert!(scratch.exists() && precious.join("thesis.tex").exists());
+}
+
+/// The walls' other layers, tried from inside: namespaces of its own (user, IPC, UTS, mount,
+/// PID), no new namespaces or mounts (seccomp), no typing into another's terminal, and
+/// Landlock holding a place the mounts leave writable (the runtime folder coved keeps its
+/// proxy's socket in) to the folders coved names.
+#[tokio::test]
+async fn the_sandbox_has_namespaces_of_its_own_and_cannot_make_new_ones_or_mount() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let script = r#"
+echo "HOST=$(hostname)"
+for ns in user ipc uts mnt pid; do echo "NS-$ns=$(readlink /proc/self/ns/$ns)"; done
+echo "UIDMAP=$(cat /proc/self/uid_map | tr -s ' ' | sed 's/^ //')"
+unshare -U true 2>/dev/null && echo UNSHARE-WORKED
+unshare -rm true 2>/dev/null && echo UNSHARE-ROOT-WORKED
+mkdir -p /tmp/m && mount -t tmpfs none /tmp/m 2>/dev/null && echo MOUNT-WORKED
+python3 -c 'import fcntl, termios, sys
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x")
+except OSError as e:
+    print("TIOCSTI-ERRNO", e.errno)
+else:
+    print("TIOCSTI-WORKED")'
+test -w /run/cove && echo RUN-MOUNT-WRITABLE
+touch /run/cove/planted 2>/dev/null && echo LANDLOCK-LET-IT
+touch /tmp/ok 2>/dev/null && echo TMP-OK
+echo DONE"#;
+    let out = exec(&cove, script, &[]).await;
+    let seen = stdout(&out);
+    assert!(seen.contains("DONE"), "{}", explain(&out));
+    assert!(seen.contains("HOST=cove-sandbox"), "{seen}");
+    for ns in ["user", "ipc", "uts", "mnt", "pid"] {
+        let host = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        let line = format!("NS-{ns}={}", host.display());
+        assert!(!seen.contains(&line), "the sandbox shares {ns}: {seen}");
+        assert!(seen.contains(&format!("NS-{ns}={ns}:[")), "{seen}");
+    }
+    // Inside a user namespace one id is mapped, not the machine's whole range.
+    let map = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("UIDMAP="))
+        .unwrap();
+    assert!(!map.ends_with("4294967295"), "{map}");
+    for worked in [
+        "UNSHARE-WORKED",
+        "UNSHARE-ROOT-WORKED",
+        "MOUNT-WORKED",
+        "TIOCSTI-WORKED",
+        "LANDLOCK-LET-IT",
+    ] {
+        assert!(!seen.contains(worked), "{worked}: {seen}");
+    }
+    // The terminal ioctl is refused by seccomp (EPERM), before the kernel looks at the
+    // descriptor (which would say ENOTTY or EIO).
+    assert!(seen.contains("TIOCSTI-ERRNO 1"), "{seen}");
+    // The runtime folder's mount is writable and its owner the sandbox's user: only Landlock
+    // kept the file out of it, while /tmp takes one.
+    assert!(seen.contains("RUN-MOUNT-WRITABLE"), "{seen}");
+    assert!(seen.contains("TMP-OK"), "{seen}");
 }

@@ -66,9 +66,6 @@ async fn the_operator_decides_where_agents_run_and_tokens_stay_with_their_sandbo
     }
     let (_, listed) = server.get("/v1/threads").await;
     assert_eq!(listed["threads"], json!([]), "nothing was made");
-    // Thread ids are matched whole: a pattern matches nothing.
-    let (status, _) = server.get("/v1/threads/%25").await;
-    assert_eq!(status, 404);
     server.kill().await;
 
     // The operator lists b: a client may name it, and b gets its own token, never a's.
@@ -85,6 +82,15 @@ async fn the_operator_decides_where_agents_run_and_tokens_stay_with_their_sandbo
         )
         .await;
     assert_eq!(status, 201, "{thread}");
+    // Thread ids are matched whole: with one thread stored, a pattern or a prefix of its
+    // id finds nothing (`LIKE 'id%'` answered `%` with the only thread).
+    let id = thread["id"].as_str().unwrap();
+    let (status, found) = server.get(&format!("/v1/threads/{id}")).await;
+    assert_eq!(status, 200, "{found}");
+    for pattern in ["%25", "_%25", &id[..4]] {
+        let (status, said) = server.get(&format!("/v1/threads/{pattern}")).await;
+        assert_eq!(status, 404, "{pattern}: {said}");
+    }
     // Its run opens b (which is no coved: the run cannot go on, and need not).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while b.heads().is_empty() {
