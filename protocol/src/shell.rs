@@ -109,6 +109,9 @@ pub struct SessionInfo {
     pub started_at: Option<String>,
     /// The shell itself has exited; the next `exec` starts a fresh one.
     pub exited: bool,
+    /// The shell's working directory (where a `cd` left it), while it lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// `GET /v1/shell/sessions`.

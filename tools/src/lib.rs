@@ -7,6 +7,7 @@ mod browser;
 mod files;
 mod preview;
 mod shell;
+pub use shell::DEFAULT_SESSION;
 mod vision;
 mod web;
 

@@ -9,7 +9,8 @@ use serde_json::json;
 
 use crate::{SandboxEnv, ToolDef, ToolResult, describe_client_error, tool, workspace_path};
 
-const DEFAULT_SESSION: &str = "default";
+/// The session of a shell call that names none.
+pub const DEFAULT_SESSION: &str = "default";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

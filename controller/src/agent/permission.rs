@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cove_protocol::client::CovedClient;
 use cove_protocol::events::EventKind;
 use serde_json::Value;
 
@@ -42,6 +43,8 @@ pub(crate) struct Gate {
     pub emitter: Arc<Emitter>,
     /// Requests are not waited for but held: no one can answer during the run.
     pub hold: bool,
+    /// The sandbox, asked where a shell call's session is before its command is read.
+    pub sandbox: CovedClient,
 }
 
 /// Why a call did not run.
@@ -82,7 +85,12 @@ impl Gate {
         let Some(policy) = &self.policy else {
             return Ok(());
         };
-        let why = match policy.check(policy_name, args) {
+        let shell_dir = if policy.reads_shell_dir(policy_name) {
+            self.shell_dir(args).await
+        } else {
+            None
+        };
+        let why = match policy.check_from(policy_name, args, shell_dir.as_deref()) {
             Verdict::Allow => return Ok(()),
             Verdict::Deny { why } => {
                 return Err(refused(ToolResult::error(format!(
@@ -112,6 +120,21 @@ impl Gate {
             })
             .map_err(|e| refused(unavailable(&e)))?;
         self.wait(request).await
+    }
+
+    /// Where the shell of the session a call names is (an earlier `cd` moved it); `None`
+    /// when the session has no shell yet or the sandbox does not say (an older coved).
+    async fn shell_dir(&self, args: &Value) -> Option<String> {
+        let name = args
+            .get("session_name")
+            .and_then(Value::as_str)
+            .unwrap_or(cove_tools::DEFAULT_SESSION);
+        let sessions = self.sandbox.sessions().await.ok()?;
+        sessions
+            .sessions
+            .into_iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.cwd)
     }
 
     /// Takes up a request a killed run left: announces it again if it still waits, then

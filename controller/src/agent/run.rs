@@ -504,6 +504,7 @@ impl Agent {
                 control: control.clone(),
                 emitter: emitter.clone(),
                 hold: self.config.pause_for_permission,
+                sandbox: self.sandbox.clone(),
             })
         });
         Ok(LiveRun {

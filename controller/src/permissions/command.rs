@@ -270,7 +270,8 @@ enum Place {
     Outside,
 }
 
-fn place(path: &str, workspace: Option<&Path>) -> Place {
+/// Where `path`, read from the folder `from` (the workspace when `None`), lies.
+fn place(path: &str, from: Option<&Path>, workspace: Option<&Path>) -> Place {
     if path.starts_with('~') || path.starts_with('$') || path.contains("${") {
         return Place::Outside;
     }
@@ -280,7 +281,7 @@ fn place(path: &str, workspace: Option<&Path>) -> Place {
         None if path.starts_with('/') => return Place::Outside,
         None => PathBuf::new(),
     };
-    let Some(resolved) = lexical(path, &start) else {
+    let Some(resolved) = lexical(path, from.unwrap_or(&start)) else {
         return Place::Outside;
     };
     if resolved == start {
@@ -449,9 +450,15 @@ const PUBLISHERS: &[(&str, &str)] = &[
 const OVERWRITERS: &[&str] = &["mv", "truncate", "shred", "dd", "rsync"];
 
 /// What `command`, run from `folder` (relative to the workspace, or absolute) in the sandbox
-/// whose workspace is `workspace`, may do that is worth asking about; empty when nothing.
-/// A hint, never a verdict: a shell can do what no reading of its words foresees.
-pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> Vec<Risk> {
+/// whose workspace is `workspace`, or without one where an earlier command left the shell
+/// (`shell_dir`, absolute), may do that is worth asking about; empty when nothing. A hint,
+/// never a verdict: a shell can do what no reading of its words foresees.
+pub fn risks(
+    command: &str,
+    workspace: Option<&Path>,
+    folder: Option<&str>,
+    shell_dir: Option<&str>,
+) -> Vec<Risk> {
     let mut found: Vec<Risk> = Vec::new();
     let mut note = |kind: RiskKind, text: String, path: Option<PathBuf>| {
         if !found.iter().any(|r| r.text == text) {
@@ -465,7 +472,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
     // Where relative paths start: the workspace, or the folder the call names.
     let start: Option<PathBuf> = match folder.filter(|f| !f.is_empty()) {
         Some(f) => {
-            if place(f, workspace) == Place::Outside {
+            if place(f, None, workspace) == Place::Outside {
                 note(
                     RiskKind::Outside,
                     format!("runs in a folder outside the workspace: {f}"),
@@ -474,7 +481,21 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             }
             workspace.map(|w| w.join(f))
         }
-        None => workspace.map(Path::to_path_buf),
+        None => match shell_dir.filter(|d| d.starts_with('/')) {
+            Some(d) => {
+                if place(d, None, workspace) == Place::Outside {
+                    note(
+                        RiskKind::Outside,
+                        format!(
+                            "runs where an earlier command left the shell, outside the workspace: {d}"
+                        ),
+                        None,
+                    );
+                }
+                Some(PathBuf::from(d))
+            }
+            None => workspace.map(Path::to_path_buf),
+        },
     };
     let here = start.as_deref();
     if command.contains("()") {
@@ -561,7 +582,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
         }
         if (prog.name == "cd" || prog.name == "pushd")
             && let Some(dir) = prog.args.iter().find(|a| !a.starts_with('-'))
-            && place(dir, here) == Place::Outside
+            && place(dir, here, workspace) == Place::Outside
         {
             note(
                 RiskKind::Outside,
@@ -584,7 +605,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
         }
         for path in destroyed_paths(&prog) {
             for path in expand_braces(&path) {
-                match place(&path, here) {
+                match place(&path, here, workspace) {
                     Place::Inside => {}
                     // `find . -delete` deletes what it matches, not the workspace.
                     Place::Workspace if prog.name == "find" => {}
@@ -625,7 +646,7 @@ pub fn risks(command: &str, workspace: Option<&Path>, folder: Option<&str>) -> V
             if !target.is_empty()
                 && !target.starts_with('&')
                 && target != "/dev/null"
-                && place(target, here) == Place::Outside
+                && place(target, here, workspace) == Place::Outside
             {
                 note(
                     RiskKind::Outside,
@@ -728,7 +749,7 @@ mod tests {
     use super::*;
 
     fn risk(command: &str) -> Vec<String> {
-        texts(risks(command, Some(Path::new("/workspace")), None))
+        texts(risks(command, Some(Path::new("/workspace")), None, None))
     }
 
     fn texts(risks: Vec<Risk>) -> Vec<String> {
@@ -834,9 +855,9 @@ mod tests {
 
     #[test]
     fn without_the_workspace_only_relative_paths_below_it_are_inside() {
-        assert!(risks("rm -rf build", None, None).is_empty());
+        assert!(risks("rm -rf build", None, None, None).is_empty());
         assert_eq!(
-            texts(risks("rm -rf /tmp/x", None, None)),
+            texts(risks("rm -rf /tmp/x", None, None, None)),
             vec!["deletes or overwrites outside the workspace: /tmp/x"]
         );
     }
@@ -844,12 +865,12 @@ mod tests {
     #[test]
     fn the_spellings_a_security_review_tried_are_seen() {
         let outside = |c: &str| {
-            risks(c, Some(Path::new("/workspace")), None)
+            risks(c, Some(Path::new("/workspace")), None, None)
                 .iter()
                 .any(|r| r.kind == RiskKind::Outside)
         };
         let cannot_tell = |c: &str| {
-            risks(c, Some(Path::new("/workspace")), None)
+            risks(c, Some(Path::new("/workspace")), None, None)
                 .iter()
                 .any(|r| r.kind == RiskKind::CannotTell)
         };
@@ -880,20 +901,25 @@ mod tests {
         ] {
             assert!(cannot_tell(c), "{c}: {:?}", risk(c));
         }
-        let pushed = risks("git -c alias.p=push p", None, None);
+        let pushed = risks("git -c alias.p=push p", None, None, None);
         assert!(pushed.iter().any(Risk::crosses_walls), "{pushed:?}");
-        let hidden = risks("sh -c 'git push origin main'", None, None);
+        let hidden = risks("sh -c 'git push origin main'", None, None, None);
         assert!(hidden.iter().any(Risk::crosses_walls), "{hidden:?}");
         assert!(
-            !risks("python3 -c 'print(1)'", None, None)
+            !risks("python3 -c 'print(1)'", None, None, None)
                 .iter()
                 .any(Risk::crosses_walls)
         );
-        let folder = risks("rm -rf *", Some(Path::new("/workspace")), Some("/srv"));
+        let folder = risks(
+            "rm -rf *",
+            Some(Path::new("/workspace")),
+            Some("/srv"),
+            None,
+        );
         assert!(
             folder.iter().any(|r| r.kind == RiskKind::Outside),
             "{folder:?}"
         );
-        assert!(risks("ls", Some(Path::new("/workspace")), Some("src")).is_empty());
+        assert!(risks("ls", Some(Path::new("/workspace")), Some("src"), None).is_empty());
     }
 }

@@ -245,6 +245,18 @@ impl Policy {
 
     /// What to do with a call of `tool` with `args`.
     pub fn check(&self, tool: &str, args: &Value) -> Verdict {
+        self.check_from(tool, args, None)
+    }
+
+    /// Whether a call of `tool` is read better knowing where its shell is (a `cd` of an
+    /// earlier call moves it): worth asking the sandbox before [`Policy::check_from`].
+    pub fn reads_shell_dir(&self, tool: &str) -> bool {
+        self.mode == Mode::Auto && matches!(tool, "execute_command" | "send_command_input")
+    }
+
+    /// [`Policy::check`] of a shell call whose session's shell is in `shell_dir` (absolute,
+    /// as the sandbox names it): its relative paths start there.
+    pub fn check_from(&self, tool: &str, args: &Value, shell_dir: Option<&str>) -> Verdict {
         let key = key_argument(tool, args);
         let key = key.as_deref();
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, key)) {
@@ -277,7 +289,7 @@ impl Policy {
         if self.allow.iter().any(|r| r.matches(tool, key)) {
             return Verdict::Allow;
         }
-        match self.caution(tool, args) {
+        match self.caution(tool, args, shell_dir) {
             Some(why) => Verdict::Ask { why },
             None => Verdict::Allow,
         }
@@ -289,7 +301,7 @@ impl Policy {
     /// loss is the user's), and, walls on this machine, a deletion naming a place of it they
     /// hide (the reading's hint that asks, never one that allows). Without walls every
     /// command and every line typed into a shell asks, and the reading says what it found.
-    fn caution(&self, tool: &str, args: &Value) -> Option<String> {
+    fn caution(&self, tool: &str, args: &Value, shell_dir: Option<&str>) -> Option<String> {
         if tool.starts_with("mcp:") {
             return Some(
                 "an MCP tool: it runs on this machine, and Cove cannot see what it changes".into(),
@@ -301,7 +313,7 @@ impl Policy {
             "send_command_input" => (text("text"), ""),
             _ => return None,
         };
-        let risks = command_risks(command, self.workspace.as_deref(), Some(folder));
+        let risks = command_risks(command, self.workspace.as_deref(), Some(folder), shell_dir);
         let mut why: Vec<String> = risks
             .iter()
             .filter_map(|risk| {
@@ -356,6 +368,46 @@ mod tests {
 
     fn is_deny(v: &Verdict) -> bool {
         matches!(v, Verdict::Deny { .. })
+    }
+
+    #[test]
+    fn paths_are_read_from_where_an_earlier_command_left_the_shell() {
+        let p = policy("[permissions]", None);
+        // `cd ..` then, in the next call, the workspace by its name: the whole of it goes.
+        let emptied = run("rm -rf workspace");
+        assert_eq!(p.check("execute_command", &emptied), Verdict::Allow);
+        match p.check_from("execute_command", &emptied, Some("/")) {
+            Verdict::Ask { why } => assert!(why.contains("whole workspace"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // The same through a folder of the call, and typed into a shell that is there.
+        let from_sub = json!({"command": "rm -rf ..", "folder": "src"});
+        assert!(is_ask(&p.check("execute_command", &from_sub)));
+        let typed = json!({"session_name": "main", "text": "rm -rf workspace\n"});
+        assert!(is_ask(&p.check_from(
+            "send_command_input",
+            &typed,
+            Some("/")
+        )));
+        // Inside the workspace, nothing to ask.
+        assert_eq!(
+            p.check_from(
+                "execute_command",
+                &run("rm -rf build"),
+                Some("/workspace/src")
+            ),
+            Verdict::Allow
+        );
+        // Without walls the reading says where the shell is.
+        let host = policy("[permissions]", None).with_walls(false);
+        match host.check_from("execute_command", &run("rm -rf x"), Some("/srv/data")) {
+            Verdict::Ask { why } => assert!(
+                why.contains("an earlier command left the shell") && why.contains("/srv/data"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(p.reads_shell_dir("execute_command") && !p.reads_shell_dir("write_file"));
     }
 
     #[test]

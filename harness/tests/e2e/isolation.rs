@@ -350,11 +350,7 @@ async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
         "#!/bin/sh\necho \"bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.\" >&2\nexit 1\n",
     )
     .unwrap();
-    std::fs::set_permissions(
-        &fake,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:/usr/bin:/bin", bin.path().display());
     let out = cove
         .command(&["exec", "touch ran", "--workspace", &ws])
@@ -447,11 +443,10 @@ async fn a_deletion_aimed_at_this_machines_files_asks_though_the_walls_hold_it()
         "clean-".repeat(30),
         precious.display()
     );
-    cove.llm.push(Turn::text("Tidying up.").call(
-        "execute_command",
-        json!({ "command": command }),
-    ));
-    cove.llm.push(Turn::text("").call("complete", json!({ "text": "done" })));
+    cove.llm
+        .push(Turn::text("Tidying up.").call("execute_command", json!({ "command": command })));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({ "text": "done" })));
     let ws = cove.workspace.to_str().unwrap().to_string();
     let out = cove
         .run(&[
@@ -549,4 +544,58 @@ echo DONE"#;
     // kept the file out of it, while /tmp takes one.
     assert!(seen.contains("RUN-MOUNT-WRITABLE"), "{seen}");
     assert!(seen.contains("TMP-OK"), "{seen}");
+}
+
+/// A `cd` in one call moves where the next call's paths start: `cd ..`, then the workspace
+/// by its name, deletes the whole of it. Auto asks, having asked the sandbox where the
+/// shell is, and nothing is deleted while it waits.
+#[tokio::test]
+async fn a_deletion_is_read_from_where_an_earlier_cd_left_the_shell() {
+    use cove_harness::Turn;
+    use serde_json::json;
+    let cove = Cove::new(Wire::OpenAi).await;
+    std::fs::write(cove.workspace.join("work.txt"), "keep me").unwrap();
+    let name = cove
+        .workspace
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    cove.llm
+        .push(Turn::text("Up one.").call("execute_command", json!({ "command": "cd .." })));
+    cove.llm.push(Turn::text("Clearing.").call(
+        "execute_command",
+        json!({ "command": format!("rm -rf {name}") }),
+    ));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({ "text": "done" })));
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let out = cove
+        .run(&[
+            "--json",
+            "run",
+            "clear it",
+            "--model",
+            cove.model(),
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(9), "{}", explain(&out));
+    let all = super::events(&out);
+    let asked: Vec<_> = all
+        .iter()
+        .filter(|e| e["type"] == "permission_request")
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "only the deletion asks: {:?}",
+        super::kinds(&all)
+    );
+    let why = asked[0]["why"].as_str().unwrap();
+    assert!(why.contains("whole workspace"), "{why}");
+    assert!(asked[0]["summary"].as_str().unwrap().contains(&name));
+    assert!(cove.workspace.join("work.txt").exists());
 }

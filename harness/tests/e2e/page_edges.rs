@@ -455,7 +455,14 @@ async fn the_pages_session_never_reaches_another_port_of_its_host() {
         "the session left the address bar: {address}"
     );
     let agents = cove_harness::recorder::Recorder::start().unwrap();
-    let host = server.base.split("://").nth(1).unwrap().split(':').next().unwrap();
+    let host = server
+        .base
+        .split("://")
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap();
     tab.goto(&format!("http://{host}:{}/dashboard", agents.port))
         .await
         .unwrap();

@@ -235,6 +235,7 @@ impl ShellManager {
                     command: summary.command,
                     started_at: summary.started_at,
                     exited: summary.exited,
+                    cwd: (!summary.exited).then(|| s.cwd()).flatten(),
                 }
             })
             .collect();

@@ -266,6 +266,13 @@ impl Session {
         self.shell_pid
     }
 
+    /// The shell's working directory, as the kernel knows it.
+    pub fn cwd(&self) -> Option<String> {
+        std::fs::read_link(format!("/proc/{}/cwd", self.shell_pid))
+            .ok()
+            .map(|dir| dir.to_string_lossy().into_owned())
+    }
+
     /// Starts a shell in a PTY and waits for its first prompt.
     pub async fn spawn(
         name: &str,

@@ -172,15 +172,13 @@ async fn sessions_are_isolated() {
         out,
         format!("unset\n{}\nbash: type: only_a: not found\n", root.display())
     );
-    let names: Vec<_> = c
-        .sessions()
-        .await
-        .unwrap()
-        .sessions
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
+    let listed = c.sessions().await.unwrap().sessions;
+    let names: Vec<_> = listed.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
+    // Each says where its shell is: where a `cd` left it, else the workspace.
+    let tmp = std::fs::canonicalize("/tmp").unwrap();
+    assert_eq!(listed[0].cwd.as_deref(), tmp.to_str());
+    assert_eq!(listed[1].cwd.as_deref(), root.to_str());
 }
 
 #[tokio::test]

@@ -151,10 +151,7 @@ pub(super) async fn guard(
         )
         .into_response();
     }
-    if !state
-        .auth
-        .admits(request.method(), request.uri(), headers)
-    {
+    if !state.auth.admits(request.method(), request.uri(), headers) {
         if !request.uri().path().starts_with("/v1/") {
             return super::page::login_help(
                 "This page needs the login link cove serve printed when it started.",
@@ -214,7 +211,9 @@ mod tests {
         let mut cookie = HeaderMap::new();
         cookie.insert(
             axum::http::header::COOKIE,
-            format!("cove_session={session}; session={session}").parse().unwrap(),
+            format!("cove_session={session}; session={session}")
+                .parse()
+                .unwrap(),
         );
         assert!(!auth.admits(&Method::GET, &uri, &cookie));
         // The parameter, for what a browser fetches by itself, only reads.
