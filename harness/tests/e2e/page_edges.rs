@@ -482,3 +482,59 @@ async fn the_pages_session_never_reaches_another_port_of_its_host() {
     .await
     .unwrap();
 }
+
+/// A call with several reasons to ask shows every one, each a line of the dialog's list,
+/// beside the whole command; denied from the page, it does not run.
+#[tokio::test]
+async fn a_permission_dialog_lists_every_reason_beside_the_whole_command() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let outside = tempfile::tempdir().unwrap();
+    let kept = outside.path().join("kept");
+    std::fs::create_dir_all(&kept).unwrap();
+    let command = format!("rm -rf {} && sh -c 'echo done'", kept.display());
+    cove.llm.push(
+        Turn::text("Tidying.").call("execute_command", json!({ "command": command.clone() })),
+    );
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "finished"})));
+    let server = Server::start(&cove, &["--sandbox", "host"]).await;
+    let mut tab = open_page(&server).await;
+    send_message(&mut tab, "Tidy up").await;
+    wait(
+        &mut tab,
+        "document.getElementById('dialog').open && document.getElementById('dialog-title').textContent.startsWith('Allow execute_command')",
+    )
+    .await;
+    assert_eq!(
+        text_of(&mut tab, "#dialog-body code.whole").await,
+        format!("run `{command}`")
+    );
+    let reasons = tab
+        .eval("Array.from(document.querySelectorAll('#dialog-body ul.reasons li')).map(li => li.textContent)")
+        .await
+        .unwrap();
+    let reasons: Vec<&str> = reasons
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(reasons[0].contains("no walls"), "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains(&kept.display().to_string())),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r.contains("sh -c")), "{reasons:?}");
+    tab.eval("Array.from(document.querySelectorAll('#dialog-actions button')).find(b => b.textContent === 'Deny').click()")
+        .await
+        .unwrap();
+    wait(
+        &mut tab,
+        "(document.querySelector('.card.final') || {}).textContent?.includes('finished')",
+    )
+    .await;
+    assert!(kept.exists(), "denied, it did not run");
+}

@@ -623,6 +623,15 @@ async fn attachments_land_in_the_workspace_and_its_files_screenshots_are_served_
     assert_eq!(status, 201, "{first}");
     assert_eq!(first["size"], 8);
     let (_, second) = server.upload("data.csv", b"c\n3\n").await;
+    // Held for this user alone: the folders 0700, the file 0600.
+    let held: Vec<std::path::PathBuf> = walk(&cove.home.path().join("data/cove/serve/uploads"));
+    assert_eq!(held.len(), 2, "{held:?}");
+    for file in &held {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+        assert_eq!(mode(file.parent().unwrap()), 0o700, "{}", file.display());
+    }
     let thread = server
         .create(json!({
             "task": "Use the files",
@@ -1264,4 +1273,18 @@ async fn a_page_view_address_reads_one_workspace_for_a_while_and_nothing_else() 
         .unwrap();
     assert_eq!(anonymous.status(), 401);
     server.kill().await;
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -127,8 +127,9 @@ async fn a_token_given_as_a_flag_leaves_the_process_list() {
         &token,
     ]);
     cmd.stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().unwrap();
+    let mut child = cmd.spawn().unwrap();
     let pid = child.id().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
     let mut server = Server::from_child(child).await;
     // What every user of the machine reads of it: its command line.
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
@@ -143,4 +144,13 @@ async fn a_token_given_as_a_flag_leaves_the_process_list() {
     let (status, _) = server.get("/v1/threads").await;
     assert_eq!(status, 200);
     server.kill().await;
+    let mut said = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut said)
+        .await
+        .unwrap();
+    assert!(
+        said.contains("--token (set COVE_SERVE_TOKEN instead)") && said.contains("process list"),
+        "{said}"
+    );
+    assert!(!said.contains(&token), "{said}");
 }
