@@ -19,6 +19,16 @@ pub(crate) struct Terminal {
 
 impl Terminal {
     fn spawn(cove: &Cove, args: &[&str], env: &[(&str, String)]) -> Terminal {
+        Terminal::spawn_in(cove, None, args, env)
+    }
+
+    /// [`Terminal::spawn`], started in folder `dir`.
+    fn spawn_in(
+        cove: &Cove,
+        dir: Option<&std::path::Path>,
+        args: &[&str],
+        env: &[(&str, String)],
+    ) -> Terminal {
         use portable_pty::{CommandBuilder, PtySize, native_pty_system};
         use std::io::Read;
         let pty = native_pty_system()
@@ -48,6 +58,9 @@ impl Terminal {
         cmd.env_remove("COVE_CONFIG");
         for (key, value) in env {
             cmd.env(key, value);
+        }
+        if let Some(dir) = dir {
+            cmd.cwd(dir);
         }
         let child = pty.slave.spawn_command(cmd).unwrap();
         drop(pty.slave);
@@ -285,5 +298,67 @@ async fn ctrl_c_or_ctrl_d_at_any_prompt_pauses_the_run_and_says_how_to_go_on() {
             "{screen}"
         );
         assert!(cove.workspace.join("work.txt").exists());
+    }
+}
+
+/// A folder with settings of its own (an MCP server's command, a skill) is asked about at
+/// the terminal, showing what would run; refused, none of it is used; trusted, all of it.
+#[tokio::test]
+async fn a_folders_own_settings_are_shown_and_asked_about_before_use() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let folder = tempfile::tempdir().unwrap();
+    let marker = folder.path().join("ran-on-host.txt");
+    let settings = json!({"mcpServers": {
+        "helper": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]},
+    }});
+    std::fs::write(folder.path().join(".mcp.json"), settings.to_string()).unwrap();
+    let skill = folder.path().join(".cove/skills/release-notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: release-notes\ndescription: Write release notes in the house style.\n---\n# Release notes\n",
+    )
+    .unwrap();
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let args = [
+        "run",
+        "Look around",
+        "--model",
+        "openai/scripted",
+        "--workspace",
+        &ws,
+    ];
+    for (answer, trusted) in [("n", false), ("y", true)] {
+        cove.llm
+            .push(Turn::text("").call("complete", json!({"text": "looked"})));
+        let mut term = Terminal::spawn_in(&cove, Some(folder.path()), &args, &[]);
+        term.until("Trust this folder? [y/N]").await;
+        for shown in [
+            "has settings of its own",
+            &format!("MCP server helper: run `sh -c touch {}`", marker.display()),
+            "give the agent the instructions in 1 file(s) under .cove/skills",
+        ] {
+            assert!(term.screen.contains(shown), "{shown}: {}", term.screen);
+        }
+        term.type_line(answer);
+        term.until("looked").await;
+        let screen = term.screen.clone();
+        assert!(term.wait().await.success(), "{screen}");
+        let asked = cove.llm.received().pop().unwrap();
+        assert_eq!(
+            asked
+                .all_text()
+                .contains("- release-notes: Write release notes in the house style."),
+            trusted,
+            "{answer}: the folder's skill"
+        );
+        // A server's command starts with the run; give it a moment when trusted.
+        for _ in 0..50 {
+            if marker.exists() || !trusted {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(marker.exists(), trusted, "{answer}: the folder's command");
     }
 }
