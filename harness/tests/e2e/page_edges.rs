@@ -433,26 +433,38 @@ async fn a_workspace_page_is_previewed_with_its_style_sheet_and_pictures_but_no_
 }
 
 /// A server the agent runs on another port of the host the page is on (a sandbox on the
-/// machine's network, `--sandbox host`) is opened by the person in the same browser: it
-/// receives nothing of their session, which the page keeps in its own origin's storage and
-/// sends itself (a cookie would go to every port of the host).
+/// machine's network, `--sandbox host`) is opened by the person in the same browser: it is
+/// sent no cookie of the page's, whatever path it is opened at, since the session cookie
+/// goes only under the page's secret path.
 #[tokio::test]
-async fn the_pages_session_never_reaches_another_port_of_its_host() {
+async fn the_pages_session_cookie_never_reaches_another_port_of_its_host() {
     let cove = Cove::new(Wire::OpenAi).await;
     let server = Server::start(&cove, &[]).await;
     let mut tab = open_page(&server).await;
-    let session = tab
-        .eval("localStorage.getItem('cove.session')")
+    let key = tab
+        .eval("localStorage.getItem('cove.key')")
         .await
         .unwrap()
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(session.len() >= 32, "the page holds its session");
-    let address = tab.eval("location.href").await.unwrap();
+    assert!(key.len() >= 32, "the page holds its key");
+    let address = tab
+        .eval("location.href + ' ' + document.cookie")
+        .await
+        .unwrap();
     assert!(
-        !address.as_str().unwrap().contains(&session),
-        "the session left the address bar: {address}"
+        !address.as_str().unwrap().contains(&key)
+            && !address.as_str().unwrap().contains("cove_session"),
+        "the key left the address bar, and the cookie is HttpOnly: {address}"
+    );
+    // The page works through its cookie: the thread list answered.
+    let requests = tab.requests().await.unwrap();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.contains(&format!("/k/{key}/v1/threads"))),
+        "{requests:?}"
     );
     let agents = cove_harness::recorder::Recorder::start().unwrap();
     let host = server
@@ -463,13 +475,14 @@ async fn the_pages_session_never_reaches_another_port_of_its_host() {
         .split(':')
         .next()
         .unwrap();
-    tab.goto(&format!("http://{host}:{}/dashboard", agents.port))
-        .await
-        .unwrap();
+    for path in ["/dashboard", "/v1/threads", "/k/"] {
+        tab.goto(&format!("http://{host}:{}{path}", agents.port))
+            .await
+            .unwrap();
+    }
     let heads = agents.heads();
-    assert!(!heads.is_empty(), "the agent's server was opened");
+    assert_eq!(heads.len(), 3, "the agent's server was opened: {heads:?}");
     for head in &heads {
-        assert!(!head.contains(&session), "{head}");
         assert!(!head.to_ascii_lowercase().contains("\ncookie:"), "{head}");
     }
     // Back on the page, the person is still logged in: the thread list loads, no banner.

@@ -419,7 +419,7 @@ async fn a_restarted_server_marks_the_run_interrupted_and_resumes_it_on_request(
 }
 
 #[tokio::test]
-async fn the_api_needs_the_token_or_a_login_session_and_refuses_other_origins() {
+async fn the_api_needs_the_token_or_the_login_cookie_and_refuses_other_origins() {
     let cove = Cove::new(Wire::OpenAi).await;
     let server = Server::start(&cove, &[]).await;
     let http = reqwest::Client::builder()
@@ -452,52 +452,50 @@ async fn the_api_needs_the_token_or_a_login_session_and_refuses_other_origins() 
         .unwrap();
     assert_eq!(right.status(), 200);
 
-    // The login link: once, for a session the page keeps in its origin's storage, handed
-    // over in the fragment (no request carries it) and never as a cookie, which a browser
-    // would send to every port of this host, where the agent's servers may listen.
+    // The login link: once, for an HttpOnly SameSite=Strict cookie that browsers send only
+    // under a path drawn at login (a host's cookies go to every port of it, where the agent's
+    // own servers may listen); the page learns the path from the fragment.
     let login = http.get(&server.login).send().await.unwrap();
     assert_eq!(login.status(), 303);
-    assert!(login.headers().get("set-cookie").is_none());
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let location = login.headers()["location"].to_str().unwrap().to_string();
-    let session = location
-        .strip_prefix("/#session=")
+    let key = location
+        .strip_prefix("/#key=")
         .unwrap_or_else(|| panic!("{location}"))
         .to_string();
+    assert!(key.len() >= 32, "{key}");
+    assert!(cookie.ends_with(&format!("Path=/k/{key}/")), "{cookie}");
+    let session = cookie.split(';').next().unwrap().to_string();
     let again = http.get(&server.login).send().await.unwrap();
     assert_eq!(again.status(), 401, "a login link works once");
-    let with_session = http
-        .get(&threads)
-        .bearer_auth(&session)
+    for path in ["/v1/threads".to_string(), format!("/k/{key}/v1/threads")] {
+        let with_cookie = http
+            .get(server.url(&path))
+            .header("cookie", &session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(with_cookie.status(), 200, "{path}");
+    }
+    let keyed_without_cookie = http
+        .get(server.url(&format!("/k/{key}/v1/threads")))
         .send()
         .await
         .unwrap();
-    assert_eq!(with_session.status(), 200);
-    let as_cookie = http
-        .get(&threads)
-        .header("cookie", format!("cove_session={session}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(as_cookie.status(), 401, "a cookie is no way in");
-    // What the browser fetches by itself carries it as a parameter; that only reads.
-    let by_param = http
-        .get(format!("{threads}?session={session}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(by_param.status(), 200);
-    let post_by_param = http
-        .post(format!("{threads}?session={session}"))
-        .json(&json!({"task": "x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(post_by_param.status(), 401);
+    assert_eq!(
+        keyed_without_cookie.status(),
+        401,
+        "the key is no credential"
+    );
 
-    // Another site's page cannot act with the person's session (nor with the token).
+    // Another site's page cannot act with the person's cookie (nor with the token).
     let forged = http
         .post(&threads)
-        .bearer_auth(&session)
+        .header("cookie", &session)
         .header("origin", "http://evil.example")
         .json(&json!({"task": "exfiltrate"}))
         .send()
@@ -512,7 +510,7 @@ async fn the_api_needs_the_token_or_a_login_session_and_refuses_other_origins() 
     );
     let own = http
         .get(&threads)
-        .bearer_auth(&session)
+        .header("cookie", &session)
         .header("origin", &server.base)
         .send()
         .await

@@ -166,6 +166,9 @@ impl Chromium {
             // No back/forward cache: a page Back brings back is requested again, so a
             // takeover's guard sees it (a cached one would come back live, unchecked).
             "--disable-features=Translate,MediaRouter,OptimizationHints,BackForwardCache",
+            // A page of the web opens no connection to the sandbox's loopback or private
+            // addresses (WebSockets included, which no request interception sees).
+            "--enable-features=LocalNetworkAccessChecks",
             "--password-store=basic",
             "--use-mock-keychain",
             "--hide-scrollbars",

@@ -2,7 +2,9 @@
 //! sent: an address they type, a link they follow, a redirect, a form, and what a page's
 //! scripts fetch (other sites than the page's own are checked; the browser keeps no
 //! back/forward cache, so Back asks again too). WebSocket connections are not seen by the
-//! browser's request interception, and so not checked. Each must be one
+//! browser's request interception: Chromium's Local Network Access checks hold those a page
+//! of the web opens to the sandbox's loopback and private addresses (not through a proxy,
+//! where the page seems to come from the proxy's address). Each request must be one
 //! [`reach::person_may_load`] allows; anything else fails with the browser's "access denied"
 //! page. The active tab is covered from the moment it becomes active; one that was already
 //! showing the sandbox itself by then (a popup a click opened) is emptied.

@@ -1329,7 +1329,9 @@ async fn a_persons_tab_cannot_be_led_to_the_sandbox_by_a_page() {
 /// L1: during a takeover Back and a page's own requests are checked too: a loopback site
 /// the agent visited before does not come back when the person goes back (the browser
 /// keeps no back/forward cache, so Back asks again), and a page on the web cannot make the
-/// person's browser fetch from the sandbox's loopback.
+/// person's browser fetch from the sandbox's loopback, nor open a WebSocket to it (which
+/// the request interception does not see: Chromium's Local Network Access checks, which
+/// coved turns on, hold it before its handshake).
 #[tokio::test]
 async fn back_and_a_pages_requests_are_checked_during_a_takeover() {
     chromium_path();
@@ -1371,8 +1373,12 @@ async fn back_and_a_pages_requests_are_checked_during_a_takeover() {
         "leak.html",
         "text/html",
         format!(
-            "<title>leak</title><script>fetch('http://127.0.0.1:{}/unrelated/leak', {{mode: 'no-cors'}}).finally(() => document.title = 'tried')</script>",
-            internal.port
+            "<title>leak</title><script>
+            const socket = new Promise(done => {{ const ws = new WebSocket('ws://127.0.0.1:{port}/unrelated/socket'); ws.onerror = ws.onclose = ws.onopen = done; }});
+            const fetched = fetch('http://127.0.0.1:{port}/unrelated/leak', {{mode: 'no-cors'}}).catch(() => null);
+            Promise.all([socket, fetched]).finally(() => document.title = 'tried');
+            </script>",
+            port = internal.port
         )
         .into_bytes(),
     );

@@ -1,16 +1,19 @@
-//! Who may use `cove serve`: API clients with the bearer token, the page with a session a
-//! one-time login link starts. The page keeps its session in its origin's storage and sends
-//! it itself (a header; a `session` parameter where a browser sends none: event streams,
-//! pictures, downloads). No cookie: a browser sends a host's cookies to every port of it,
-//! where the agent's own servers may listen. A request from another origin is refused
-//! whatever it carries.
+//! Who may use `cove serve`: API clients with the bearer token, browsers with the session
+//! cookie a one-time login link sets. A request from another origin is refused whatever it
+//! carries (CSRF): a page elsewhere cannot act with the person's cookie.
+//!
+//! A browser sends a host's cookies to every port of it, where the agent's own servers may
+//! listen (a sandbox on the machine's network). So the cookie is scoped to a path no one
+//! else knows: `/k/<key>/`, a key drawn at each login, under which the page makes its
+//! requests ([`strip_key`] takes the prefix off before routing). A server on another port
+//! is never sent it unless opened at that secret path.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
 use axum::extract::{Request, State};
-use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -18,8 +21,10 @@ use super::ServeState;
 use super::api::ApiError;
 use crate::store::new_id;
 
-/// The query parameter that carries a session where no header can.
-const SESSION_PARAM: &str = "session";
+/// The session cookie's name.
+pub(super) const COOKIE_NAME: &str = "cove_session";
+/// Where the page's requests go, followed by its key: `/k/<key>/v1/...`.
+pub(super) const KEY_PREFIX: &str = "/k/";
 
 /// The server's secrets.
 pub(super) struct Auth {
@@ -86,39 +91,61 @@ impl Auth {
         Some(session)
     }
 
-    fn is_session(&self, secret: &str) -> bool {
+    fn bearer_ok(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| same(t.trim(), &self.token))
+    }
+
+    fn cookie_ok(&self, headers: &HeaderMap) -> bool {
+        let Some(session) = session_cookie(headers) else {
+            return false;
+        };
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .any(|s| same(s, secret))
-    }
-
-    /// Whether the request carries the API token or a session: as `Authorization: Bearer`,
-    /// or, for a `GET`, as the `session` parameter.
-    fn admits(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> bool {
-        let bearer = headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        if let Some(bearer) = bearer
-            && (same(bearer, &self.token) || self.is_session(bearer))
-        {
-            return true;
-        }
-        *method == Method::GET && session_param(uri).is_some_and(|s| self.is_session(&s))
+            .any(|s| same(s, &session))
     }
 }
 
-/// The `session` parameter of the request's query (sessions are letters and digits, which
-/// no encoding changes).
-fn session_param(uri: &Uri) -> Option<String> {
-    uri.query()?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(name, _)| *name == SESSION_PARAM)
+/// The session cookie's value, if the request carries one.
+fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE_NAME)
         .map(|(_, value)| value.to_string())
+}
+
+/// The `Set-Cookie` of a new session, sent by browsers only under `/k/<key>/`.
+pub(super) fn session_cookie_header(session: &str, key: &str) -> String {
+    format!("{COOKIE_NAME}={session}; HttpOnly; SameSite=Strict; Path={KEY_PREFIX}{key}/")
+}
+
+/// `uri` with a leading `/k/<key>` taken off (the routes are the same under it), when it has
+/// one.
+fn without_key(uri: &Uri) -> Option<Uri> {
+    let rest = uri.path().strip_prefix(KEY_PREFIX)?;
+    let (_, path) = rest.split_once('/')?;
+    let path_and_query = match uri.query() {
+        Some(query) => format!("/{path}?{query}"),
+        None => format!("/{path}"),
+    };
+    path_and_query.parse().ok()
+}
+
+/// Takes the page's key prefix off a request before it is routed.
+pub(super) async fn strip_key(mut request: Request) -> Request {
+    if let Some(uri) = without_key(request.uri()) {
+        *request.uri_mut() = uri;
+    }
+    request
 }
 
 /// Whether the request's `Origin`, when it has one, is this server's own (the `Host` it was
@@ -139,7 +166,7 @@ pub(super) fn same_origin(headers: &HeaderMap) -> bool {
 /// Refuses other origins, then requests with neither the token nor a session.
 pub(super) async fn guard(
     State(state): State<std::sync::Arc<ServeState>>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
     let headers = request.headers();
@@ -151,7 +178,7 @@ pub(super) async fn guard(
         )
         .into_response();
     }
-    if !state.auth.admits(request.method(), request.uri(), headers) {
+    if !state.auth.bearer_ok(headers) && !state.auth.cookie_ok(headers) {
         if !request.uri().path().starts_with("/v1/") {
             return super::page::login_help(
                 "This page needs the login link cove serve printed when it started.",
@@ -160,34 +187,11 @@ pub(super) async fn guard(
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "send Authorization: Bearer <token> (printed by cove serve), or open the login link cove serve printed (a new one each start) and use its page",
+            "send Authorization: Bearer <token> (printed by cove serve), or open the login link cove serve printed (a new one each start)",
         )
         .into_response();
     }
-    // The routes' own parameters are read strictly; the session is the guard's alone.
-    if let Some(uri) = without_session(request.uri()) {
-        *request.uri_mut() = uri;
-    }
     next.run(request).await
-}
-
-/// `uri` without its `session` parameter, when it has one.
-fn without_session(uri: &Uri) -> Option<Uri> {
-    let query = uri.query()?;
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|pair| pair.split_once('=').map_or(*pair, |(name, _)| name) != SESSION_PARAM)
-        .collect();
-    if kept.len() == query.split('&').count() {
-        return None;
-    }
-    let path = uri.path();
-    let rebuilt = if kept.is_empty() {
-        path.to_string()
-    } else {
-        format!("{path}?{}", kept.join("&"))
-    };
-    rebuilt.parse().ok()
 }
 
 #[cfg(test)]
@@ -195,42 +199,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_login_link_works_once_and_its_session_is_sent_not_kept_in_a_cookie() {
+    fn a_login_link_works_once_and_gives_a_session() {
         let auth = Auth::new(Some("t".repeat(64)));
         let secret = auth.login_secret();
         let session = auth.log_in(&secret).unwrap();
         assert!(auth.log_in(&secret).is_none());
-        let uri: Uri = "/v1/threads".parse().unwrap();
         let mut headers = HeaderMap::new();
-        assert!(!auth.admits(&Method::GET, &uri, &headers));
-        headers.insert(AUTHORIZATION, format!("Bearer {session}").parse().unwrap());
-        assert!(auth.admits(&Method::POST, &uri, &headers));
-        headers.insert(AUTHORIZATION, "Bearer nope".parse().unwrap());
-        assert!(!auth.admits(&Method::GET, &uri, &headers));
-        // What a browser sends to every port of the host is not a way in.
-        let mut cookie = HeaderMap::new();
-        cookie.insert(
-            axum::http::header::COOKIE,
-            format!("cove_session={session}; session={session}")
-                .parse()
-                .unwrap(),
+        headers.insert(
+            COOKIE,
+            format!("a=b; {COOKIE_NAME}={session}").parse().unwrap(),
         );
-        assert!(!auth.admits(&Method::GET, &uri, &cookie));
-        // The parameter, for what a browser fetches by itself, only reads.
-        let with_param: Uri = format!("/v1/threads/x/events?after=3&session={session}")
-            .parse()
-            .unwrap();
-        assert!(auth.admits(&Method::GET, &with_param, &HeaderMap::new()));
-        assert!(!auth.admits(&Method::POST, &with_param, &HeaderMap::new()));
-        let wrong: Uri = "/v1/threads?session=nope".parse().unwrap();
-        assert!(!auth.admits(&Method::GET, &wrong, &HeaderMap::new()));
-        // The route reads its own parameters only.
+        assert!(auth.cookie_ok(&headers));
+        headers.insert(COOKIE, format!("{COOKIE_NAME}=nope").parse().unwrap());
+        assert!(!auth.cookie_ok(&headers));
+    }
+
+    #[test]
+    fn the_cookie_is_scoped_to_the_pages_secret_path_which_routes_as_the_plain_one() {
+        let cookie = session_cookie_header("s3ss10n", "k3y");
+        assert!(
+            cookie.ends_with("; HttpOnly; SameSite=Strict; Path=/k/k3y/"),
+            "{cookie}"
+        );
+        let stripped = |uri: &str| without_key(&uri.parse().unwrap()).map(|u| u.to_string());
         assert_eq!(
-            without_session(&with_param).unwrap().to_string(),
-            "/v1/threads/x/events?after=3"
+            stripped("/k/k3y/v1/threads/x/events?after=3").as_deref(),
+            Some("/v1/threads/x/events?after=3")
         );
-        assert_eq!(without_session(&wrong).unwrap().to_string(), "/v1/threads");
-        assert!(without_session(&uri).is_none());
+        assert_eq!(stripped("/k/k3y/").as_deref(), Some("/"));
+        assert_eq!(stripped("/v1/threads"), None);
+        assert_eq!(stripped("/k/only-a-key"), None);
     }
 
     #[test]

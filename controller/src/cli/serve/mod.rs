@@ -21,7 +21,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::http::header::{LOCATION, REFERRER_POLICY};
+use axum::http::header::{LOCATION, REFERRER_POLICY, SET_COOKIE};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, get, on};
 use clap::Args;
@@ -84,21 +84,24 @@ struct LoginQuery {
     token: Option<String>,
 }
 
-/// Opens the page with its new session in the address's fragment, which no request
-/// carries: the page moves it into its origin's storage and drops it from the address.
+/// The answer that sets the session cookie and opens the page. The cookie's path holds a
+/// key drawn now; the page learns it from the address's fragment (which no request carries)
+/// and makes its requests under it.
 fn logged_in(session: &str) -> Response {
+    let key = crate::store::new_id(16);
     (
         StatusCode::SEE_OTHER,
         [
-            (LOCATION, format!("/#session={session}")),
+            (SET_COOKIE, auth::session_cookie_header(session, &key)),
+            (LOCATION, format!("/#key={key}")),
             (REFERRER_POLICY, "no-referrer".to_string()),
         ],
     )
         .into_response()
 }
 
-/// `GET /login?token=...`: trades a login link's one-time secret for a session; without
-/// one, the login page.
+/// `GET /login?token=...`: trades a login link's one-time secret for the session cookie;
+/// without one, the login page.
 async fn login(State(state): State<Arc<ServeState>>, Query(query): Query<LoginQuery>) -> Response {
     let Some(secret) = query.token else {
         return page::login_help("Log in with the link cove serve printed, or its API token.");
@@ -111,7 +114,7 @@ async fn login(State(state): State<Arc<ServeState>>, Query(query): Query<LoginQu
     }
 }
 
-/// `POST /login` (the login page's form): trades the API token for a session.
+/// `POST /login` (the login page's form): trades the API token for the session cookie.
 async fn login_with_token(
     State(state): State<Arc<ServeState>>,
     headers: axum::http::HeaderMap,
@@ -347,7 +350,12 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
             state.feeds.close();
         }
     };
-    axum::serve(listener, router(state))
+    // The page's requests come under its cookie's secret path; the routes are the plain ones.
+    let app = tower::Layer::layer(
+        &axum::middleware::map_request(auth::strip_key),
+        router(state),
+    );
+    axum::serve(listener, axum::ServiceExt::into_make_service(app))
         .with_graceful_shutdown(stopping)
         .await
         .map_err(|e| CliError::Failed(format!("the server failed: {e}")))?;

@@ -1,7 +1,8 @@
 //! A workspace's web page as its browser would show it: its style sheets, pictures and
 //! fonts load from beside it. The page's own address holds a short-lived capability
-//! (`/view/{token}/{path}`), so what the page loads needs no session (a sandboxed page is an
-//! origin of its own, and cannot read the page's); the token reads that one
+//! (`/view/{token}/{path}`), so what the page loads needs no cookie (a sandboxed page is an
+//! origin of its own, and the session cookie is SameSite=Strict and sent only under the
+//! page's secret path); the token reads that one
 //! thread's workspace, for a while, and nothing else. The page still runs no scripts.
 
 use std::collections::HashMap;

@@ -60,42 +60,37 @@ class ApiFailure extends Error {
 
 // ---------------------------------------------------------------- the session
 
-// The session lives in this origin's storage and the page sends it itself: a cookie would go
-// to every port of this host, where the agent's own servers may listen. A login link lands
-// here with it in the fragment, which no request carries; it moves into storage at once.
-const SESSION_KEY = 'cove.session';
-(function takeSession() {
-  const match = /(?:^#|&)session=([^&]+)/.exec(location.hash);
+// The session cookie is sent by the browser only under /k/<key>/, a path drawn at login that
+// no one else knows: a browser sends a host's cookies to every port of it, where the agent's
+// own servers may listen. A login link lands here with the key in the fragment, which no
+// request carries; it moves into this origin's storage (other tabs share it) at once.
+const KEY_STORE = 'cove.key';
+(function takeKey() {
+  const match = /(?:^#|&)key=([^&]+)/.exec(location.hash);
   if (!match) return;
-  localStorage.setItem(SESSION_KEY, decodeURIComponent(match[1]));
-  const rest = location.hash.replace(/(^#|&)session=[^&]+/, '$1').replace(/^#&/, '#');
+  localStorage.setItem(KEY_STORE, decodeURIComponent(match[1]));
+  const rest = location.hash.replace(/(^#|&)key=[^&]+/, '$1').replace(/^#&/, '#');
   history.replaceState(null, '', location.pathname + location.search + (rest === '#' ? '' : rest));
 })();
 
-function session() {
-  return localStorage.getItem(SESSION_KEY) || '';
+function pageKey() {
+  return localStorage.getItem(KEY_STORE) || '';
 }
 
-/** Headers that carry the session. */
-function authorized(headers) {
-  return Object.assign({ Authorization: 'Bearer ' + session() }, headers || {});
-}
-
-/** A path of this server with the session in it, for what the browser fetches by itself
- *  (event streams, pictures, frames, downloads), which carries no header. */
-function withSession(path) {
-  return path + (path.includes('?') ? '&' : '?') + 'session=' + encodeURIComponent(session());
+/** A path of this server as the page requests it: under its key, where the cookie goes. */
+function keyed(path) {
+  return '/k/' + encodeURIComponent(pageKey()) + path;
 }
 
 async function api(method, path, body) {
-  const init = { method, headers: authorized(), credentials: 'omit' };
+  const init = { method, headers: {}, credentials: 'same-origin' };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
   let response;
   try {
-    response = await fetch(path, init);
+    response = await fetch(keyed(path), init);
   } catch (e) {
     throw new ApiFailure(0, 'unreachable', 'The server does not answer. Is cove serve still running?');
   }
@@ -120,7 +115,7 @@ function threadPath(id, rest) {
 function loggedOut() {
   if (S.loggedOut) return;
   S.loggedOut = true;
-  localStorage.removeItem(SESSION_KEY);
+  localStorage.removeItem(KEY_STORE);
   const banner = $('banner');
   banner.textContent = '';
   banner.append(
@@ -420,7 +415,7 @@ async function selectThread(id) {
  *  keeps only six connections to a server, shared by all its tabs. */
 function follow(id) {
   if (S.source) S.source.close();
-  const source = new EventSource(withSession(threadPath(id, '/events?after=' + S.lastSeq)));
+  const source = new EventSource(keyed(threadPath(id, '/events?after=' + S.lastSeq)));
   S.source = source;
   source.onmessage = (message) => {
     if (S.source !== source) return;
@@ -643,7 +638,7 @@ function finishCard(event, ok) {
       class: 'shot',
       loading: 'lazy',
       alt: 'The browser after ' + event.tool,
-      src: withSession(threadPath(S.current, '/screenshots/' + encodeURIComponent(event.run_id) + '/' + encodeURIComponent(event.call_id))),
+      src: keyed(threadPath(S.current, '/screenshots/' + encodeURIComponent(event.run_id) + '/' + encodeURIComponent(event.call_id))),
     });
     img.addEventListener('error', () => img.remove());
     card.bodyNode.append(img);
@@ -1330,10 +1325,10 @@ async function upload(files) {
     const hint = $('composer-hint');
     hint.textContent = 'Uploading ' + file.name + '…';
     try {
-      const response = await fetch('/v1/uploads?name=' + encodeURIComponent(file.name), {
+      const response = await fetch(keyed('/v1/uploads?name=' + encodeURIComponent(file.name)), {
         method: 'POST',
-        credentials: 'omit',
-        headers: authorized({ 'Content-Type': 'application/octet-stream' }),
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/octet-stream' },
         body: file,
       });
       const data = await response.json().catch(() => null);
@@ -1414,7 +1409,7 @@ async function loadFiles() {
 }
 
 function contentUrl(path, download) {
-  return withSession(threadPath(S.current, '/files/content?path=' + encodeURIComponent(path) + (download ? '&download=true' : '')));
+  return keyed(threadPath(S.current, '/files/content?path=' + encodeURIComponent(path) + (download ? '&download=true' : '')));
 }
 
 const TEXT_TYPES = /\.(txt|md|markdown|csv|tsv|json|jsonl|log|py|rs|js|mjs|ts|tsx|jsx|css|sh|bash|ya?ml|toml|ini|cfg|conf|xml|sql|c|h|cpp|hpp|go|java|kt|rb|php|pl|r|lua|swift|diff|patch|tex|rst|org)$/i;
@@ -1438,13 +1433,13 @@ async function previewFile(path, reveal) {
   } else if (/\.html?$/i.test(path)) {
     // As a browser shows it, with the style sheets and pictures beside it; its own origin,
     // no scripts (the server sends it sandboxed too).
-    const view = withSession(threadPath(S.current, '/files/view?path=' + encodeURIComponent(path)));
+    const view = keyed(threadPath(S.current, '/files/view?path=' + encodeURIComponent(path)));
     box.append(el('iframe', { src: view, sandbox: '', title: 'Preview of ' + path }));
   } else if (/\.svg$/i.test(path)) {
     box.append(el('iframe', { src: url, sandbox: '', title: 'Preview of ' + path }));
   } else if (TEXT_TYPES.test(path) || !/\.[a-z0-9]+$/i.test(path.split('/').pop())) {
     try {
-      const response = await fetch(url, { credentials: 'omit' });
+      const response = await fetch(url, { credentials: 'same-origin' });
       if (!response.ok) {
         const data = await response.json().catch(() => null);
         throw new Error((data && data.error && data.error.message) || response.statusText);
@@ -1489,7 +1484,7 @@ function loadScreenshot() {
     img.hidden = true;
     empty.hidden = false;
   };
-  probe.src = withSession(threadPath(id, '/screenshots/latest?v=' + shotVersion));
+  probe.src = keyed(threadPath(id, '/screenshots/latest?v=' + shotVersion));
 }
 
 // ---------------------------------------------------------------- tabs and layout
@@ -1636,7 +1631,7 @@ $('takeover').addEventListener('click', () => {
 // ---------------------------------------------------------------- start
 
 (async function start() {
-  if (!session()) {
+  if (!pageKey()) {
     location.replace('/login');
     return;
   }
