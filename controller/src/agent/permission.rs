@@ -85,7 +85,7 @@ impl Gate {
         let Some(policy) = &self.policy else {
             return Ok(());
         };
-        let shell_dir = if policy.reads_shell_dir(policy_name) {
+        let shell_dir = if policy.reads_shell_dir(policy_name, args) {
             self.shell_dir(args).await
         } else {
             None

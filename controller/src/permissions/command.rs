@@ -459,6 +459,30 @@ pub fn risks(
     folder: Option<&str>,
     shell_dir: Option<&str>,
 ) -> Vec<Risk> {
+    reading(command, workspace, folder, shell_dir).0
+}
+
+/// Whether `command` names a path it deletes, writes or moves the shell to by a relative
+/// path, whose place depends on where the shell is.
+pub fn reads_relative_paths(command: &str) -> bool {
+    reading(command, None, None, None).1
+}
+
+/// The risks of [`risks`], and whether any path it judged was relative.
+fn reading(
+    command: &str,
+    workspace: Option<&Path>,
+    folder: Option<&str>,
+    shell_dir: Option<&str>,
+) -> (Vec<Risk>, bool) {
+    let relative = std::cell::Cell::new(false);
+    // Where a path read from `here` lies, noting a relative one.
+    let judge = |path: &str, here: Option<&Path>| {
+        if !(path.starts_with('/') || path.starts_with('~') || path.starts_with('$')) {
+            relative.set(true);
+        }
+        place(path, here, workspace)
+    };
     let mut found: Vec<Risk> = Vec::new();
     let mut note = |kind: RiskKind, text: String, path: Option<PathBuf>| {
         if !found.iter().any(|r| r.text == text) {
@@ -582,7 +606,7 @@ pub fn risks(
         }
         if (prog.name == "cd" || prog.name == "pushd")
             && let Some(dir) = prog.args.iter().find(|a| !a.starts_with('-'))
-            && place(dir, here, workspace) == Place::Outside
+            && judge(dir, here) == Place::Outside
         {
             note(
                 RiskKind::Outside,
@@ -605,7 +629,7 @@ pub fn risks(
         }
         for path in destroyed_paths(&prog) {
             for path in expand_braces(&path) {
-                match place(&path, here, workspace) {
+                match judge(&path, here) {
                     Place::Inside => {}
                     // `find . -delete` deletes what it matches, not the workspace.
                     Place::Workspace if prog.name == "find" => {}
@@ -646,7 +670,7 @@ pub fn risks(
             if !target.is_empty()
                 && !target.starts_with('&')
                 && target != "/dev/null"
-                && place(target, here, workspace) == Place::Outside
+                && judge(target, here) == Place::Outside
             {
                 note(
                     RiskKind::Outside,
@@ -656,7 +680,7 @@ pub fn risks(
             }
         }
     }
-    found
+    (found, relative.get())
 }
 
 /// How the program runs a string as code, if it does.

@@ -248,10 +248,18 @@ impl Policy {
         self.check_from(tool, args, None)
     }
 
-    /// Whether a call of `tool` is read better knowing where its shell is (a `cd` of an
-    /// earlier call moves it): worth asking the sandbox before [`Policy::check_from`].
-    pub fn reads_shell_dir(&self, tool: &str) -> bool {
-        self.mode == Mode::Auto && matches!(tool, "execute_command" | "send_command_input")
+    /// Whether a call of `tool` with `args` is read better knowing where its shell is (a
+    /// `cd` of an earlier call moves it): it names a path to delete, write or go to by a
+    /// relative path, and no folder of its own. Worth asking the sandbox (a round trip)
+    /// before [`Policy::check_from`]; most commands are not.
+    pub fn reads_shell_dir(&self, tool: &str, args: &Value) -> bool {
+        let text = |field: &str| args.get(field).and_then(Value::as_str).unwrap_or("");
+        let command = match tool {
+            "execute_command" if text("folder").is_empty() => text("command"),
+            "send_command_input" => text("text"),
+            _ => return false,
+        };
+        self.mode == Mode::Auto && command::reads_relative_paths(command)
     }
 
     /// [`Policy::check`] of a shell call whose session's shell is in `shell_dir` (absolute,
@@ -407,7 +415,24 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
-        assert!(p.reads_shell_dir("execute_command") && !p.reads_shell_dir("write_file"));
+        // The sandbox is asked only where it matters: a relative path to delete, write or
+        // go to, and no folder of the call's own.
+        assert!(p.reads_shell_dir("execute_command", &emptied));
+        assert!(p.reads_shell_dir("execute_command", &run("echo x > notes.txt")));
+        assert!(p.reads_shell_dir("send_command_input", &typed));
+        for not_needed in [
+            run("cargo test"),
+            run("rm -rf /tmp/x"),
+            from_sub.clone(),
+            json!({"file_path": "a"}),
+        ] {
+            let tool = if not_needed.get("file_path").is_some() {
+                "write_file"
+            } else {
+                "execute_command"
+            };
+            assert!(!p.reads_shell_dir(tool, &not_needed), "{not_needed}");
+        }
     }
 
     #[test]
