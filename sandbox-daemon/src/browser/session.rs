@@ -1062,30 +1062,35 @@ impl Session {
         let sid = BrowserManager::next_snapshot_id(counter);
         let mut phases = Phases::start();
         let (snapshot, screenshot) = if query.screenshot {
-            // The picture is taken while the page settles: a still page (most, once loaded)
-            // needs no second one. It is taken again when the page changed after it began.
+            // The picture is taken while the page settles and its text is read: a still page
+            // (most, once loaded) needs no second one. It is taken again, after the text,
+            // when the page changed after it began.
             let began = self.page_clock(&page).await;
-            let (changed, early) = tokio::join!(self.settle(&page), self.screenshot(&page));
-            phases.mark("settle and screenshot");
-            let (snapshot, shot, began) = match early {
-                Ok(shot) if unchanged_since(began, changed) => {
-                    (self.read_snapshot(&page, sid, &query).await?, shot, began)
-                }
-                // It changed while the picture was taken: another, beside the text.
-                _ => {
-                    let began = self.page_clock(&page).await;
+            let text = async {
+                let changed = self.settle(&page).await;
+                if unchanged_since(began, changed) {
+                    (self.read_snapshot(&page, sid, &query).await, None)
+                } else {
+                    // It changed while the picture was taken: another, beside the text.
+                    let again = self.page_clock(&page).await;
                     let (snapshot, shot) = tokio::join!(
                         self.read_snapshot(&page, sid, &query),
                         self.screenshot(&page)
                     );
-                    (snapshot?, shot?, began)
+                    (snapshot, Some((shot, again)))
                 }
             };
+            let ((snapshot, retaken), early) = tokio::join!(text, self.screenshot(&page));
+            phases.mark("settle, text and screenshot");
+            let snapshot = snapshot?;
+            let (shot, began) = match retaken {
+                Some((shot, again)) => (shot, again),
+                None => (early, began),
+            };
             // Changed again before the text was read: the picture follows the text.
-            let shot = if unchanged_since(began, snapshot.changed_at) {
-                shot
-            } else {
-                self.screenshot(&page).await?
+            let shot = match shot {
+                Ok(shot) if unchanged_since(began, snapshot.changed_at) => shot,
+                _ => self.screenshot(&page).await?,
             };
             (snapshot, Some(shot))
         } else {
