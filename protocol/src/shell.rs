@@ -109,7 +109,8 @@ pub struct SessionInfo {
     pub started_at: Option<String>,
     /// The shell itself has exited; the next `exec` starts a fresh one.
     pub exited: bool,
-    /// The shell's working directory (where a `cd` left it), while it lives.
+    /// Where the terminal's foreground is (the shell, where a `cd` left it; or a shell or
+    /// program a running command started, where typed input goes), while it lives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
 }

@@ -479,7 +479,7 @@ pub(super) async fn prepare(
     // Walls on this machine: a deletion aimed at its other places is worth a question.
     let shown = match &sandbox.spec {
         SandboxSpec::Local { workspace } if walled => {
-            Some(crate::sandbox::local::bwrap::shown_places(
+            Some(crate::sandbox::local::bwrap::shown_places_by_both_names(
                 workspace,
                 &inv.local.read_only,
                 &inv.local.writable,

@@ -264,10 +264,20 @@ const DELETERS: &[&str] = &["rm", "rmdir", "unlink", "shred", "trash", "trash-pu
 #[derive(Debug, PartialEq, Eq)]
 enum Place {
     Inside,
-    /// The workspace itself.
+    /// The workspace itself, or everything in it (`*`).
     Workspace,
+    /// A place outside that holds the workspace (a folder above it, or a pattern there that
+    /// its name matches): deleting it deletes the workspace too.
+    Holder,
     /// Outside it, or somewhere this reading cannot tell (`$DIR`, `~`).
     Outside,
+}
+
+impl Place {
+    /// Outside the workspace, holding it or not.
+    fn is_outside(&self) -> bool {
+        matches!(self, Place::Outside | Place::Holder)
+    }
 }
 
 /// Where `path`, read from the folder `from` (the workspace when `None`), lies.
@@ -286,11 +296,41 @@ fn place(path: &str, from: Option<&Path>, workspace: Option<&Path>) -> Place {
     };
     if resolved == start {
         Place::Workspace
+    } else if let Some(place) = holding(&resolved, &start) {
+        place
     } else if resolved.starts_with(&start) {
         Place::Inside
     } else {
         Place::Outside
     }
+}
+
+/// Whether `path` takes all of `workspace` with it: everything in it (`*`, the
+/// workspace's place), a folder that holds it, or a pattern in a folder above it that its
+/// name matches (a holder's place).
+fn holding(path: &Path, workspace: &Path) -> Option<Place> {
+    if workspace.as_os_str().is_empty() {
+        return None;
+    }
+    if workspace.starts_with(path) {
+        return Some(Place::Holder);
+    }
+    let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
+        return None;
+    };
+    let name = name.to_string_lossy();
+    if !name.contains(['*', '?', '[']) {
+        return None;
+    }
+    if dir == workspace {
+        return (name == "*").then_some(Place::Workspace);
+    }
+    workspace
+        .strip_prefix(dir)
+        .ok()
+        .and_then(|below| below.components().next())
+        .is_some_and(|first| super::Glob::new(&name).matches(&first.as_os_str().to_string_lossy()))
+        .then_some(Place::Holder)
 }
 
 /// `path` from `start`, `..` taken away by the words alone (links are not followed); `None`
@@ -496,18 +536,19 @@ fn reading(
     // Where relative paths start: the workspace, or the folder the call names.
     let start: Option<PathBuf> = match folder.filter(|f| !f.is_empty()) {
         Some(f) => {
-            if place(f, None, workspace) == Place::Outside {
+            if place(&cove_tools::workspace_path(f), None, workspace).is_outside() {
                 note(
                     RiskKind::Outside,
                     format!("runs in a folder outside the workspace: {f}"),
                     None,
                 );
             }
-            workspace.map(|w| w.join(f))
+            // As the shell tool reads it: `/workspace/...` is the workspace's own.
+            workspace.map(|w| w.join(cove_tools::workspace_path(f)))
         }
         None => match shell_dir.filter(|d| d.starts_with('/')) {
             Some(d) => {
-                if place(d, None, workspace) == Place::Outside {
+                if place(d, None, workspace).is_outside() {
                     note(
                         RiskKind::Outside,
                         format!(
@@ -521,7 +562,8 @@ fn reading(
             None => workspace.map(Path::to_path_buf),
         },
     };
-    let here = start.as_deref();
+    // Where relative paths start now: a `cd` earlier in the command moves it.
+    let mut here_dir: Option<PathBuf> = start.clone();
     if command.contains("()") {
         note(
             RiskKind::CannotTell,
@@ -606,13 +648,17 @@ fn reading(
         }
         if (prog.name == "cd" || prog.name == "pushd")
             && let Some(dir) = prog.args.iter().find(|a| !a.starts_with('-'))
-            && judge(dir, here) == Place::Outside
         {
-            note(
-                RiskKind::Outside,
-                format!("moves the shell to a folder outside the workspace: {dir}"),
-                None,
-            );
+            if judge(dir, here_dir.as_deref()).is_outside() {
+                note(
+                    RiskKind::Outside,
+                    format!("moves the shell to a folder outside the workspace: {dir}"),
+                    None,
+                );
+            }
+            if let Some(moved) = here_dir.as_deref().and_then(|from| lexical(dir, from)) {
+                here_dir = Some(moved);
+            }
         }
         if let Some(sub) = publish_of(&prog) {
             note(RiskKind::Publish, sub, None);
@@ -629,7 +675,7 @@ fn reading(
         }
         for path in destroyed_paths(&prog) {
             for path in expand_braces(&path) {
-                match judge(&path, here) {
+                match judge(&path, here_dir.as_deref()) {
                     Place::Inside => {}
                     // `find . -delete` deletes what it matches, not the workspace.
                     Place::Workspace if prog.name == "find" => {}
@@ -641,8 +687,23 @@ fn reading(
                     Place::Outside => note(
                         RiskKind::Outside,
                         format!("deletes or overwrites outside the workspace: {path}"),
-                        at(&path, here),
+                        at(&path, here_dir.as_deref()),
                     ),
+                    Place::Holder => {
+                        note(
+                            RiskKind::Outside,
+                            format!("deletes or overwrites outside the workspace: {path}"),
+                            at(&path, here_dir.as_deref()),
+                        );
+                        // `find / -name x -delete` deletes what it matches.
+                        if prog.name != "find" {
+                            note(
+                                RiskKind::Workspace,
+                                format!("deletes the whole workspace with {path}"),
+                                None,
+                            );
+                        }
+                    }
                 }
             }
         }
@@ -670,12 +731,12 @@ fn reading(
             if !target.is_empty()
                 && !target.starts_with('&')
                 && target != "/dev/null"
-                && judge(target, here) == Place::Outside
+                && judge(target, here_dir.as_deref()).is_outside()
             {
                 note(
                     RiskKind::Outside,
                     format!("writes outside the workspace: {target}"),
-                    at(target, here),
+                    at(target, here_dir.as_deref()),
                 );
             }
         }

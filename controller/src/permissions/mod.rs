@@ -233,9 +233,15 @@ impl Policy {
         let (Some(shown), Some(path)) = (&self.shown, &risk.path) else {
             return false;
         };
+        // A pattern names the folder it is in (`/home/u/thesis/*`).
+        let named: PathBuf = path
+            .components()
+            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+            .collect();
         risk.kind == RiskKind::Outside
-            && !shown.iter().any(|s| path.starts_with(s))
-            && path.symlink_metadata().is_ok()
+            && named.components().count() > 1
+            && !shown.iter().any(|s| named.starts_with(s))
+            && named.symlink_metadata().is_ok()
     }
 
     /// Its mode.
@@ -397,15 +403,42 @@ mod tests {
             &typed,
             Some("/")
         )));
-        // Inside the workspace, nothing to ask.
-        assert_eq!(
-            p.check_from(
-                "execute_command",
-                &run("rm -rf build"),
-                Some("/workspace/src")
+        // Everything in a folder above the workspace, the folder itself, a `cd` earlier in
+        // the same command, a folder spelt as the tool reads it: all the workspace.
+        for (command, shell_dir) in [
+            (run("rm -rf *"), Some("/")),
+            (run("rm -rf ./"), Some("/")),
+            (run("rm -rf w*"), Some("/")),
+            (run("cd .. && rm -rf workspace"), None),
+            (run("cd / && rm -rf *"), None),
+            (run("rm -rf *"), None),
+            (json!({"command": "rm -rf .", "folder": "/workspace"}), None),
+            (
+                json!({"command": "rm -rf ..", "folder": "/workspace/src"}),
+                None,
             ),
-            Verdict::Allow
-        );
+        ] {
+            match p.check_from("execute_command", &command, shell_dir) {
+                Verdict::Ask { why } => {
+                    assert!(why.contains("whole workspace"), "{command}: {why}")
+                }
+                other => panic!("{command} from {shell_dir:?}: {other:?}"),
+            }
+        }
+        // Inside the workspace, or a pattern that cannot be it, nothing to ask.
+        for (command, shell_dir) in [
+            ("rm -rf build", Some("/workspace/src")),
+            ("rm -rf *", Some("/workspace/src")),
+            ("rm -f *.log", None),
+            ("rm -rf x*", Some("/")),
+            ("cd src && rm -rf *", None),
+        ] {
+            assert_eq!(
+                p.check_from("execute_command", &run(command), shell_dir),
+                Verdict::Allow,
+                "{command} from {shell_dir:?}"
+            );
+        }
         // Without walls the reading says where the shell is.
         let host = policy("[permissions]", None).with_walls(false);
         match host.check_from("execute_command", &run("rm -rf x"), Some("/srv/data")) {
@@ -453,6 +486,8 @@ mod tests {
         std::fs::write(precious.join("thesis.tex"), "years of work").unwrap();
         let written = format!("echo x > {}/thesis.tex", precious.display());
         assert!(is_ask(&p.check("execute_command", &run(&written))));
+        let everything_in = format!("rm -rf {}/*", precious.display());
+        assert!(is_ask(&p.check("execute_command", &run(&everything_in))));
         // What the walls show read-only, what does not exist here, and the sandbox's own
         // places run: the walls hold them.
         for contained in [

@@ -44,7 +44,9 @@
   if (HAS_NAVIGATION_API) G.navigation.addEventListener('navigate', () => { agent.navigateSeen = true; });
 
   // The page's clock, to compare with when it last changed.
-  agent.now = () => performance.now();
+  // On a clock shared by every document of the tab (a new one restarts performance.now()),
+  // so a time read before a navigation compares with one read after it.
+  agent.now = () => performance.timeOrigin + performance.now();
 
   agent.armInput = () => {
     agent.navigateSeen = false;
@@ -82,7 +84,7 @@
       const still = quietLeft <= 0 && document.readyState === 'complete' && !moving;
       if (still || now - started >= opts.maxMs) {
         // When it last changed: a picture taken since shows this page.
-        resolve({ waited_ms: Math.round(now - started), settled: still, changed_at: Math.max(agent.lastChange, agent.lastAnimation) });
+        resolve({ waited_ms: Math.round(now - started), settled: still, changed_at: performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation) });
         return;
       }
       // Right when the quiet period would end, or soon for loading and animations.
@@ -825,7 +827,7 @@
       viewport: { width: vw, height: vh },
       content: opts.content ? clip(document.body ? document.body.innerText : '', opts.contentChars) : null,
       // When the page last changed, as its text was read: a picture taken since shows it.
-      changed_at: Math.max(agent.lastChange, agent.lastAnimation),
+      changed_at: performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation),
     };
   };
 

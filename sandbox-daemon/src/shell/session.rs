@@ -266,10 +266,13 @@ impl Session {
         self.shell_pid
     }
 
-    /// The shell's working directory, as the kernel knows it.
+    /// Where what the terminal runs in the foreground is (the shell itself when idle; a
+    /// shell or a program started in it while it runs, which is where typed text goes), as
+    /// the kernel knows it.
     pub fn cwd(&self) -> Option<String> {
-        std::fs::read_link(format!("/proc/{}/cwd", self.shell_pid))
-            .ok()
+        [self.foreground_group(), self.shell_pid]
+            .iter()
+            .find_map(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).ok())
             .map(|dir| dir.to_string_lossy().into_owned())
     }
 

@@ -646,3 +646,38 @@ async fn a_posix_shell_without_bash_runs_commands_with_exact_codes_and_state() {
     assert!(done.output.contains("late"), "{done:?}");
     assert_eq!(done.exit_code, Some(0));
 }
+
+/// Where typed input goes is where the terminal's foreground is: a shell started in the
+/// session and moved by a `cd` typed into it, not the session's own shell.
+#[tokio::test]
+async fn a_session_says_where_its_foreground_is() {
+    let d = daemon().await;
+    let c = &d.client;
+    c.exec(
+        &ExecRequest::new("bash --norc --noprofile")
+            .in_session("inner")
+            .non_blocking(),
+    )
+    .await
+    .unwrap();
+    let typed = cove_protocol::shell::InputRequest {
+        text: "cd /tmp".into(),
+        enter: true,
+    };
+    c.input("inner", &typed).await.unwrap();
+    let tmp = std::fs::canonicalize("/tmp").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = c.sessions().await.unwrap().sessions;
+        let inner = listed.iter().find(|s| s.name == "inner").unwrap();
+        if inner.cwd.as_deref() == tmp.to_str() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the foreground shell's folder was never said: {inner:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.signal("inner", Signal::Kill).await.unwrap();
+}

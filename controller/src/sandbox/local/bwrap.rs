@@ -109,6 +109,24 @@ pub fn shown_places(workspace: &Path, read_only: &[PathBuf], writable: &[PathBuf
         .collect()
 }
 
+/// [`shown_places`] as they are spelt and as they resolve (`/bin` is `/usr/bin` where the
+/// system merged them): a path a command names matches either.
+pub fn shown_places_by_both_names(
+    workspace: &Path,
+    read_only: &[PathBuf],
+    writable: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut places: Vec<PathBuf> = SYSTEM
+        .iter()
+        .map(PathBuf::from)
+        .chain(read_only.iter().cloned())
+        .chain(writable.iter().cloned())
+        .chain([workspace.to_path_buf()])
+        .collect();
+    places.extend(shown_places(workspace, read_only, writable));
+    places
+}
+
 /// What the sandbox's network is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Network {

@@ -65,12 +65,21 @@ class ApiFailure extends Error {
 // own servers may listen. A login link lands here with the key in the fragment, which no
 // request carries; it moves into this origin's storage (other tabs share it) at once.
 const KEY_STORE = 'cove.key';
-(function takeKey() {
+// A key from the address replaces the stored one only once the server takes it: a link from
+// anywhere could carry one.
+const keyTaken = (async function takeKey() {
   const match = /(?:^#|&)key=([^&]+)/.exec(location.hash);
   if (!match) return;
-  localStorage.setItem(KEY_STORE, decodeURIComponent(match[1]));
   const rest = location.hash.replace(/(^#|&)key=[^&]+/, '$1').replace(/^#&/, '#');
   history.replaceState(null, '', location.pathname + location.search + (rest === '#' ? '' : rest));
+  const key = decodeURIComponent(match[1]);
+  if (key === localStorage.getItem(KEY_STORE)) return;
+  try {
+    const tried = await fetch('/k/' + encodeURIComponent(key) + '/v1/threads', { credentials: 'same-origin' });
+    if (tried.ok) localStorage.setItem(KEY_STORE, key);
+  } catch (e) {
+    // The server does not answer: the page says so when it asks again.
+  }
 })();
 
 function pageKey() {
@@ -89,12 +98,13 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   let response;
+  const key = pageKey();
   try {
     response = await fetch(keyed(path), init);
   } catch (e) {
     throw new ApiFailure(0, 'unreachable', 'The server does not answer. Is cove serve still running?');
   }
-  if (response.status === 401) loggedOut();
+  if (response.status === 401) loggedOut(key);
   let data = null;
   try {
     data = await response.json();
@@ -112,10 +122,12 @@ function threadPath(id, rest) {
   return '/v1/threads/' + encodeURIComponent(id) + (rest || '');
 }
 
-function loggedOut() {
+/** The session under `key` has ended; the key is let go unless another tab has put a new
+ *  one in its place meanwhile. */
+function loggedOut(key) {
   if (S.loggedOut) return;
   S.loggedOut = true;
-  localStorage.removeItem(KEY_STORE);
+  if (key !== undefined && pageKey() === key) localStorage.removeItem(KEY_STORE);
   const banner = $('banner');
   banner.textContent = '';
   banner.append(
@@ -1631,6 +1643,7 @@ $('takeover').addEventListener('click', () => {
 // ---------------------------------------------------------------- start
 
 (async function start() {
+  await keyTaken;
   if (!pageKey()) {
     location.replace('/login');
     return;
