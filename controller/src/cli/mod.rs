@@ -128,6 +128,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         .or_else(|| file.db.clone())
         .unwrap_or_else(|| config::data_dir().join("cove.db"));
     let local = config::local_settings(&file)?;
+    // Cove's own data folder is its user's alone, even where an older Cove made it open.
+    if db.parent() == Some(config::data_dir().as_path())
+        && let Ok(true) = crate::private_files::tighten(&config::data_dir(), 0o700)
+    {
+        tracing::warn!(folder = %config::data_dir().display(), "Cove's data folder was open to other users; it is now 0700");
+    }
     let inv = Invocation {
         printer: Printer::new(cli.json),
         store: Arc::new(Store::open(&db)?),

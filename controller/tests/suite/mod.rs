@@ -2,5 +2,4 @@ mod agent;
 mod caching;
 mod context;
 mod providers;
-mod store;
 mod web;

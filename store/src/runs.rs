@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Decision, RequestKind, Store, StoreError, ThreadStatus, new_id, now_ms, stored_names};
-use crate::llm::ChatMessage;
+use cove_protocol::conversation::ChatMessage;
 
 stored_names! {
     /// Where a run is: under way, or how it ended.

@@ -5,7 +5,7 @@ use rusqlite::params;
 use serde::Serialize;
 
 use super::{Store, StoreError, now_ms};
-use crate::llm::Usage;
+use cove_protocol::conversation::Usage;
 
 /// What a run's model calls add up to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Store, StoreError, now_ms, stored_names};
-use crate::llm::{ChatMessage, Role};
+use cove_protocol::conversation::{ChatMessage, Role};
 
 stored_names! {
     /// What a stored message is.

@@ -1,14 +1,16 @@
 //! The store against real database files: a database from the last release upgrades with
 //! nothing lost, one from a newer Cove is refused untouched, and what is stored reads back.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on the unexpected
+
 use std::path::{Path, PathBuf};
 
-use cove::llm::ChatMessage;
-use cove::store::{
+use cove_protocol::conversation::ChatMessage;
+use cove_protocol::events::RunStatus;
+use cove_store::{
     DecideError, Decision, MessageKind, NewRequest, NewThread, PauseKind, RequestKind, RunState,
     Store, StoreError, ThreadStatus,
 };
-use cove_protocol::events::RunStatus;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -480,8 +482,8 @@ fn permission_requests_wait_until_decided_from_any_store_on_the_file() {
 
 #[test]
 fn a_plan_goes_through_versions_and_refuses_what_does_not_fit_its_state() {
-    use cove::store::{PlanDraft, PlanError};
     use cove_protocol::plan::{PlanStatus, PlanStep, StepStatus};
+    use cove_store::{PlanDraft, PlanError};
 
     let store = Store::in_memory().unwrap();
     let thread = store
@@ -588,7 +590,7 @@ fn a_deleted_thread_leaves_nothing_behind_and_other_threads_as_they_were() {
                 &run.id,
                 1,
                 "openai/gpt-4o",
-                &cove::llm::Usage {
+                &cove_protocol::conversation::Usage {
                     input_tokens: 10,
                     ..Default::default()
                 },

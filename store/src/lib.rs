@@ -7,6 +7,8 @@
 //! The schema is versioned (`schema.rs`): opening a database upgrades it, and a database
 //! written by a newer Cove is refused rather than touched.
 
+pub mod private_files;
+
 mod events;
 mod knowledge;
 mod messages;
@@ -81,16 +83,11 @@ fn keep_private(path: &Path) {
         .write(true)
         .mode(0o600)
         .open(path);
-    if path.parent() == Some(crate::config::data_dir().as_path())
-        && let Ok(true) = crate::private_files::tighten(&crate::config::data_dir(), 0o700)
-    {
-        tracing::warn!(folder = %crate::config::data_dir().display(), "Cove's data folder was open to other users; it is now 0700");
-    }
     for suffix in ["", "-wal", "-shm"] {
         let mut file = path.as_os_str().to_owned();
         file.push(suffix);
         let file = std::path::PathBuf::from(file);
-        if let Ok(true) = crate::private_files::tighten(&file, 0o600) {
+        if let Ok(true) = private_files::tighten(&file, 0o600) {
             tracing::warn!(file = %file.display(), "the database was readable by other users; it is now 0600");
         }
     }
@@ -207,7 +204,7 @@ impl Store {
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let _ = crate::private_files::dir_all(dir);
+            let _ = private_files::dir_all(dir);
         }
         let open_error = |source| StoreError::Open {
             path: path.display().to_string(),
