@@ -10,7 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod format;
-pub mod llm;
+pub use cove_llm as llm;
 pub mod mcp;
 pub mod permissions;
 pub mod plan_answer;

@@ -73,12 +73,15 @@
   }
 
   // Resolves once the page has been still for `quietMs` (no content change, no finite
-  // animation, loaded), or after `maxMs` whatever it is doing.
+  // animation, loaded), or after `maxMs` whatever it is doing. `fresh`: still for `quietMs`
+  // from now, whatever came before (an answer just came: the page acts on it, perhaps by
+  // asking for the next one, without changing anything yet).
   agent.settle = (opts) => new Promise((resolve) => {
     const started = performance.now();
+    const floor = opts.fresh ? started : 0;
     const check = () => {
       const now = performance.now();
-      const quietLeft = opts.quietMs - (now - agent.lastChange);
+      const quietLeft = opts.quietMs - (now - Math.max(agent.lastChange, floor));
       const moving = animating();
       if (moving) agent.lastAnimation = now;
       const still = quietLeft <= 0 && document.readyState === 'complete' && !moving;

@@ -1144,10 +1144,16 @@ impl Session {
     async fn settle(&self, page: &Page) -> Option<f64> {
         let deadline = Instant::now() + STILL_WAIT;
         let requests = self.active_tab().ok().and_then(|t| t.requests.as_ref());
+        // After an answer the page gets a quiet period of its own to act on it: an app that
+        // chains requests starts the next one only once it has read the last.
+        let mut fresh = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let still =
-                json!({"quietMs": STILL_FOR.as_millis() as u64, "maxMs": left.as_millis() as u64});
+            let still = json!({
+                "quietMs": STILL_FOR.as_millis() as u64,
+                "maxMs": left.as_millis() as u64,
+                "fresh": fresh,
+            });
             let waited =
                 cdp::agent::<Value>(page, "settle", std::slice::from_ref(&still), self.limit())
                     .await;
@@ -1173,6 +1179,7 @@ impl Session {
             if !answered {
                 return changed_at;
             }
+            fresh = true;
         }
     }
 

@@ -73,13 +73,15 @@ const keyTaken = (async function takeKey() {
   const rest = location.hash.replace(/(^#|&)key=[^&]+/, '$1').replace(/^#&/, '#');
   history.replaceState(null, '', location.pathname + location.search + (rest === '#' ? '' : rest));
   const key = decodeURIComponent(match[1]);
-  if (key === localStorage.getItem(KEY_STORE)) return;
-  try {
-    const tried = await fetch('/k/' + encodeURIComponent(key) + '/v1/threads', { credentials: 'same-origin' });
-    if (tried.ok) localStorage.setItem(KEY_STORE, key);
-  } catch (e) {
-    // The server does not answer: the page says so when it asks again.
-  }
+  const stored = localStorage.getItem(KEY_STORE);
+  if (key === stored) return;
+  const works = (k) =>
+    fetch('/k/' + encodeURIComponent(k) + '/v1/threads', { credentials: 'same-origin' })
+      .then((r) => r.ok)
+      .catch(() => false);
+  // With no key yet there is nothing to keep; a working one gives way only to one that works
+  // too, or once it stops working itself.
+  if (!stored || (await works(key)) || !(await works(stored))) localStorage.setItem(KEY_STORE, key);
 })();
 
 function pageKey() {

@@ -348,7 +348,7 @@ impl ChatProvider for OpenAi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ToolCall, ToolSpec};
+    use crate::{ToolCall, ToolSpec};
 
     fn decode(chunks: &[&str], with_done: bool) -> Result<Vec<StreamEvent>, LlmError> {
         let mut d = Decoder::new(NAME);

@@ -361,7 +361,7 @@ impl ChatProvider for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ToolCall, ToolSpec};
+    use crate::{ToolCall, ToolSpec};
 
     fn decode(events: &[(&str, &str)]) -> Result<Vec<StreamEvent>, LlmError> {
         let mut d = Decoder::default();
