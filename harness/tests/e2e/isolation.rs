@@ -318,28 +318,39 @@ async fn a_workspace_that_holds_the_users_home_is_refused() {
     assert!(err.contains("use a folder inside it"), "{err}");
 }
 
-#[tokio::test]
-async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
-    let cove = Cove::new(Wire::OpenAi).await;
+/// `cove exec` with `PATH` as given: refused in one line that says all of `said`, and
+/// nothing ran.
+async fn refused_with_path(cove: &Cove, path: &str, said: &[&str]) {
     let ws = cove.workspace.to_str().unwrap().to_string();
-    // No bubblewrap on this PATH: as on a machine without it.
     let out = cove
         .command(&["exec", "touch ran", "--workspace", &ws])
-        .env("PATH", "/nonexistent")
+        .env("PATH", path)
         .output()
         .await
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    for said in [
-        "bubblewrap is not installed",
-        "--sandbox host",
-        "cove sandbox create",
-    ] {
+    for said in said {
         assert!(err.contains(said), "{said}: {err}");
     }
     assert!(!cove.workspace.join("ran").exists());
+}
+
+#[tokio::test]
+async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    // No bubblewrap on this PATH: as on a machine without it.
+    refused_with_path(
+        &cove,
+        "/nonexistent",
+        &[
+            "bubblewrap is not installed",
+            "--sandbox host",
+            "cove sandbox create",
+        ],
+    )
+    .await;
 
     // bubblewrap installed, the kernel refusing user namespaces: bwrap's own words, as a
     // Debian kernel with kernel.unprivileged_userns_clone=0 makes it say them.
@@ -351,26 +362,18 @@ async fn a_machine_that_cannot_wall_the_agent_in_says_so_and_runs_nothing() {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = format!("{}:/usr/bin:/bin", bin.path().display());
-    let out = cove
-        .command(&["exec", "touch ran", "--workspace", &ws])
-        .env("PATH", &path)
-        .output()
-        .await
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    for said in [
-        "cannot make the sandbox's namespaces",
-        "non-privileged user namespaces",
-        "kernel.unprivileged_userns_clone=1",
-        "--sandbox host",
-        "cove sandbox create",
-    ] {
-        assert!(err.contains(said), "{said}: {err}");
-    }
-    assert!(!cove.workspace.join("ran").exists());
+    refused_with_path(
+        &cove,
+        &format!("{}:/usr/bin:/bin", bin.path().display()),
+        &[
+            "cannot make the sandbox's namespaces",
+            "non-privileged user namespaces",
+            "kernel.unprivileged_userns_clone=1",
+            "--sandbox host",
+            "cove sandbox create",
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -96,16 +96,23 @@ pub const RUN_LATER: &[&str] = &[
 ];
 
 /// The places of this machine a sandbox over `workspace` shows as they are (the system,
-/// the folders the user shares, the workspace), as they resolve; everything else of the
-/// machine it hides or replaces with its own.
-pub fn shown_places(workspace: &Path, read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
+/// the folders the user shares, the workspace), as they are spelt.
+fn spelt_places(workspace: &Path, read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
     SYSTEM
         .iter()
         .map(PathBuf::from)
         .chain(read_only.iter().cloned())
         .chain(writable.iter().cloned())
         .chain([workspace.to_path_buf()])
-        .map(|p| resolved(&p))
+        .collect()
+}
+
+/// The places of this machine a sandbox over `workspace` shows as they are, as they
+/// resolve; everything else of the machine it hides or replaces with its own.
+pub fn shown_places(workspace: &Path, read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
+    spelt_places(workspace, read_only, writable)
+        .iter()
+        .map(|p| resolved(p))
         .collect()
 }
 
@@ -116,15 +123,9 @@ pub fn shown_places_by_both_names(
     read_only: &[PathBuf],
     writable: &[PathBuf],
 ) -> Vec<PathBuf> {
-    let mut places: Vec<PathBuf> = SYSTEM
-        .iter()
-        .map(PathBuf::from)
-        .chain(read_only.iter().cloned())
-        .chain(writable.iter().cloned())
-        .chain([workspace.to_path_buf()])
-        .collect();
-    places.extend(shown_places(workspace, read_only, writable));
-    places
+    let spelt = spelt_places(workspace, read_only, writable);
+    let resolved: Vec<PathBuf> = spelt.iter().map(|p| resolved(p)).collect();
+    spelt.into_iter().chain(resolved).collect()
 }
 
 /// What the sandbox's network is.
