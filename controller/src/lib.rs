@@ -19,6 +19,7 @@ pub use cove_store::private_files;
 pub mod sandbox;
 pub mod skills;
 pub use cove_store as store;
+pub mod toolcall;
 pub mod tools;
 pub mod trust;
 pub mod web;

@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 
 use super::events::Emitter;
 use super::permission::{Gate, NotRun};
-use super::prompt::ToolMode;
-use super::xml::{XmlEvent, XmlParser};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatProvider, ChatRequest, LlmError, StopReason, StreamEvent, Usage};
+use crate::toolcall::ToolMode;
+use crate::toolcall::xml::{XmlEvent, XmlParser};
 use crate::tools::{Tool, ToolEnv, ToolRegistry, ToolResult};
 
 /// A tool execution that may be awaited from several places.

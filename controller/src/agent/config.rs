@@ -6,7 +6,7 @@ use crate::llm::profile::ModelProfile;
 use crate::llm::retry::RetryPolicy;
 use crate::permissions::Policy;
 
-use super::prompt::ToolMode;
+use crate::toolcall::ToolMode;
 
 /// How long the first model call waits for MCP servers by default: long enough for a fast
 /// one, short enough that slow ones never hold up the start.

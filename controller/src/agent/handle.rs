@@ -4,54 +4,13 @@
 use std::sync::Arc;
 
 use cove_protocol::events::RunEvent;
-use tokio::sync::futures::Notified;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use super::run::{RunError, RunOutcome};
+use super::control::RunControl;
+use super::outcome::{RunError, RunOutcome};
 use crate::llm::ChatMessage;
 use crate::store::{DecideError, Decided, Decision, Store, StoreError};
-
-/// What a live run hears from its caller.
-#[derive(Debug)]
-pub(crate) struct RunControl {
-    stop: watch::Sender<bool>,
-    /// Rung when a reply was stored for the run's wait, so it need not poll for it.
-    replied: Notify,
-    /// Rung when a permission request of the run was answered through the handle.
-    decided: Notify,
-}
-
-impl Default for RunControl {
-    fn default() -> Self {
-        RunControl {
-            stop: watch::Sender::new(false),
-            replied: Notify::new(),
-            decided: Notify::new(),
-        }
-    }
-}
-
-impl RunControl {
-    /// Resolves once the caller has asked the run to stop.
-    pub(crate) async fn stopped(&self) {
-        let mut stop = self.stop.subscribe();
-        // An error means the sender is gone, which cannot happen while `self` lives.
-        let _ = stop.wait_for(|stop| *stop).await;
-    }
-
-    /// Resolves when a reply may have arrived (or at once if one arrived since the last call).
-    pub(crate) async fn replied(&self) {
-        self.replied.notified().await;
-    }
-
-    /// Resolves when a permission request may have been answered after this call (the
-    /// future listens from its creation, before it is first polled).
-    pub(crate) fn decided(&self) -> Notified<'_> {
-        self.decided.notified()
-    }
-}
 
 /// The inputs a live run takes (a reply, a permission decision, stop), apart from its
 /// events: a server keeps one while a task reads the events.
@@ -69,7 +28,7 @@ impl RunController {
     pub fn reply(&self, message: &ChatMessage) -> Result<bool, StoreError> {
         let delivered = self.store.deliver_reply(&self.thread_id, message)?;
         if delivered {
-            self.control.replied.notify_one();
+            self.control.reply_stored();
         }
         Ok(delivered)
     }
@@ -85,7 +44,7 @@ impl RunController {
         let decided = self
             .store
             .decide_request(&self.thread_id, request_id, decision, reason)?;
-        self.control.decided.notify_waiters();
+        self.control.decision_stored();
         Ok(decided)
     }
 
@@ -93,7 +52,7 @@ impl RunController {
     /// calls get an "interrupted" result on the next run), it is recorded as stopped, and
     /// its last events still arrive. `cove resume` continues the thread.
     pub fn stop(&self) {
-        self.control.stop.send_replace(true);
+        self.control.stop();
     }
 }
 

@@ -3,15 +3,18 @@
 
 pub mod answer;
 mod config;
+mod control;
 pub mod events;
 mod handle;
+mod outcome;
 mod permission;
 pub mod prompt;
 mod run;
 pub mod takeover;
-pub mod xml;
+pub use crate::toolcall::xml;
 
+pub use crate::toolcall::ToolMode;
 pub use config::AgentConfig;
 pub use handle::{RunController, RunHandle};
-pub use prompt::ToolMode;
-pub use run::{Agent, RunError, RunOutcome};
+pub use outcome::{RunError, RunOutcome};
+pub use run::Agent;

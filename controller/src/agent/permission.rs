@@ -11,8 +11,8 @@ use cove_protocol::client::CovedClient;
 use cove_protocol::events::EventKind;
 use serde_json::Value;
 
+use super::control::RunControl;
 use super::events::Emitter;
-use super::handle::RunControl;
 use crate::permissions::{self, Effect, Policy, Verdict};
 use crate::store::{Decision, NewRequest, Request, RequestKind, Store};
 use crate::tools::{Control, ToolResult};

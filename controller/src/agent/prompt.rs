@@ -1,34 +1,7 @@
 //! The system prompt: how the agent should work, in Cove's own words.
 
+use crate::toolcall::ToolMode;
 use crate::tools::ToolRegistry;
-
-/// How the model calls tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolMode {
-    /// The provider's native tool calling.
-    Native,
-    /// Suna's XML format in the answer text.
-    Xml,
-}
-
-impl ToolMode {
-    /// `native` or `xml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolMode::Native => "native",
-            ToolMode::Xml => "xml",
-        }
-    }
-
-    /// Parses `native` or `xml`.
-    pub fn parse(s: &str) -> Option<ToolMode> {
-        match s {
-            "native" => Some(ToolMode::Native),
-            "xml" => Some(ToolMode::Xml),
-            _ => None,
-        }
-    }
-}
 
 const METHOD: &str = r#"You are an autonomous agent working inside a Linux sandbox on the user's task. You have a shell, the files of the workspace, a real web browser and, if your model supports it, eyes for images. You act by calling tools; the results come back to you, and you keep going until the task is done.
 

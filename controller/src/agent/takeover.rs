@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use cove_protocol::client::CovedClient;
 use cove_protocol::takeover::{TakeoverEnd, TakeoverGrant};
 
-use super::handle::RunControl;
+use super::control::RunControl;
 use crate::llm::ChatMessage;
 use crate::store::{Store, StoreError};
 

@@ -120,7 +120,7 @@ impl Entry {
     pub fn new(id: i64, message: ChatMessage, counter: &TokenCounter) -> Self {
         let kind = match message.role {
             Role::Tool => Kind::ToolResult,
-            Role::User if crate::agent::xml::is_result(&message.text()) => Kind::ToolResult,
+            Role::User if crate::toolcall::xml::is_result(&message.text()) => Kind::ToolResult,
             Role::User => Kind::User,
             Role::Assistant => Kind::Assistant,
         };

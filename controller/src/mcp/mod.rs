@@ -6,7 +6,6 @@
 
 pub mod config;
 pub mod names;
-pub mod result;
 pub mod schema;
 pub mod search;
 pub mod server;

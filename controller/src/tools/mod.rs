@@ -8,6 +8,7 @@
 
 mod expand;
 mod mcp;
+mod mcp_result;
 mod message;
 mod plan;
 mod skill;
@@ -256,7 +257,7 @@ impl Tool {
                     return ToolResult::error("the arguments are not a JSON object");
                 };
                 let mut result = match tool.server.call(&tool.raw, arguments).await {
-                    Ok(result) => crate::mcp::result::tool_result(&tool.name, result, env.vision),
+                    Ok(result) => mcp_result::tool_result(&tool.name, result, env.vision),
                     Err(e) => ToolResult::error(e.to_string()),
                 };
                 result.text = cap_text(&result.text, MAX_RESULT_CHARS);

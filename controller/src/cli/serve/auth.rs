@@ -18,7 +18,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ServeState;
-use super::api::ApiError;
+use super::error::ApiError;
 use crate::store::new_id;
 
 /// The session cookie's name.

@@ -12,7 +12,7 @@ use cove_protocol::serve::TakeoverLink;
 use cove_protocol::takeover::StartTakeover;
 
 use super::ServeState;
-use super::api::ApiError;
+use super::error::ApiError;
 use crate::store::RequestKind;
 
 /// `GET /v1/threads/{id}/screenshots/{run}/{call}`: the JPEG.

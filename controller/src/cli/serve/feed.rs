@@ -22,7 +22,7 @@ use futures_util::Stream;
 use tokio::sync::watch;
 
 use super::ServeState;
-use super::api::{ApiError, ApiQuery};
+use super::error::{ApiError, ApiQuery};
 use crate::agent::events::redacted;
 use crate::store::{Store, StoreError, StoredEvent};
 

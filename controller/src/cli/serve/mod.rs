@@ -7,6 +7,7 @@
 mod api;
 mod auth;
 mod browser;
+mod error;
 mod feed;
 mod page;
 mod runs;
@@ -121,7 +122,7 @@ async fn login_with_token(
     axum::Form(form): axum::Form<LoginQuery>,
 ) -> Response {
     if !auth::same_origin(&headers) {
-        return api::ApiError::new(
+        return error::ApiError::new(
             StatusCode::FORBIDDEN,
             "cross_origin",
             "log in from this server's own page",
@@ -180,8 +181,8 @@ async fn openapi() -> axum::Json<serde_json::Value> {
     )))
 }
 
-async fn unknown_route() -> api::ApiError {
-    api::ApiError::new(
+async fn unknown_route() -> error::ApiError {
+    error::ApiError::new(
         StatusCode::NOT_FOUND,
         "unknown_route",
         "no such route; see /v1/openapi.json",

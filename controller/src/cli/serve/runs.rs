@@ -12,7 +12,7 @@ use cove_protocol::client::CovedClient;
 use cove_protocol::events::{EventKind, RunEvent};
 
 use super::ServeState;
-use super::api::ApiError;
+use super::error::ApiError;
 use super::uploads::Staged;
 use crate::agent::RunController;
 use crate::cli::run::prepare;

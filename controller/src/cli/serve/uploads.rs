@@ -14,7 +14,7 @@ use cove_protocol::serve::Upload;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::api::ApiError;
+use super::error::ApiError;
 use crate::store::new_id;
 
 /// The largest file one upload may hold.

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use cove_protocol::serve::FileContentQuery;
 
 use super::ServeState;
-use super::api::{ApiError, ApiQuery};
+use super::error::{ApiError, ApiQuery};
 use super::workspace::{Shown, file_response, percent_encoded};
 
 /// How long a view's address works.

@@ -24,7 +24,7 @@ use cove_protocol::serve::FileContentQuery;
 use tokio::sync::Mutex;
 
 use super::ServeState;
-use super::api::{ApiError, ApiQuery};
+use super::error::{ApiError, ApiQuery};
 use crate::cli::sandbox_choice::{self, coved_log};
 use crate::sandbox::{Sandbox, SandboxSpec};
 use crate::store::Thread;

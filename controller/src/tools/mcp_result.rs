@@ -5,13 +5,13 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-use crate::tools::{Image, ToolResult};
+use super::{Image, ToolResult};
 
 /// Images larger than this (decoded) are described, not shown: providers refuse big ones.
 const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 
 /// The tool result of `result`, from `tool`; `vision` says whether the model sees images.
-pub fn tool_result(tool: &str, result: CallToolResult, vision: bool) -> ToolResult {
+pub(super) fn tool_result(tool: &str, result: CallToolResult, vision: bool) -> ToolResult {
     let mut parts: Vec<String> = Vec::new();
     let mut image: Option<Image> = None;
     for block in result.content {
