@@ -166,3 +166,16 @@ impl From<DecideError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn command_line_flags_are_said_as_the_apis_fields() {
+        assert_eq!(
+            super::in_api_words(
+                "--sandbox must be `local`, not \"x\"; --tool-calls must be native"
+            ),
+            "sandbox must be `local`, not \"x\"; tool_calls must be native"
+        );
+    }
+}
