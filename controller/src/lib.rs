@@ -7,7 +7,7 @@
 pub mod agent;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
-pub mod config;
+pub use cove_config as config;
 pub mod context;
 pub mod format;
 pub use cove_llm as llm;
@@ -17,6 +17,7 @@ pub mod plan_answer;
 pub mod plan_text;
 pub use cove_store::private_files;
 pub mod sandbox;
+pub mod session;
 pub mod skills;
 pub use cove_store as store;
 pub mod toolcall;

@@ -88,6 +88,15 @@ fn valid_name(name: &str) -> bool {
         && !name.ends_with('-')
         && !name.contains("--")
 }
+/// The skill folders: the folder's own (`.cove/skills`) only when `project` (trusted).
+pub fn run_dirs(project: bool) -> Vec<PathBuf> {
+    let here = crate::trust::project_dir();
+    let own = here.join(crate::trust::PROJECT_SKILLS);
+    skill_dirs(&here)
+        .into_iter()
+        .filter(|dir| project || *dir != own)
+        .collect()
+}
 
 /// Reads the skill in `dir` (whose SKILL.md is `dir/SKILL.md`).
 pub fn read(dir: &Path) -> Result<Skill, SkillProblem> {

@@ -23,6 +23,10 @@ pub const PROJECT_MCP_FILES: &[&str] = &[".mcp.json", ".cove/mcp.json"];
 pub const PROJECT_SKILLS: &str = ".cove/skills";
 /// Most bytes of project settings read to decide (a folder's skills included).
 const MAX_BYTES: u64 = 16 << 20;
+/// The folder runs start in, whose settings are in question.
+pub fn project_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
 
 /// The project settings of `dir`; none when it has none.
 pub fn project_settings(dir: &Path) -> Option<ProjectSettings> {

@@ -12,6 +12,7 @@ use crate::llm::choice::ChoiceError;
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::DockerError;
 use crate::sandbox::kubernetes::KubeError;
+use crate::session::SessionError;
 use crate::store::{PlanError, StoreError};
 
 /// Exit codes of `cove`, one per outcome a script may act on.
@@ -89,52 +90,41 @@ impl CliError {
     }
 }
 
-impl From<StoreError> for CliError {
-    fn from(e: StoreError) -> Self {
+impl From<SessionError> for CliError {
+    fn from(e: SessionError) -> Self {
         match e {
-            StoreError::NoThread(_) => CliError::NotFound(e.to_string()),
-            StoreError::TooNew { .. } | StoreError::Open { .. } => CliError::Setup(e.to_string()),
-            StoreError::Migration { .. } | StoreError::Sql(_) | StoreError::Corrupt(_) => {
-                CliError::Failed(e.to_string())
+            SessionError::Invalid(m) => CliError::Usage(m),
+            SessionError::NotFound(m) => CliError::NotFound(m),
+            SessionError::Waiting(m) => CliError::Waiting(m),
+            SessionError::AwaitingApproval(m) => CliError::AwaitingApproval(m),
+            SessionError::AwaitingPermission(m) => CliError::AwaitingPermission(m),
+            SessionError::Setup(m) => CliError::Setup(m),
+            SessionError::Unreachable(m) => CliError::Unreachable(m),
+            SessionError::Failed(m) => CliError::Failed(m),
+        }
+    }
+}
+
+/// The engine's errors reach a command as the session layer sorts them.
+macro_rules! through_the_session {
+    ($($error:ty),*) => {$(
+        impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                SessionError::from(e).into()
             }
         }
-    }
+    )*};
 }
 
-impl From<PlanError> for CliError {
-    fn from(e: PlanError) -> Self {
-        match e {
-            PlanError::Store(e) => e.into(),
-            // The user's edit or answer does not fit the plan's state: it changed nothing.
-            other => CliError::Failed(format!("{other}; nothing was changed")),
-        }
-    }
-}
-
-impl From<LlmError> for CliError {
-    fn from(e: LlmError) -> Self {
-        match e {
-            LlmError::MissingApiKey { .. }
-            | LlmError::Unauthorized { .. }
-            | LlmError::BadBaseUrl { .. } => CliError::Setup(e.to_string()),
-            LlmError::ModelNotFound { .. } => CliError::Usage(e.to_string()),
-            LlmError::Transport { .. } => CliError::Unreachable(e.to_string()),
-            _ => CliError::Failed(e.to_string()),
-        }
-    }
-}
-
-impl From<ChoiceError> for CliError {
-    fn from(e: ChoiceError) -> Self {
-        CliError::Usage(e.to_string())
-    }
-}
-
-impl From<ConfigError> for CliError {
-    fn from(e: ConfigError) -> Self {
-        CliError::Setup(e.to_string())
-    }
-}
+through_the_session!(
+    StoreError,
+    PlanError,
+    LlmError,
+    ChoiceError,
+    ConfigError,
+    ClientError,
+    RunError
+);
 
 impl From<SandboxError> for CliError {
     fn from(e: SandboxError) -> Self {
@@ -179,30 +169,6 @@ impl From<KubeError> for CliError {
             }
             KubeError::Api { code: 404, .. } => CliError::NotFound(e.to_string()),
             KubeError::Api { .. } | KubeError::NotReady { .. } => CliError::Failed(e.to_string()),
-        }
-    }
-}
-
-impl From<ClientError> for CliError {
-    fn from(e: ClientError) -> Self {
-        match e {
-            ClientError::Transport { .. } => CliError::Unreachable(e.to_string()),
-            ClientError::Api { .. } | ClientError::Decode { .. } | ClientError::InvalidInput(_) => {
-                CliError::Failed(e.to_string())
-            }
-        }
-    }
-}
-
-impl From<RunError> for CliError {
-    fn from(e: RunError) -> Self {
-        match e {
-            RunError::Llm(e) => e.into(),
-            RunError::Store(e) => e.into(),
-            RunError::NoPrice { .. } => CliError::Usage(e.to_string()),
-            RunError::Context(_) | RunError::Crashed(_) | RunError::Plan(_) => {
-                CliError::Failed(e.to_string())
-            }
         }
     }
 }

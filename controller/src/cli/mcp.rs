@@ -3,14 +3,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Invocation};
-use crate::mcp::config::{self as mcp_config, ConfigProblem, ServerConfig, Transport};
-use crate::mcp::{McpHub, ServerState, config_files, project_config_files, user_config_files};
+use crate::mcp::config::{self as mcp_config, ConfigProblem, Transport};
+use crate::mcp::{McpHub, ServerState, config_files};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum McpCommand {
@@ -44,68 +43,10 @@ fn files(extra: &[PathBuf]) -> Vec<PathBuf> {
     files
 }
 
-/// The configured servers and the problems found reading them: the user's files and
-/// `extra` as written, then the folder's own when `project` (it is trusted), whose
-/// `${VAR}`s never get Cove's own secrets.
-fn read(extra: &[PathBuf], project: bool) -> (Vec<ServerConfig>, Vec<ConfigProblem>) {
-    let mut files = user_config_files();
-    files.extend(extra.iter().cloned());
-    let (mut servers, mut problems) = mcp_config::load(&files, &|name| std::env::var(name).ok());
-    if project {
-        let asked = std::cell::RefCell::new(Vec::new());
-        let lookup = |name: &str| {
-            if crate::trust::is_controller_secret(name) {
-                asked.borrow_mut().push(name.to_string());
-                return None;
-            }
-            std::env::var(name).ok()
-        };
-        let files = project_config_files(&super::trust::project_dir());
-        let (found, mut bad) = mcp_config::load(&files, &lookup);
-        for secret in asked.into_inner() {
-            bad.push(ConfigProblem {
-                file: files[0].clone(),
-                line: 1,
-                column: 1,
-                message: format!(
-                    "${{{secret}}} is one of Cove's own secrets: a folder's settings never get it"
-                ),
-            });
-        }
-        for server in found {
-            servers.retain(|s| s.name != server.name);
-            servers.push(server);
-        }
-        problems.append(&mut bad);
-    }
-    (servers, problems)
-}
-
-/// Starts the servers of a run in the background (none configured: no hub). Problems in
-/// the files are noted, never fatal: the servers that are fine still start. The folder's
-/// own servers start only when `project` (the user trusts it).
-pub(super) fn start(inv: &Invocation, extra: &[PathBuf], project: bool) -> Option<Arc<McpHub>> {
-    for file in extra {
-        if !file.exists() {
-            inv.printer.note(&format!(
-                "--mcp-config {}: no such file; its servers are left out",
-                file.display()
-            ));
-        }
-    }
-    let (servers, problems) = read(extra, project);
-    for problem in &problems {
-        inv.printer.warn(&format!(
-            "MCP configuration: {problem} (that server is left out; `cove mcp doctor` checks the files)"
-        ));
-    }
-    (!servers.is_empty()).then(|| McpHub::start(servers))
-}
-
 async fn ls(inv: &Invocation, extra: &[PathBuf]) -> Result<ExitCode, CliError> {
     // Listing starts them: a folder's own servers only once the user trusts it.
     let project = super::trust::project_trusted(inv, false, true);
-    let (servers, problems) = read(extra, project);
+    let (servers, problems) = crate::mcp::configured(extra, project);
     for problem in &problems {
         inv.printer.note(&format!("{problem}"));
     }
@@ -197,7 +138,7 @@ async fn ls(inv: &Invocation, extra: &[PathBuf]) -> Result<ExitCode, CliError> {
 
 fn doctor(inv: &Invocation, extra: &[PathBuf]) -> Result<ExitCode, CliError> {
     // Checking starts nothing: every file is read, the folder's own included.
-    let (servers, mut problems) = read(extra, true);
+    let (servers, mut problems) = crate::mcp::configured(extra, true);
     for file in extra {
         if !file.exists() {
             problems.push(ConfigProblem {

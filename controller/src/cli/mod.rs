@@ -109,6 +109,16 @@ struct Invocation {
     local: crate::sandbox::LocalSettings,
 }
 
+impl Invocation {
+    /// The engine over this invocation's database and `cove.toml`.
+    fn engine(&self) -> crate::session::Engine<'_> {
+        crate::session::Engine {
+            store: &self.store,
+            file: &self.file,
+        }
+    }
+}
+
 /// Runs the command line; returns the process exit code.
 pub async fn main(cli: Cli) -> ExitCode {
     match dispatch(cli).await {
@@ -127,7 +137,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         .clone()
         .or_else(|| file.db.clone())
         .unwrap_or_else(|| config::data_dir().join("cove.db"));
-    let local = config::local_settings(&file)?;
+    let local = crate::sandbox::local::local_settings(&file)?;
     // Cove's own data folder is its user's alone, even where an older Cove made it open.
     if db.parent() == Some(config::data_dir().as_path())
         && let Ok(true) = crate::private_files::tighten(&config::data_dir(), 0o700)

@@ -4,10 +4,8 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
-use cove_protocol::events::RunStatus;
 use cove_protocol::takeover::InControl;
 use serde_json::json;
 
@@ -16,20 +14,12 @@ use super::prompts::{PermissionPrompts, Typing};
 use super::render::Renderer;
 use super::sandbox_choice::{self, SandboxArgs, coved_log};
 use super::{CliError, Invocation, exit};
-use crate::agent::{Agent, AgentConfig, RunOutcome, ToolMode};
-use crate::config;
-use crate::context::{ContextMode, ContextSettings};
+use crate::agent::RunOutcome;
 use crate::llm::ChatMessage;
-use crate::llm::choice::{self, DefaultModelError, ModelChoice};
-use crate::llm::price::PriceTable;
-use crate::llm::profile::profile;
-use crate::llm::served::ServedWindow;
-use crate::permissions::{Mode, Policy};
+use crate::permissions::Mode;
 use crate::sandbox::{Sandbox, SandboxSpec};
-use crate::store::{NewThread, PauseKind, RequestKind, RunState, Thread};
-use crate::tools::ToolRegistry;
-use crate::web::WebTools;
-use cove_protocol::plan::PlanStatus;
+use crate::session::{self, Notice, PreparedRun, RunSettings, SandboxView};
+use crate::store::{PauseKind, RequestKind, Thread};
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
 #[derive(Debug, Clone, Args)]
@@ -80,6 +70,24 @@ pub(super) struct RunFlags {
     /// servers run on this machine.
     #[arg(long)]
     pub(super) trust: bool,
+}
+
+impl RunFlags {
+    /// The engine's settings these flags make.
+    pub(super) fn settings(&self) -> RunSettings {
+        RunSettings {
+            max_iterations: self.max_iterations,
+            max_cost: self.max_cost,
+            sequential_tools: self.sequential_tools,
+            context_window: self.context_window,
+            max_tokens: self.max_tokens,
+            tools: self.tools.clone(),
+            vision: self.vision,
+            context: self.context.clone(),
+            knowledge_budget: self.knowledge_budget,
+            permissions: self.permissions.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -153,54 +161,15 @@ pub(super) async fn new_thread(
     tool_calls: Option<String>,
     sandbox: &SandboxArgs,
 ) -> Result<Thread, CliError> {
-    if task.trim().is_empty() {
-        return Err(CliError::Usage(
-            "the task is empty: say what the agent should do".into(),
-        ));
-    }
-    let named = model
-        .or_else(|| std::env::var("COVE_MODEL").ok())
-        .filter(|m| !m.trim().is_empty())
-        .or_else(|| inv.file.model.clone());
-    let model = match named {
-        Some(name) => ModelChoice::parse(&name)?,
-        None => ModelChoice::default_for_environment()
-            .await
-            .map_err(|e| match e {
-                DefaultModelError::Server(e) => CliError::from(e),
-                DefaultModelError::Choose(why) => CliError::Usage(why),
-            })?,
-    };
-    // Fail on a missing key before starting a sandbox.
-    choice::connect(&model)?;
-    let mode = tool_calls
-        .or_else(|| inv.file.tool_calls.clone())
-        .unwrap_or_else(|| "native".into());
-    let mode = ToolMode::parse(&mode).ok_or_else(|| {
-        CliError::Usage(format!("--tool-calls must be native or xml, not {mode:?}"))
-    })?;
-    let title: String = task
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(100)
-        .collect();
-    // The id is drawn first so a local workspace can be named after the thread.
-    let id = NewThread::fresh_id();
-    let workspaces = inv
-        .file
-        .workspaces
-        .clone()
-        .unwrap_or_else(|| config::data_dir().join("workspaces"));
-    let (spec, _) = sandbox_choice::choose(inv, sandbox, || workspaces.join(&id))?;
-    Ok(inv.store.create_thread(NewThread {
-        id,
-        title,
-        model: model.label(),
-        tool_mode: mode.as_str().to_string(),
-        sandbox: spec.label(),
-    })?)
+    inv.engine()
+        .new_thread(task, model, tool_calls, |workspace| {
+            Ok::<_, CliError>(
+                sandbox_choice::choose(inv, sandbox, || workspace)?
+                    .0
+                    .label(),
+            )
+        })
+        .await
 }
 
 /// `cove reply THREAD TEXT`: the answer to a paused thread's question (its next run), or the
@@ -273,111 +242,9 @@ pub(super) async fn resume(inv: &Invocation, args: ResumeArgs) -> Result<ExitCod
     drive(inv, thread, None, &args.sandbox, &args.run, false).await
 }
 
-/// The process whose run waits on the thread, if it is still alive; a wait left behind by
-/// a process that died is cleared.
+/// The process whose run waits on the thread, if it is still alive.
 fn live_wait(inv: &Invocation, thread: &str) -> Result<Option<i64>, CliError> {
-    let Some(wait) = inv.store.wait_of(thread)? else {
-        return Ok(None);
-    };
-    let alive = i32::try_from(wait.pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok());
-    if alive {
-        return Ok(Some(wait.pid));
-    }
-    inv.store.end_wait(thread)?;
-    Ok(None)
-}
-
-/// The engine's settings for `thread` from its model, `cove.toml` and the flags.
-fn agent_config(
-    inv: &Invocation,
-    model: &ModelChoice,
-    mode: ToolMode,
-    flags: &RunFlags,
-    workspace_label: String,
-    served: Option<&ServedWindow>,
-) -> Result<AgentConfig, CliError> {
-    let file = &inv.file;
-    let mut prof = profile(model.provider.as_str(), &model.name);
-    // What the server runs the model with beats what its name suggests; the user's word
-    // beats both.
-    if let Some(served) = served {
-        prof.context_window = served.tokens;
-    }
-    if let Some(window) = flags.context_window.or(file.context_window) {
-        prof.context_window = window;
-    }
-    if let Some(vision) = flags.vision.or(file.vision) {
-        prof.vision = vision;
-    }
-    let max_tokens = flags
-        .max_tokens
-        .or(file.max_tokens)
-        .unwrap_or(prof.max_output)
-        .min(prof.context_window / 2)
-        .max(256);
-    let context_mode = flags
-        .context
-        .clone()
-        .or_else(|| file.context.clone())
-        .unwrap_or_else(|| "truncate".into());
-    let context = ContextSettings {
-        mode: ContextMode::parse(&context_mode).ok_or_else(|| {
-            CliError::Usage(format!(
-                "context must be truncate, summarize or off, not {context_mode:?}"
-            ))
-        })?,
-        knowledge_budget: flags
-            .knowledge_budget
-            .or(file.knowledge_budget)
-            .unwrap_or(crate::context::knowledge::DEFAULT_BUDGET),
-        prefix_stable: true,
-    };
-    let prices = PriceTable::new(&file.prices).map_err(|e| CliError::Usage(e.to_string()))?;
-    let price = prices.price(&model.name);
-    let max_cost = flags.max_cost.or(file.max_cost);
-    if let Some(usd) = max_cost {
-        if !(usd.is_finite() && usd > 0.0) {
-            return Err(CliError::Usage(format!(
-                "--max-cost must be a number of dollars above 0, not {usd}"
-            )));
-        }
-        if price.is_none() {
-            return Err(CliError::Usage(format!(
-                "--max-cost needs the price of {}, which Cove does not know: set [prices.\"{}\"] with input and output (dollars per million tokens) in cove.toml",
-                model.name, model.name
-            )));
-        }
-    }
-    let mut config = AgentConfig::new(model.name.clone(), model.label(), prof, mode)
-        .max_tokens(max_tokens)
-        .parallel_tools(!(flags.sequential_tools || file.sequential_tools.unwrap_or(false)))
-        .workspace_label(workspace_label)
-        .context(context)
-        .price(price)
-        .max_cost(max_cost);
-    if let Some(iterations) = flags.max_iterations.or(file.max_iterations) {
-        config = config.max_iterations(iterations);
-    }
-    if let Some(wait) = file.mcp_first_call_wait {
-        if !(wait.is_finite() && (0.0..=600.0).contains(&wait)) {
-            return Err(CliError::Usage(format!(
-                "mcp_first_call_wait in cove.toml must be 0 to 600 seconds, not {wait}"
-            )));
-        }
-        config = config.mcp_first_call_wait(std::time::Duration::from_secs_f64(wait));
-    }
-    let mode = flags
-        .permissions
-        .as_deref()
-        .map(str::parse::<Mode>)
-        .transpose()
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    let policy = Policy::new(&file.permissions.clone().unwrap_or_default(), mode)
-        .map_err(|e| CliError::Usage(format!("[permissions] in cove.toml: {e}")))?;
-    Ok(config.permissions(policy))
+    Ok(inv.engine().live_wait(thread)?)
 }
 
 /// The thread's sandbox, opened; a takeover a person still holds ends when they answer.
@@ -402,28 +269,31 @@ async fn open_sandbox(
 
 /// A thread's next run, ready to start: its agent over its sandbox, with its MCP servers.
 pub(super) struct Prepared {
-    pub(super) agent: Arc<Agent>,
+    pub(super) run: PreparedRun,
     pub(super) sandbox: Sandbox,
-    mcp: Option<Arc<crate::mcp::McpHub>>,
-    /// What the person should know about how the run was set up.
-    pub(super) notes: Vec<String>,
 }
 
 impl Prepared {
     /// Ends the MCP servers and closes the sandbox (a local one stops).
     pub(super) async fn close(self) {
-        drop(self.agent);
-        if let Some(hub) = &self.mcp {
-            hub.shutdown().await;
-        }
+        self.run.close().await;
         self.sandbox.close().await;
     }
 }
 
-/// Opens `thread`'s sandbox, starts its MCP servers and builds its agent. With
-/// `plan_first`, or while the thread's plan is not approved yet, the agent must have a plan
-/// approved before it changes anything. With `hold_permissions` no one answers permission
-/// requests during a run: the run pauses on them.
+/// Says each notice on standard error, as loudly as it asks.
+pub(super) fn say(inv: &Invocation, notices: &[Notice]) {
+    for notice in notices {
+        match notice {
+            Notice::Note(text) => inv.printer.note(text),
+            Notice::Warning(text) => inv.printer.warn(text),
+        }
+    }
+}
+
+/// Opens `thread`'s sandbox, starts its MCP servers and builds its agent (see
+/// [`Engine::begin`](crate::session::Engine::begin) and
+/// [`Engine::prepare`](crate::session::Engine::prepare)).
 pub(super) async fn prepare(
     inv: &Invocation,
     thread: &Thread,
@@ -433,137 +303,60 @@ pub(super) async fn prepare(
     plan_first: bool,
     hold_permissions: bool,
 ) -> Result<Prepared, CliError> {
-    let plan_first = plan_first
-        || inv
-            .store
-            .current_plan(&thread.id)?
-            .is_some_and(|p| p.status != PlanStatus::Approved);
-    let model = ModelChoice::parse(&thread.model)?;
-    let provider = choice::connect(&model)?;
-    // A run still marked running belongs to a controller that was killed.
-    if let Some(last) = inv.store.last_run(&thread.id)?
-        && last.status == RunState::Running
-    {
-        inv.store.end_run(
-            &last,
-            RunStatus::Stopped,
-            Some("interrupted: the controller stopped"),
-            None,
-        )?;
-    }
-    let mode = ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native);
+    let engine = inv.engine();
+    let begun = engine.begin(thread, plan_first)?;
     let project = super::trust::project_trusted(inv, flags.trust, !flags.no_prompt);
     // The servers start while the sandbox does.
-    let mcp = super::mcp::start(inv, &flags.mcp_config, project);
+    let (mcp, notices) = session::start_mcp(&flags.mcp_config, project);
+    say(inv, &notices);
     let sandbox = open_sandbox(inv, thread, answering, sandbox_args).await?;
-    let workspace_label = sandbox
-        .client
-        .info()
+    let view = sandbox_view(inv, &sandbox);
+    match engine
+        .prepare(
+            begun,
+            view,
+            mcp,
+            &flags.settings(),
+            project,
+            hold_permissions,
+        )
         .await
-        .map(|i| i.workspace)
-        .unwrap_or_else(|_| "/workspace".into());
+    {
+        Ok(run) => {
+            say(inv, &run.notices);
+            Ok(Prepared { run, sandbox })
+        }
+        Err(e) => {
+            sandbox.close().await;
+            Err(e.into())
+        }
+    }
+}
+
+/// The sandbox as the engine needs it: its daemon, whether it is walled in, and what the
+/// walls show of this machine.
+pub(super) fn sandbox_view(inv: &Invocation, sandbox: &Sandbox) -> SandboxView {
+    use crate::sandbox::local::bwrap::{Network, shown_places_by_both_names};
     // A local sandbox on this machine's network reaches its loopback services: its walls
     // stop short, and auto asks as it does with none.
     let walled = match sandbox.spec {
         SandboxSpec::Host { .. } => false,
-        SandboxSpec::Local { .. } => {
-            inv.local.network != crate::sandbox::local::bwrap::Network::Host
-        }
+        SandboxSpec::Local { .. } => inv.local.network != Network::Host,
         _ => true,
     };
-    let served = if flags.context_window.or(inv.file.context_window).is_none() {
-        choice::served_window(&model).await
-    } else {
-        None
-    };
     // Walls on this machine: a deletion aimed at its other places is worth a question.
-    let shown = match &sandbox.spec {
-        SandboxSpec::Local { workspace } if walled => {
-            Some(crate::sandbox::local::bwrap::shown_places_by_both_names(
-                workspace,
-                &inv.local.read_only,
-                &inv.local.writable,
-            ))
-        }
+    let machine_view = match &sandbox.spec {
+        SandboxSpec::Local { workspace } if walled => Some(shown_places_by_both_names(
+            workspace,
+            &inv.local.read_only,
+            &inv.local.writable,
+        )),
         _ => None,
     };
-    let config = match agent_config(inv, &model, mode, flags, workspace_label, served.as_ref()) {
-        Ok(config) => {
-            let config = config
-                .plan_first(plan_first)
-                .walls(walled)
-                .pause_for_permission(hold_permissions);
-            match shown {
-                Some(shown) => config.machine_view(shown),
-                None => config,
-            }
-        }
-        Err(e) => {
-            sandbox.close().await;
-            return Err(e);
-        }
-    };
-    let web = match WebTools::configured(inv.file.web.as_ref(), &|name| std::env::var(name).ok()) {
-        Ok(web) => web,
-        Err(e) => {
-            sandbox.close().await;
-            return Err(CliError::Setup(e));
-        }
-    };
-    let window = config.profile.context_window;
-    let compact = match tool_set(inv, flags) {
-        Ok(set) => set.unwrap_or(window <= COMPACT_WINDOW),
-        Err(e) => {
-            sandbox.close().await;
-            return Err(e);
-        }
-    };
-    let mut notes = Vec::new();
-    if let Some(served) = &served {
-        notes.push(format!(
-            "the server runs {} with a window of {} tokens (from {})",
-            model.name,
-            crate::format::thousands(u64::from(served.tokens)),
-            served.source
-        ));
-    }
-    let mut registry = ToolRegistry::standard()
-        .with_skills(super::skills::for_run(inv, project))
-        .with_web(web);
-    if compact {
-        registry = registry.compact(config.plan_first);
-        notes.push(format!(
-            "compact tools: the core tools and a short method, for a window of {} tokens (--tools full offers them all)",
-            crate::format::thousands(u64::from(window))
-        ));
-    }
-    if let Some(hub) = &mcp {
-        registry = registry.with_mcp(hub.clone());
-    }
-    let agent = Arc::new(
-        Agent::new(config, provider, inv.store.clone(), sandbox.client.clone())
-            .with_registry(Arc::new(registry)),
-    );
-    Ok(Prepared {
-        agent,
-        sandbox,
-        mcp,
-        notes,
-    })
-}
-
-/// Windows this small or smaller get the compact tool set unless told otherwise.
-const COMPACT_WINDOW: u32 = 16_384;
-
-/// The tool set asked for (`--tools`, `tools` in cove.toml): compact or not; none for auto.
-fn tool_set(inv: &Invocation, flags: &RunFlags) -> Result<Option<bool>, CliError> {
-    match flags.tools.as_deref().or(inv.file.tools.as_deref()) {
-        None | Some("auto") => Ok(None),
-        Some("full") => Ok(Some(false)),
-        Some("compact") => Ok(Some(true)),
-        Some(other) => Err(CliError::Usage(format!(
-            "tools in cove.toml must be auto, full or compact, not {other:?}"
-        ))),
+    SandboxView {
+        client: sandbox.client.clone(),
+        walled,
+        machine_view,
     }
 }
 
@@ -588,9 +381,9 @@ pub(super) async fn drive(
         !interactive,
     )
     .await?;
-    let agent = prepared.agent.clone();
+    let agent = prepared.run.agent.clone();
     let mut renderer = Renderer::terminal(inv.printer.json()).asks_here(interactive);
-    for note in &prepared.notes {
+    for note in &prepared.run.notes {
         renderer.note(note);
     }
     let code = loop {

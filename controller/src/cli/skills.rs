@@ -1,7 +1,6 @@
 //! `cove skills ls`, and the skills of a run: read from the usual folders, the bad ones
 //! noted and left out.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -23,29 +22,9 @@ pub(super) fn command(inv: &Invocation, cmd: SkillsCommand) -> Result<ExitCode, 
     }
 }
 
-/// The skill folders: the folder's own (`.cove/skills`) only when `project` (trusted).
-fn dirs(project: bool) -> Vec<PathBuf> {
-    let here = super::trust::project_dir();
-    let own = here.join(crate::trust::PROJECT_SKILLS);
-    skills::skill_dirs(&here)
-        .into_iter()
-        .filter(|dir| project || *dir != own)
-        .collect()
-}
-
-/// The skills of a run; each problem is noted (the rest still load).
-pub(super) fn for_run(inv: &Invocation, project: bool) -> Vec<Skill> {
-    let (found, problems) = skills::discover(&dirs(project));
-    for problem in &problems {
-        inv.printer.note(&format!(
-            "skill left out: {problem} (`cove skills ls` lists them)"
-        ));
-    }
-    found
-}
-
 fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
-    let (found, problems): (Vec<Skill>, Vec<SkillProblem>) = skills::discover(&dirs(true));
+    let (found, problems): (Vec<Skill>, Vec<SkillProblem>) =
+        skills::discover(&skills::run_dirs(true));
     let mut rows: Vec<serde_json::Value> = found
         .iter()
         .map(|s| json!({"name": s.name, "description": s.description, "path": s.dir}))
@@ -57,7 +36,7 @@ fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
     );
     let empty = format!(
         "No skills. Cove reads SKILL.md folders from: {}",
-        dirs(true)
+        skills::run_dirs(true)
             .iter()
             .map(|d| d.display().to_string())
             .collect::<Vec<_>>()

@@ -10,11 +10,6 @@ use super::Invocation;
 use crate::mcp::Transport;
 use crate::trust::{self, ProjectSettings};
 
-/// The folder runs start in, whose settings are in question.
-pub(super) fn project_dir() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
-}
-
 /// Set by `cove serve`: its runs never ask at the terminal it was started from (a run would
 /// hold the server until someone answered there).
 static NEVER_ASK: AtomicBool = AtomicBool::new(false);
@@ -34,7 +29,7 @@ pub(super) fn project_trusted(inv: &Invocation, trust_flag: bool, may_ask: bool)
 }
 
 fn decide(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
-    let Some(settings) = trust::project_settings(&project_dir()) else {
+    let Some(settings) = trust::project_settings(&trust::project_dir()) else {
         return true;
     };
     let store = trust::store_path();

@@ -26,6 +26,45 @@ use names::ToolNames;
 
 /// Longest tool description passed on to the model.
 const MAX_DESCRIPTION_CHARS: usize = 2_000;
+/// The configured servers and the problems found reading them: the user's files and
+/// `extra` as written, then the folder's own when `project` (it is trusted), whose
+/// `${VAR}`s never get Cove's own secrets.
+pub fn configured(
+    extra: &[PathBuf],
+    project: bool,
+) -> (Vec<config::ServerConfig>, Vec<config::ConfigProblem>) {
+    let mut files = user_config_files();
+    files.extend(extra.iter().cloned());
+    let (mut servers, mut problems) = config::load(&files, &|name| std::env::var(name).ok());
+    if project {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let lookup = |name: &str| {
+            if crate::trust::is_controller_secret(name) {
+                asked.borrow_mut().push(name.to_string());
+                return None;
+            }
+            std::env::var(name).ok()
+        };
+        let files = project_config_files(&crate::trust::project_dir());
+        let (found, mut bad) = config::load(&files, &lookup);
+        for secret in asked.into_inner() {
+            bad.push(config::ConfigProblem {
+                file: files[0].clone(),
+                line: 1,
+                column: 1,
+                message: format!(
+                    "${{{secret}}} is one of Cove's own secrets: a folder's settings never get it"
+                ),
+            });
+        }
+        for server in found {
+            servers.retain(|s| s.name != server.name);
+            servers.push(server);
+        }
+        problems.append(&mut bad);
+    }
+    (servers, problems)
+}
 
 /// The files `mcpServers` are read from, in order (a later file's server of the same name
 /// wins): Claude Desktop's and WorkAny's when present, Cove's own, then the project's

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use command::{Risk, RiskKind, risks as command_risks};
+pub use cove_config::{PermissionsConfig, RuleConfig};
 pub use describe::{Effect, effect, effect_of, fingerprint, key_argument, summary};
 pub use glob::Glob;
 
@@ -67,31 +68,6 @@ impl FromStr for Mode {
             other => Err(PolicyError::UnknownMode(other.to_string())),
         }
     }
-}
-
-/// A rule as `cove.toml` writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleConfig {
-    /// A glob on the tool's name (`execute_command`, `mcp:*`).
-    pub tool: String,
-    /// A glob on the tool's key argument (see [`key_argument`]); none matches every call.
-    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
-    pub pattern: Option<String>,
-}
-
-/// `[permissions]` in `cove.toml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PermissionsConfig {
-    /// `auto` (default), `ask`, `read-only` or `yolo`.
-    pub mode: Option<String>,
-    #[serde(default)]
-    pub deny: Vec<RuleConfig>,
-    #[serde(default)]
-    pub ask: Vec<RuleConfig>,
-    #[serde(default)]
-    pub allow: Vec<RuleConfig>,
 }
 
 /// Why a policy cannot be built.

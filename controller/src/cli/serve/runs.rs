@@ -254,7 +254,7 @@ async fn run(
         }
         other => other,
     };
-    let mut handle = match prepared.agent.start(&thread, message) {
+    let mut handle = match prepared.run.agent.start(&thread, message) {
         Ok(handle) => handle,
         Err(e) => {
             prepared.close().await;

@@ -9,6 +9,8 @@
 //! descriptor: the controller (and a person's browser, for takeovers and previews) reach it
 //! directly, with nothing relayed, though the sandbox has no route out.
 
+mod config;
+pub use config::local_settings;
 pub mod bwrap;
 pub mod egress;
 pub mod env;

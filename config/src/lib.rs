@@ -1,9 +1,35 @@
-//! Configuration: `~/.config/cove/cove.toml`, then the environment, then flags; later wins.
-//! Also where Cove keeps its data, and which model provider serves a `provider/model` name.
+//! `cove.toml` as Cove reads it (`~/.config/cove/cove.toml`; the environment and flags win
+//! over it), and where Cove keeps its files. Plain data every layer reads: the engine, the
+//! sandbox providers and the front ends.
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+/// A rule as `cove.toml` writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    /// A glob on the tool's name (`execute_command`, `mcp:*`).
+    pub tool: String,
+    /// A glob on the tool's key argument (the command of `execute_command`, the path of a file tool, the URL of a browser tool); none matches every call.
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+}
+
+/// `[permissions]` in `cove.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// `auto` (default), `ask`, `read-only` or `yolo`.
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub deny: Vec<RuleConfig>,
+    #[serde(default)]
+    pub ask: Vec<RuleConfig>,
+    #[serde(default)]
+    pub allow: Vec<RuleConfig>,
+}
 
 /// What `cove.toml` may set.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -40,7 +66,7 @@ pub struct FileConfig {
     /// those that come up later join from the next call on).
     pub mcp_first_call_wait: Option<f64>,
     /// `[permissions]`: the policy tool calls pass (mode and deny / ask / allow rules).
-    pub permissions: Option<crate::permissions::PermissionsConfig>,
+    pub permissions: Option<PermissionsConfig>,
     /// `[web]`: which search provider `web_search` uses and where the images API is.
     pub web: Option<WebConfig>,
     /// `[local_sandbox]`: what a local sandbox's walls let through.
@@ -56,7 +82,7 @@ pub struct FileConfig {
     /// optionally cached_input and cache_write, in dollars per million tokens), before the
     /// built-in table.
     #[serde(default)]
-    pub prices: std::collections::BTreeMap<String, crate::llm::price::PriceConfig>,
+    pub prices: std::collections::BTreeMap<String, cove_llm::price::PriceConfig>,
 }
 
 /// `[web]` of `cove.toml`. Keys never go here: they come from the environment.
@@ -109,98 +135,8 @@ pub struct LocalSandboxConfig {
     pub writable: Vec<String>,
 }
 
-impl LocalSandboxConfig {
-    /// The settings these name, checked.
-    pub fn settings(&self) -> Result<crate::sandbox::LocalSettings, ConfigError> {
-        use crate::sandbox::local::bwrap::Network;
-        use crate::sandbox::local::net_policy::{NetPolicy, NetRule};
-        let bad = |m: String| ConfigError::Invalid(format!("[local_sandbox] in cove.toml: {m}"));
-        let network = match self.network.as_deref() {
-            None | Some("internet") => Network::Proxied,
-            Some("none") => Network::None,
-            Some("host") => Network::Host,
-            Some(other) => {
-                return Err(bad(format!(
-                    "network = {other:?} is not internet, none or host"
-                )));
-            }
-        };
-        let mut rules = self
-            .allow_net
-            .iter()
-            .map(|r| NetRule::parse(r))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
-        if !self.host_ports.is_empty() && network != Network::Proxied {
-            return Err(bad(
-                "host_ports shares ports through the sandbox's own network: it needs network = \"internet\" (with \"host\" the ports are there already)".into(),
-            ));
-        }
-        for &port in &self.host_ports {
-            if port == crate::sandbox::local::bwrap::PROXY_PORT || port == 0 {
-                return Err(bad(format!("host_ports cannot hold {port}")));
-            }
-            rules.push(NetRule::parse(&format!("127.0.0.1:{port}")).map_err(bad)?);
-        }
-        let env = self
-            .env
-            .iter()
-            .filter_map(|entry| match entry.split_once('=') {
-                Some((name, value)) => Some(Ok((name.to_string(), value.to_string()))),
-                None if entry.is_empty() => Some(Err(bad("env holds an empty name".into()))),
-                None => std::env::var(entry).ok().map(|v| Ok((entry.clone(), v))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let paths = |list: &[String], what: &str| {
-            list.iter()
-                .map(|raw| {
-                    let path = expand_home(raw);
-                    if path.is_absolute() && path.exists() {
-                        Ok(path)
-                    } else {
-                        Err(bad(format!(
-                            "{what} {raw:?} is not an existing absolute path"
-                        )))
-                    }
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
-        Ok(crate::sandbox::LocalSettings {
-            network,
-            policy: NetPolicy::new(rules),
-            host_ports: self.host_ports.clone(),
-            env,
-            read_only: paths(&self.read_only, "read_only")?,
-            writable: paths(&self.writable, "writable")?,
-        })
-    }
-}
-
-/// The local sandbox's settings: `[local_sandbox]`, with the host ports `COVE_HOST_PORTS`
-/// and the destinations `COVE_ALLOW_NET` name (comma-separated) added.
-pub fn local_settings(file: &FileConfig) -> Result<crate::sandbox::LocalSettings, ConfigError> {
-    let mut config = file.local_sandbox.clone().unwrap_or_default();
-    if let Ok(allow) = std::env::var("COVE_ALLOW_NET") {
-        config.allow_net.extend(
-            allow
-                .split(',')
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .map(str::to_string),
-        );
-    }
-    if let Ok(ports) = std::env::var("COVE_HOST_PORTS") {
-        for port in ports.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            config.host_ports.push(port.parse().map_err(|_| {
-                ConfigError::Invalid(format!("COVE_HOST_PORTS: {port:?} is not a port"))
-            })?);
-        }
-    }
-    config.settings()
-}
-
 /// `~/x` as a path in the home folder; anything else as it is.
-fn expand_home(raw: &str) -> PathBuf {
+pub fn expand_home(raw: &str) -> PathBuf {
     match (raw.strip_prefix("~/"), home()) {
         (Some(rest), Some(home)) => home.join(rest),
         _ if raw == "~" => home().unwrap_or_else(|| PathBuf::from(raw)),
@@ -239,7 +175,8 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-fn home() -> Option<PathBuf> {
+/// The home folder (`HOME`), when set.
+pub fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
