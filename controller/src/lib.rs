@@ -17,6 +17,8 @@ pub mod plan_answer;
 pub mod plan_text;
 pub use cove_store::private_files;
 pub mod sandbox;
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+pub mod serve;
 pub mod session;
 pub mod skills;
 pub use cove_store as store;

@@ -10,6 +10,7 @@ use crate::config::ConfigError;
 use crate::llm::LlmError;
 use crate::llm::choice::ChoiceError;
 use crate::sandbox::SandboxError;
+use crate::sandbox::choice::SandboxesError;
 use crate::sandbox::docker::DockerError;
 use crate::sandbox::kubernetes::KubeError;
 use crate::session::SessionError;
@@ -125,6 +126,20 @@ through_the_session!(
     ClientError,
     RunError
 );
+
+impl From<SandboxesError> for CliError {
+    fn from(e: SandboxesError) -> Self {
+        match e {
+            SandboxesError::Invalid(m) => CliError::Usage(m),
+            SandboxesError::NotFound(m) => CliError::NotFound(m),
+            SandboxesError::Failed(m) => CliError::Failed(m),
+            SandboxesError::Sandbox(e) => e.into(),
+            SandboxesError::Docker(e) => e.into(),
+            SandboxesError::Kube(e) => e.into(),
+            SandboxesError::Store(e) => e.into(),
+        }
+    }
+}
 
 impl From<SandboxError> for CliError {
     fn from(e: SandboxError) -> Self {

@@ -7,6 +7,7 @@ mod mcp;
 mod operator;
 mod permit;
 mod plan;
+mod plan_prompt;
 mod printer;
 mod prompts;
 mod render;
@@ -110,6 +111,17 @@ struct Invocation {
 }
 
 impl Invocation {
+    /// The sandboxes this invocation reaches.
+    fn sandboxes(&self) -> crate::sandbox::choice::Sandboxes<'_> {
+        crate::sandbox::choice::Sandboxes {
+            store: &self.store,
+            file: &self.file,
+            local: &self.local,
+            in_cluster: self.in_cluster,
+            narrate: &self.printer,
+        }
+    }
+
     /// The engine over this invocation's database and `cove.toml`.
     fn engine(&self) -> crate::session::Engine<'_> {
         crate::session::Engine {

@@ -63,6 +63,16 @@ impl Printer {
         eprintln!("cove: {text}");
     }
 
+    /// Says each notice on stderr, as loudly as it asks.
+    pub(super) fn say(&self, notices: &[crate::session::Notice]) {
+        for notice in notices {
+            match notice {
+                crate::session::Notice::Note(text) => self.note(text),
+                crate::session::Notice::Warning(text) => self.warn(text),
+            }
+        }
+    }
+
     /// A note for the person at the terminal, on stderr; none in JSON mode.
     pub(super) fn note(&self, text: &str) {
         if !self.json {
@@ -80,5 +90,15 @@ impl Printer {
         } else {
             write!(out, "{}", text(value)).and_then(|()| out.flush())
         };
+    }
+}
+
+impl crate::sandbox::choice::Narrate for Printer {
+    fn note(&self, text: &str) {
+        Printer::note(self, text);
+    }
+
+    fn warn(&self, text: &str) {
+        Printer::warn(self, text);
     }
 }

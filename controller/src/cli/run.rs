@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use cove_protocol::takeover::InControl;
 use serde_json::json;
 
-use super::plan::PlanAnswer;
+use super::plan_prompt::{self, PlanAnswer};
 use super::prompts::{PermissionPrompts, Typing};
 use super::render::Renderer;
 use super::sandbox_choice::{self, SandboxArgs, coved_log};
@@ -18,7 +17,7 @@ use crate::agent::RunOutcome;
 use crate::llm::ChatMessage;
 use crate::permissions::Mode;
 use crate::sandbox::{Sandbox, SandboxSpec};
-use crate::session::{self, Notice, PreparedRun, RunSettings, SandboxView};
+use crate::session::{self, PreparedRun, RunSettings, RunStart, SandboxView};
 use crate::store::{PauseKind, RequestKind, Thread};
 
 /// How a run works: its caps, the model's window, and whether it may prompt.
@@ -64,7 +63,7 @@ pub(super) struct RunFlags {
     /// Also read MCP servers from this `mcpServers` JSON file (repeatable; besides
     /// ~/.config/cove/mcp.json, .mcp.json and .cove/mcp.json).
     #[arg(long = "mcp-config")]
-    mcp_config: Vec<PathBuf>,
+    pub(super) mcp_config: Vec<PathBuf>,
     /// Use the settings of the folder cove runs in (.mcp.json, .cove/mcp.json, .cove/skills)
     /// without asking, and remember that until they change. Read them first: their MCP
     /// servers run on this machine.
@@ -247,26 +246,6 @@ fn live_wait(inv: &Invocation, thread: &str) -> Result<Option<i64>, CliError> {
     Ok(inv.engine().live_wait(thread)?)
 }
 
-/// The thread's sandbox, opened; a takeover a person still holds ends when they answer.
-async fn open_sandbox(
-    inv: &Invocation,
-    thread: &Thread,
-    answering: bool,
-    args: &SandboxArgs,
-) -> Result<Sandbox, CliError> {
-    let spec = SandboxSpec::from_label(&thread.sandbox);
-    let token = sandbox_choice::token_for(inv, args, &spec);
-    let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
-    if answering
-        && let Ok(status) = sandbox.client.takeover_status(0).await
-        && status.in_control == InControl::Person
-    {
-        // The person answered: whatever they were doing in the browser is over.
-        let _ = sandbox.client.takeover_end().await;
-    }
-    Ok(sandbox)
-}
-
 /// A thread's next run, ready to start: its agent over its sandbox, with its MCP servers.
 pub(super) struct Prepared {
     pub(super) run: PreparedRun,
@@ -278,16 +257,6 @@ impl Prepared {
     pub(super) async fn close(self) {
         self.run.close().await;
         self.sandbox.close().await;
-    }
-}
-
-/// Says each notice on standard error, as loudly as it asks.
-pub(super) fn say(inv: &Invocation, notices: &[Notice]) {
-    for notice in notices {
-        match notice {
-            Notice::Note(text) => inv.printer.note(text),
-            Notice::Warning(text) => inv.printer.warn(text),
-        }
     }
 }
 
@@ -304,59 +273,36 @@ pub(super) async fn prepare(
     hold_permissions: bool,
 ) -> Result<Prepared, CliError> {
     let engine = inv.engine();
-    let begun = engine.begin(thread, plan_first)?;
+    let start = RunStart {
+        plan_first,
+        answering,
+        hold_permissions,
+    };
+    let begun = engine.begin(thread, start)?;
     let project = super::trust::project_trusted(inv, flags.trust, !flags.no_prompt);
     // The servers start while the sandbox does.
     let (mcp, notices) = session::start_mcp(&flags.mcp_config, project);
-    say(inv, &notices);
-    let sandbox = open_sandbox(inv, thread, answering, sandbox_args).await?;
-    let view = sandbox_view(inv, &sandbox);
+    inv.printer.say(&notices);
+    let spec = SandboxSpec::from_label(&thread.sandbox);
+    let token = sandbox_choice::token_for(inv, sandbox_args, &spec);
+    let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
+    let view = SandboxView {
+        client: sandbox.client.clone(),
+        walled: sandbox.walled(&inv.local),
+        machine_view: sandbox.machine_view(&inv.local),
+    };
     match engine
-        .prepare(
-            begun,
-            view,
-            mcp,
-            &flags.settings(),
-            project,
-            hold_permissions,
-        )
+        .prepare(begun, view, mcp, &flags.settings(), project)
         .await
     {
         Ok(run) => {
-            say(inv, &run.notices);
+            inv.printer.say(&run.notices);
             Ok(Prepared { run, sandbox })
         }
         Err(e) => {
             sandbox.close().await;
             Err(e.into())
         }
-    }
-}
-
-/// The sandbox as the engine needs it: its daemon, whether it is walled in, and what the
-/// walls show of this machine.
-pub(super) fn sandbox_view(inv: &Invocation, sandbox: &Sandbox) -> SandboxView {
-    use crate::sandbox::local::bwrap::{Network, shown_places_by_both_names};
-    // A local sandbox on this machine's network reaches its loopback services: its walls
-    // stop short, and auto asks as it does with none.
-    let walled = match sandbox.spec {
-        SandboxSpec::Host { .. } => false,
-        SandboxSpec::Local { .. } => inv.local.network != Network::Host,
-        _ => true,
-    };
-    // Walls on this machine: a deletion aimed at its other places is worth a question.
-    let machine_view = match &sandbox.spec {
-        SandboxSpec::Local { workspace } if walled => Some(shown_places_by_both_names(
-            workspace,
-            &inv.local.read_only,
-            &inv.local.writable,
-        )),
-        _ => None,
-    };
-    SandboxView {
-        client: sandbox.client.clone(),
-        walled,
-        machine_view,
     }
 }
 
@@ -457,7 +403,7 @@ pub(super) async fn drive(
                 ..
             }) => {
                 if interactive {
-                    match super::plan::ask_at_terminal(inv, &thread.id, &mut renderer).await? {
+                    match plan_prompt::ask_at_terminal(inv, &thread.id, &mut renderer).await? {
                         PlanAnswer::RunOn(message) => {
                             input = Some(message);
                             continue;

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::sandbox_choice::{self, SandboxArgs, coved_log};
 use super::{CliError, Invocation};
+use crate::sandbox::choice::pod_plan;
 use crate::sandbox::docker::{ContainerSpec, Docker, DockerError, parse_size};
 use crate::sandbox::kubernetes::{Kubernetes, PodPlan, PodState, pod_name};
 use crate::sandbox::{LocalDaemon, SandboxSpec};
@@ -100,7 +101,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             deadline_secs,
         } => {
             let sizes = Sizes::read(memory.as_deref(), cpus, storage.as_deref())?;
-            check_name(inv, &name, kubernetes)?;
+            inv.sandboxes().check_name(&name, kubernetes)?;
             if kubernetes {
                 create_pod(inv, &name, image, sizes, namespace, deadline_secs).await
             } else {
@@ -226,36 +227,6 @@ impl Sizes {
     }
 }
 
-/// Refuses a name that cannot be a sandbox's (for Kubernetes, one that cannot name its
-/// objects) or that is taken.
-pub(super) fn check_name(inv: &Invocation, name: &str, kubernetes: bool) -> Result<(), CliError> {
-    let valid = !name.is_empty()
-        && name.len() <= 40
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || (c == '_' && !kubernetes))
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        && (!kubernetes || (name.chars().all(|c| !c.is_ascii_uppercase()) && !name.ends_with('-')));
-    if !valid {
-        return Err(CliError::Usage(if kubernetes {
-            format!(
-                "{name:?} is not a sandbox name for Kubernetes: use lower-case letters, digits and - (at most 40, not ending in -)"
-            )
-        } else {
-            format!("{name:?} is not a sandbox name: use letters, digits, - and _ (at most 40)")
-        }));
-    }
-    if inv.file.sandboxes.contains_key(name) || inv.store.sandbox(name)?.is_some() {
-        return Err(CliError::Usage(format!(
-            "a sandbox named {name} exists already"
-        )));
-    }
-    Ok(())
-}
-
 /// `cove sandbox create NAME`
 async fn create(
     inv: &Invocation,
@@ -317,7 +288,9 @@ async fn create_pod(
         installation: None,
         pod_uid: None,
     };
-    make_pod_sandbox(inv, &kube, name, plan.clone()).await?;
+    inv.sandboxes()
+        .make_pod_sandbox(&kube, name, plan.clone())
+        .await?;
     inv.printer.result(
         &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name)}),
         |_| {
@@ -331,52 +304,15 @@ async fn create_pod(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Makes Kubernetes sandbox `name` as `plan` says and records it; on failure nothing half
-/// made stays behind.
-pub(super) async fn make_pod_sandbox(
-    inv: &Invocation,
-    kube: &Kubernetes,
-    name: &str,
-    mut plan: PodPlan,
-) -> Result<ManagedSandbox, CliError> {
-    let token = crate::store::new_id(32);
-    plan.installation = Some(inv.store.installation_id()?);
-    inv.printer.note(&format!(
-        "creating sandbox {name} in Kubernetes namespace {} from {}",
-        plan.namespace, plan.image
-    ));
-    match kube.create(name, &token, &plan).await {
-        Ok(started) => plan.pod_uid = started.uid,
-        Err(e) => {
-            // A claim made before the Pod failed, say; a name taken is someone else's.
-            if !matches!(e, crate::sandbox::kubernetes::KubeError::Conflict { .. }) {
-                let _ = kube.remove(name, &plan.namespace).await;
-            }
-            return Err(e.into());
-        }
-    }
-    let made = ManagedSandbox {
-        name: name.to_string(),
-        provider: "kubernetes".into(),
-        container_id: format!("{}/{}", plan.namespace, pod_name(name)),
-        url: None,
-        token,
-        image: plan.image.clone(),
-        created_at: now_ms(),
-        spec: serde_json::to_string(&plan).ok(),
-    };
-    inv.store.add_sandbox(&made)?;
-    Ok(made)
-}
-
 /// `cove sandbox start NAME`
 async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
-        let plan = sandbox_choice::pod_plan(&sandbox)?;
+        let plan = pod_plan(&sandbox)?;
         let kube = Kubernetes::from_env(inv.in_cluster).await?;
         let started = kube.ensure_running(name, &sandbox.token, &plan).await?;
-        sandbox_choice::keep_pod_uid(inv, name, plan, started.uid.clone())?;
+        inv.sandboxes()
+            .keep_pod_uid(name, plan, started.uid.clone())?;
         inv.printer.result(
             &json!({"name": name, "running": true, "remade": started.remade, "lost_workspace": started.lost_workspace}),
             |_| {
@@ -404,7 +340,7 @@ async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
 async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
-        let plan = sandbox_choice::pod_plan(&sandbox)?;
+        let plan = pod_plan(&sandbox)?;
         Kubernetes::from_env(inv.in_cluster)
             .await?
             .stop(name, &plan.namespace)
@@ -438,7 +374,7 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
 async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
-        let plan = sandbox_choice::pod_plan(&sandbox)?;
+        let plan = pod_plan(&sandbox)?;
         Kubernetes::from_env(inv.in_cluster)
             .await?
             .remove(name, &plan.namespace)
@@ -478,7 +414,7 @@ async fn gc(
     if namespaces.is_empty() {
         namespaces.push(kube.default_namespace.clone());
         for sandbox in made.iter().filter(|s| s.provider == "kubernetes") {
-            if let Ok(plan) = sandbox_choice::pod_plan(sandbox)
+            if let Ok(plan) = pod_plan(sandbox)
                 && !namespaces.contains(&plan.namespace)
             {
                 namespaces.push(plan.namespace);
@@ -569,7 +505,7 @@ async fn pod_row_state(
     kube: &Kubernetes,
     sandbox: &ManagedSandbox,
 ) -> Result<InfoResponse, String> {
-    let plan = sandbox_choice::pod_plan(sandbox).map_err(|e| e.to_string())?;
+    let plan = pod_plan(sandbox).map_err(|e| e.to_string())?;
     match kube.state(&sandbox.name, &plan.namespace).await {
         Err(e) => Err(e.to_string()),
         Ok(PodState::Missing) => Err("stopped (no Pod)".into()),

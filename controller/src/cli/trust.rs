@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Invocation;
 use crate::mcp::Transport;
+use crate::session;
 use crate::trust::{self, ProjectSettings};
 
 /// Set by `cove serve`: its runs never ask at the terminal it was started from (a run would
@@ -29,33 +30,15 @@ pub(super) fn project_trusted(inv: &Invocation, trust_flag: bool, may_ask: bool)
 }
 
 fn decide(inv: &Invocation, trust_flag: bool, may_ask: bool) -> bool {
-    let Some(settings) = trust::project_settings(&trust::project_dir()) else {
-        return true;
-    };
-    let store = trust::store_path();
-    if trust::is_trusted(&settings, &store) {
-        return true;
-    }
-    let yes = trust_flag
-        || (may_ask && !inv.printer.json() && std::io::stdin().is_terminal() && ask(&settings));
+    let (yes, said) = session::project_trust(trust_flag, |settings| {
+        (may_ask && !inv.printer.json() && std::io::stdin().is_terminal()).then(|| ask(settings))
+    });
+    // A no, or nobody there to say yes: not asked again in this process.
     if !yes && may_ask {
         DECLINED.store(true, Ordering::SeqCst);
     }
-    if yes {
-        if let Err(e) = trust::remember(&settings, &store) {
-            inv.printer.note(&format!(
-                "cannot remember the trust in {} ({e}): it is used this time only",
-                settings.dir.display()
-            ));
-        }
-        return true;
-    }
-    inv.printer.warn(&format!(
-        "{} has settings of its own ({}) that run commands on this machine or instruct the agent; they were left out. Read them, then run again with --trust to use them (remembered until they change)",
-        settings.dir.display(),
-        settings.files.join(", ")
-    ));
-    false
+    inv.printer.say(said.as_slice());
+    yes
 }
 
 /// Shows the person what the folder's settings would do and asks.

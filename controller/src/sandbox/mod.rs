@@ -2,9 +2,15 @@
 //! (the default), or a remote one reached by URL and token; [`docker`] makes sandbox
 //! containers, [`kubernetes`] sandbox Pods.
 
+pub mod choice;
 pub mod docker;
 pub mod kubernetes;
 pub mod local;
+
+/// Where a local sandbox's daemon writes its log.
+pub fn coved_log() -> PathBuf {
+    cove_config::data_dir().join("logs/coved.log")
+}
 
 use std::path::{Path, PathBuf};
 
@@ -110,6 +116,31 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// Whether walls keep the agent from this machine: not a `host` sandbox, not a local
+    /// one on the machine's own network (it reaches the loopback services).
+    pub fn walled(&self, local: &LocalSettings) -> bool {
+        match self.spec {
+            SandboxSpec::Host { .. } => false,
+            SandboxSpec::Local { .. } => local.network != local::bwrap::Network::Host,
+            _ => true,
+        }
+    }
+
+    /// The places of this machine a walled local sandbox shows the agent, by every name
+    /// they have; none for a sandbox elsewhere or unwalled.
+    pub fn machine_view(&self, local: &LocalSettings) -> Option<Vec<PathBuf>> {
+        match &self.spec {
+            SandboxSpec::Local { workspace } if self.walled(local) => {
+                Some(local::bwrap::shown_places_by_both_names(
+                    workspace,
+                    &local.read_only,
+                    &local.writable,
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// Opens the sandbox `spec` names: starts a local coved (walled in as `local` says),
     /// or checks a remote one.
     pub async fn open(

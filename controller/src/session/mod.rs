@@ -5,6 +5,7 @@
 //! errors as [`SessionError`], which each front end words its own way.
 
 mod error;
+mod project;
 mod settings;
 
 use std::path::PathBuf;
@@ -13,8 +14,10 @@ use std::sync::Arc;
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::RunStatus;
 use cove_protocol::plan::PlanStatus;
+use cove_protocol::takeover::InControl;
 
 pub use error::SessionError;
+pub use project::project_trust;
 pub use settings::{COMPACT_WINDOW, RunSettings, agent_config, tool_set};
 
 use crate::agent::Agent;
@@ -56,13 +59,25 @@ pub struct SandboxView {
     pub machine_view: Option<Vec<PathBuf>>,
 }
 
+/// How a thread's next run starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunStart {
+    /// The agent must have a plan approved before it changes anything (also while the
+    /// thread's plan waits for approval).
+    pub plan_first: bool,
+    /// The run answers the thread's question: a takeover a person still holds ends.
+    pub answering: bool,
+    /// No one answers permission requests during the run: it pauses on them.
+    pub hold_permissions: bool,
+}
+
 /// A thread's run, checked before its sandbox is opened: its model reachable, a run a
 /// killed controller left behind ended.
 pub struct Begun {
     model: ModelChoice,
     provider: Arc<dyn ChatProvider>,
     mode: ToolMode,
-    plan_first: bool,
+    start: RunStart,
 }
 
 /// A thread's next run, ready to start: its agent, with its MCP servers.
@@ -176,10 +191,8 @@ impl Engine<'_> {
 
     /// The first step of a thread's next run, before its sandbox opens: its model reached
     /// (a missing key fails here), a run a killed controller left marked running ended.
-    /// With `plan_first`, or while the thread's plan is not approved, the run must have a
-    /// plan approved before it changes anything.
-    pub fn begin(self, thread: &Thread, plan_first: bool) -> Result<Begun, SessionError> {
-        let plan_first = plan_first
+    pub fn begin(self, thread: &Thread, mut start: RunStart) -> Result<Begun, SessionError> {
+        start.plan_first = start.plan_first
             || self
                 .store
                 .current_plan(&thread.id)?
@@ -200,14 +213,13 @@ impl Engine<'_> {
             model,
             provider,
             mode: ToolMode::parse(&thread.tool_mode).unwrap_or(ToolMode::Native),
-            plan_first,
+            start,
         })
     }
 
     /// The run [`Engine::begin`] checked, over the caller's open sandbox, with the MCP
     /// servers started for it and the skills `project` (the folder's own, when trusted)
-    /// allows. With `hold_permissions` no one answers permission requests during the run:
-    /// it pauses on them.
+    /// allows.
     pub async fn prepare(
         self,
         begun: Begun,
@@ -215,14 +227,20 @@ impl Engine<'_> {
         mcp: Option<Arc<McpHub>>,
         settings: &RunSettings,
         project: bool,
-        hold_permissions: bool,
     ) -> Result<PreparedRun, SessionError> {
         let Begun {
             model,
             provider,
             mode,
-            plan_first,
+            start,
         } = begun;
+        if start.answering
+            && let Ok(status) = sandbox.client.takeover_status(0).await
+            && status.in_control == InControl::Person
+        {
+            // The person answered: whatever they were doing in the browser is over.
+            let _ = sandbox.client.takeover_end().await;
+        }
         let workspace_label = sandbox
             .client
             .info()
@@ -242,9 +260,9 @@ impl Engine<'_> {
             workspace_label,
             served.as_ref(),
         )?
-        .plan_first(plan_first)
+        .plan_first(start.plan_first)
         .walls(sandbox.walled)
-        .pause_for_permission(hold_permissions);
+        .pause_for_permission(start.hold_permissions);
         let config = match sandbox.machine_view {
             Some(shown) => config.machine_view(shown),
             None => config,

@@ -16,7 +16,7 @@ mod view;
 mod workspace;
 
 use std::net::SocketAddr;
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -25,47 +25,111 @@ use axum::http::StatusCode;
 use axum::http::header::{LOCATION, REFERRER_POLICY, SET_COOKIE};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, get, on};
-use clap::Args;
 use cove_protocol::api::{Endpoint, Method};
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use cove_protocol::serve::{SERVE_ENDPOINTS, ServeOp};
 use serde_json::json;
 
-use super::run::RunFlags;
-use super::sandbox_choice::SandboxArgs;
-use super::{CliError, Invocation};
-use crate::store::RunState;
+use crate::config::FileConfig;
+use crate::sandbox::LocalSettings;
+use crate::sandbox::choice::{Narrate, SandboxRequest};
+use crate::session::{Engine, Notice, RunSettings, SessionError};
+use crate::store::{RunState, Store};
 use auth::Auth;
 use feed::Feeds;
 use runs::Live;
 use uploads::Uploads;
 use workspace::Sandboxes;
 
-#[derive(Debug, Args)]
-pub(super) struct ServeArgs {
+/// How a server is set up: what its front end (the command line) read and checked.
+pub struct ServeOptions {
     /// Where to listen (port 0 picks a free one, printed).
-    #[arg(long, env = "COVE_SERVE_LISTEN", default_value = "127.0.0.1:7800")]
-    listen: SocketAddr,
-    /// The API token (default: a new one each start, printed).
-    #[arg(long, env = "COVE_SERVE_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// The model of threads whose client names none (`provider/model`; default: cove.toml's
-    /// `model`, else the one the environment's server serves or OpenAI's).
-    #[arg(long, env = "COVE_MODEL")]
-    model: Option<String>,
-    /// The sandbox every thread gets (default: a local one per thread).
-    #[command(flatten)]
-    sandbox: SandboxArgs,
+    pub listen: SocketAddr,
+    /// The API token (none: a new one, printed).
+    pub token: Option<String>,
+    /// The model of threads whose client names none.
+    pub model: Option<String>,
+    /// The sandbox every thread gets unless a client may name another.
+    pub sandbox: SandboxRequest,
     /// Settings of every run.
-    #[command(flatten)]
-    run: RunFlags,
+    pub settings: RunSettings,
+    /// More files of MCP servers for every run.
+    pub mcp_config: Vec<PathBuf>,
+    /// Use the settings of the folder the server runs in without asking.
+    pub trust: bool,
+    /// Print the address and the login link as a JSON line.
+    pub json: bool,
+    pub store: Arc<Store>,
+    pub file: FileConfig,
+    /// What a local sandbox's walls let through.
+    pub local: LocalSettings,
+    /// How Kubernetes sandboxes are reached (none: detected).
+    pub in_cluster: Option<bool>,
+}
+
+/// Why the server did not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// An option is wrong: fix it.
+    #[error("{0}")]
+    Invalid(String),
+    /// Something must be set up first (a free address, a model's key).
+    #[error("{0}")]
+    Setup(String),
+    /// The server failed while it ran.
+    #[error("{0}")]
+    Failed(String),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+impl From<crate::store::StoreError> for ServeError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ServeError::Session(e.into())
+    }
+}
+
+/// The server's notes on standard error (`cove: …`), as the command line words them; none
+/// but warnings when it speaks JSON.
+pub(crate) struct Log {
+    json: bool,
+}
+
+impl Narrate for Log {
+    fn note(&self, text: &str) {
+        if !self.json {
+            eprintln!("cove: {text}");
+        }
+    }
+
+    fn warn(&self, text: &str) {
+        eprintln!("cove: {text}");
+    }
+}
+
+impl Log {
+    /// Says each notice as loudly as it asks.
+    fn say(&self, notices: &[Notice]) {
+        for notice in notices {
+            match notice {
+                Notice::Note(text) => self.note(text),
+                Notice::Warning(text) => self.warn(text),
+            }
+        }
+    }
 }
 
 /// What every request of the server shares.
 pub(super) struct ServeState {
-    inv: Arc<Invocation>,
-    sandbox: SandboxArgs,
-    flags: RunFlags,
+    store: Arc<Store>,
+    file: FileConfig,
+    local: LocalSettings,
+    in_cluster: Option<bool>,
+    log: Log,
+    sandbox: SandboxRequest,
+    settings: RunSettings,
+    mcp_config: Vec<PathBuf>,
+    trust: bool,
     /// The model of threads whose client names none (`--model`, `COVE_MODEL`).
     model: Option<String>,
     auth: Auth,
@@ -212,8 +276,8 @@ fn router(state: Arc<ServeState>) -> Router {
 
 /// Runs left marked running by a server that died are interrupted: each thread gets an
 /// event saying so, and resumes on request.
-fn interrupt_leftovers(state: &ServeState) -> Result<(), CliError> {
-    let store = &state.inv.store;
+fn interrupt_leftovers(state: &ServeState) -> Result<(), ServeError> {
+    let store = &state.store;
     for thread in store.threads()? {
         let Some(last) = store.last_run(&thread.id)? else {
             continue;
@@ -245,7 +309,7 @@ impl ServeState {
         self.sandbox
             .sandbox
             .clone()
-            .or_else(|| self.inv.file.sandbox.clone())
+            .or_else(|| self.file.sandbox.clone())
             .unwrap_or_else(|| "local".into())
     }
 
@@ -253,7 +317,7 @@ impl ServeState {
     /// lists (the operator decides where agents run).
     /// `host` (no walls) only when listed by that very name: no pattern admits it.
     pub(super) fn may_choose(&self, choice: &str) -> bool {
-        self.inv.file.serve.as_ref().is_some_and(|serve| {
+        self.file.serve.as_ref().is_some_and(|serve| {
             serve.sandboxes.iter().any(|pattern| {
                 if choice == "host" {
                     pattern == "host"
@@ -263,32 +327,57 @@ impl ServeState {
             })
         })
     }
+
+    /// The engine over the server's database and `cove.toml`.
+    pub(super) fn engine(&self) -> Engine<'_> {
+        Engine {
+            store: &self.store,
+            file: &self.file,
+        }
+    }
+
+    /// The sandboxes the server reaches.
+    pub(super) fn sandbox_layer(&self) -> crate::sandbox::choice::Sandboxes<'_> {
+        crate::sandbox::choice::Sandboxes {
+            store: &self.store,
+            file: &self.file,
+            local: &self.local,
+            in_cluster: self.in_cluster,
+            narrate: &self.log,
+        }
+    }
 }
 
-/// `cove serve`.
-pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, CliError> {
-    super::trust::never_ask();
-    if let Some(token) = &args.token
+/// Serves until Ctrl-C: the API, the page and the runs (see the module's docs).
+pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    if let Some(token) = &options.token
         && token.len() < 32
     {
-        return Err(CliError::Usage(
+        return Err(ServeError::Invalid(
             "--token must have 32 characters or more".into(),
         ));
     }
-    let model = args.model.filter(|m| !m.trim().is_empty());
+    let model = options.model.filter(|m| !m.trim().is_empty());
     if let Some(name) = &model {
         // A wrong name or a missing key is said now, not at the first task.
-        let choice = crate::llm::choice::ModelChoice::parse(name)?;
-        crate::llm::choice::connect(&choice)?;
+        let choice = crate::llm::choice::ModelChoice::parse(name).map_err(SessionError::from)?;
+        crate::llm::choice::connect(&choice).map_err(SessionError::from)?;
     }
-    let json = inv.printer.json();
-    let given_token = args.token.is_some();
+    let json = options.json;
+    let listen = options.listen;
+    let given_token = options.token.is_some();
     let state = Arc::new(ServeState {
-        inv: Arc::new(inv),
-        sandbox: args.sandbox,
-        flags: args.run,
+        store: options.store,
+        file: options.file,
+        local: options.local,
+        in_cluster: options.in_cluster,
+        log: Log { json },
+        sandbox: options.sandbox,
+        settings: options.settings,
+        mcp_config: options.mcp_config,
+        trust: options.trust,
         model,
-        auth: Auth::new(args.token),
+        auth: Auth::new(options.token),
         feeds: Feeds::default(),
         live: Live::default(),
         uploads: Uploads::new(crate::config::data_dir().join("serve/uploads")),
@@ -297,12 +386,12 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
         views: view::Views::default(),
     });
     interrupt_leftovers(&state)?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| CliError::Setup(format!("cannot listen on {}: {e}", args.listen)))?;
+        .map_err(|e| ServeError::Setup(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener
         .local_addr()
-        .map_err(|e| CliError::Setup(e.to_string()))?;
+        .map_err(|e| ServeError::Setup(e.to_string()))?;
     let login = format!("http://{addr}/login?token={}", state.auth.login_secret());
     // A token the operator gave is theirs already: not echoed into logs.
     let shown = if given_token {
@@ -359,6 +448,5 @@ pub(super) async fn serve(inv: Invocation, args: ServeArgs) -> Result<ExitCode, 
     axum::serve(listener, axum::ServiceExt::into_make_service(app))
         .with_graceful_shutdown(stopping)
         .await
-        .map_err(|e| CliError::Failed(format!("the server failed: {e}")))?;
-    Ok(ExitCode::SUCCESS)
+        .map_err(|e| ServeError::Failed(format!("the server failed: {e}")))
 }

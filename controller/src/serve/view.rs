@@ -54,7 +54,7 @@ pub(super) async fn open_view(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<FileContentQuery>,
 ) -> Result<Response, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let token = state.views.mint(&thread.id);
     let path: String = query
         .path
@@ -82,7 +82,7 @@ pub(super) async fn serve_view(
             "this view has expired: open the file again from the page",
         ));
     };
-    let thread = state.inv.store.thread_exact(&thread)?;
+    let thread = state.store.thread_exact(&thread)?;
     file_response(&state, &thread, &path, Shown::Page).await
 }
 

@@ -20,9 +20,9 @@ pub(super) async fn screenshot(
     State(state): State<Arc<ServeState>>,
     Path((id, run, call)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     // A call's picture never changes.
-    let jpeg = state.inv.store.screenshot(&thread.id, &run, &call)?;
+    let jpeg = state.store.screenshot(&thread.id, &run, &call)?;
     jpeg_answer(jpeg, "private, max-age=86400, immutable")
 }
 
@@ -31,8 +31,8 @@ pub(super) async fn latest_screenshot(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
-    let jpeg = state.inv.store.latest_screenshot(&thread.id)?;
+    let thread = state.store.thread_exact(&id)?;
+    let jpeg = state.store.latest_screenshot(&thread.id)?;
     jpeg_answer(jpeg, "no-store")
 }
 
@@ -53,7 +53,7 @@ pub(super) async fn takeover(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Json<TakeoverLink>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let Some(Some(run)) = state.live.get(&thread.id) else {
         return Err(ApiError::conflict(
             "not_running",
@@ -64,7 +64,6 @@ pub(super) async fn takeover(
         ));
     };
     let asked_by_agent = state
-        .inv
         .store
         .waiting_requests(&thread.id)?
         .iter()

@@ -25,8 +25,7 @@ use tokio::sync::Mutex;
 
 use super::ServeState;
 use super::error::{ApiError, ApiQuery};
-use crate::cli::sandbox_choice::{self, coved_log};
-use crate::sandbox::{Sandbox, SandboxSpec};
+use crate::sandbox::{Sandbox, SandboxSpec, coved_log};
 use crate::store::Thread;
 
 /// How long a sandbox opened for its files stays open unused.
@@ -119,8 +118,10 @@ async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedCli
         return Ok(sandbox.client.clone());
     }
     let spec = SandboxSpec::from_label(&thread.sandbox);
-    let token = sandbox_choice::token_for(&state.inv, &state.sandbox, &spec);
-    let sandbox = sandbox_choice::open(&state.inv, spec, token, Some(&coved_log()))
+    let sandboxes = state.sandbox_layer();
+    let token = sandboxes.token_for(&state.sandbox, &spec);
+    let sandbox = sandboxes
+        .open(spec, token, Some(&coved_log()))
         .await
         .map_err(|e| {
             ApiError::new(
@@ -161,7 +162,7 @@ pub(super) async fn list(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<ListResponse>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let sandbox = sandbox_of(&state, &thread).await?;
     Ok(Json(sandbox.list(&query).await.map_err(from_sandbox)?))
 }
@@ -226,7 +227,7 @@ pub(super) async fn content(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<FileContentQuery>,
 ) -> Result<Response, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let how = if query.download {
         Shown::Download
     } else {

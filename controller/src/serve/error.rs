@@ -11,6 +11,8 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::sandbox::choice::SandboxesError;
+use crate::session::SessionError;
 use crate::store::{DecideError, PlanError, StoreError};
 
 /// An error answer.
@@ -105,17 +107,33 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<crate::cli::CliError> for ApiError {
-    fn from(e: crate::cli::CliError) -> Self {
-        use crate::cli::CliError;
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> Self {
         match e {
-            CliError::Usage(m) => ApiError::bad(in_api_words(&m)),
-            CliError::NotFound(m) => {
+            SessionError::Invalid(m) => ApiError::bad(in_api_words(&m)),
+            SessionError::NotFound(m) => {
                 ApiError::new(StatusCode::NOT_FOUND, "not_found", in_api_words(&m))
             }
-            CliError::Setup(m) => {
+            SessionError::Setup(m) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "setup", in_api_words(&m))
             }
+            other => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "failed",
+                in_api_words(&other.to_string()),
+            ),
+        }
+    }
+}
+
+impl From<SandboxesError> for ApiError {
+    fn from(e: SandboxesError) -> Self {
+        match e {
+            SandboxesError::Invalid(m) => ApiError::bad(in_api_words(&m)),
+            SandboxesError::NotFound(m) => {
+                ApiError::new(StatusCode::NOT_FOUND, "not_found", in_api_words(&m))
+            }
+            SandboxesError::Store(e) => e.into(),
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "failed",

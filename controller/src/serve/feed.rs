@@ -173,7 +173,7 @@ pub(super) async fn events(
     ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -181,7 +181,7 @@ pub(super) async fn events(
         .or(query.after)
         .unwrap_or(0);
     // Watch first, then read: an event stored in between is seen by the watch.
-    let watch = state.feeds.watch(&state.inv.store, &thread.id)?;
+    let watch = state.feeds.watch(&state.store, &thread.id)?;
     let stream = futures_util::stream::unfold(
         (state, thread.id, after, watch, Vec::<Event>::new()),
         |(state, thread, mut after, mut watch, mut ready)| async move {
@@ -192,7 +192,7 @@ pub(super) async fn events(
                 let batch = match watch.feed.since(after, BATCH) {
                     Some(batch) => batch,
                     None => {
-                        let store = state.inv.store.clone();
+                        let store = state.store.clone();
                         let id = thread.clone();
                         tokio::task::spawn_blocking(move || store.events_after(&id, after, BATCH))
                             .await

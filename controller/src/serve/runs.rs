@@ -15,8 +15,9 @@ use super::ServeState;
 use super::error::ApiError;
 use super::uploads::Staged;
 use crate::agent::RunController;
-use crate::cli::run::prepare;
 use crate::llm::ChatMessage;
+use crate::sandbox::{Sandbox, SandboxSpec, coved_log};
+use crate::session::{self, PreparedRun, RunStart, SandboxView};
 use crate::store::Thread;
 
 /// How long the server waits for the browser's picture after a browser call.
@@ -204,6 +205,68 @@ pub(super) fn launch(
     Ok(())
 }
 
+/// A thread's next run over its sandbox, ready to start.
+struct Prepared {
+    run: PreparedRun,
+    sandbox: Sandbox,
+}
+
+impl Prepared {
+    /// Ends the MCP servers and closes the sandbox (a local one stops).
+    async fn close(self) {
+        self.run.close().await;
+        self.sandbox.close().await;
+    }
+}
+
+/// Opens the thread's sandbox, starts its MCP servers and builds its agent. The page
+/// answers permission requests while the run waits; nobody is asked whether to use the
+/// folder's own settings (`--trust` decides).
+async fn prepare(
+    state: &ServeState,
+    thread: &Thread,
+    answering: bool,
+    plan_first: bool,
+) -> Result<Prepared, String> {
+    let engine = state.engine();
+    let start = RunStart {
+        plan_first,
+        answering,
+        hold_permissions: false,
+    };
+    let begun = engine.begin(thread, start).map_err(|e| e.to_string())?;
+    let (project, said) = session::project_trust(state.trust, |_| None);
+    state.log.say(said.as_slice());
+    // The servers start while the sandbox does.
+    let (mcp, notices) = session::start_mcp(&state.mcp_config, project);
+    state.log.say(&notices);
+    let sandboxes = state.sandbox_layer();
+    let spec = SandboxSpec::from_label(&thread.sandbox);
+    let token = sandboxes.token_for(&state.sandbox, &spec);
+    let sandbox = sandboxes
+        .open(spec, token, Some(&coved_log()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let view = SandboxView {
+        client: sandbox.client.clone(),
+        walled: sandbox.walled(&state.local),
+        machine_view: sandbox.machine_view(&state.local),
+    };
+    match engine
+        .prepare(begun, view, mcp, &state.settings, project)
+        .await
+    {
+        Ok(run) => {
+            state.log.say(&run.notices);
+            Ok(Prepared { run, sandbox })
+        }
+        Err(e) => {
+            sandbox.close().await;
+            Err(e.to_string())
+        }
+    }
+}
+
 async fn run(
     state: &Arc<ServeState>,
     thread: Thread,
@@ -212,7 +275,6 @@ async fn run(
     claim: u64,
     cancelled: &AtomicBool,
 ) -> Result<(), String> {
-    let inv = &state.inv;
     let unsent = if input.message.is_some() {
         "; the message was not sent (files attached to it are still held): send it again"
     } else {
@@ -220,18 +282,7 @@ async fn run(
     };
     // The sandbox opened to show the thread's files gives way to the run's own.
     state.sandboxes.close(&thread.id).await;
-    let prepared = match prepare(
-        inv,
-        &thread,
-        input.message.is_some(),
-        &state.sandbox,
-        &state.flags,
-        plan_first,
-        // The page answers requests while the run waits.
-        false,
-    )
-    .await
-    {
+    let prepared = match prepare(state, &thread, input.message.is_some(), plan_first).await {
         Ok(prepared) => prepared,
         Err(e) => {
             return Err(format!("{e}{unsent}"));
@@ -292,7 +343,7 @@ async fn run(
             // sandbox closes behind).
             state.live.release(&thread.id, claim);
         }
-        if let Err(e) = state.feeds.publish_all(&inv.store, batch) {
+        if let Err(e) = state.feeds.publish_all(&state.store, batch) {
             tracing::error!(error = %e, thread = %thread.id, "cannot store events");
         }
     }
@@ -344,7 +395,7 @@ async fn keep_screenshot(
             return;
         }
     };
-    if let Err(e) = state.inv.store.add_screenshot(thread, run, call, &jpeg) {
+    if let Err(e) = state.store.add_screenshot(thread, run, call, &jpeg) {
         tracing::warn!(error = %e, "cannot keep a screenshot");
     }
 }
@@ -362,7 +413,7 @@ fn failed_to_start(state: &ServeState, thread: &Thread, message: String) {
             fatal: true,
         },
     };
-    if let Err(e) = state.feeds.publish(&state.inv.store, event) {
+    if let Err(e) = state.feeds.publish(&state.store, event) {
         tracing::error!(error = %e, "cannot store an event");
     }
 }

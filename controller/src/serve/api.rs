@@ -17,7 +17,6 @@ use cove_protocol::serve::{
 use super::ServeState;
 use super::error::{ApiError, ApiJson, ApiQuery};
 use super::runs::{Claim, Input, launch};
-use crate::cli::run::new_thread;
 use crate::llm::ChatMessage;
 use crate::plan_answer::{approved, rejected};
 use crate::store::{Decision, RequestKind, Thread};
@@ -27,7 +26,6 @@ use crate::store::{Decision, RequestKind, Thread};
 fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
     let running = state.live.get(&thread.id).is_some();
     let waiting = state
-        .inv
         .store
         .waiting_requests(&thread.id)?
         .into_iter()
@@ -55,7 +53,7 @@ fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
         status: thread.status.as_str().to_string(),
         running,
         waiting,
-        last_event: state.inv.store.last_event(&thread.id)?,
+        last_event: state.store.last_event(&thread.id)?,
     })
 }
 
@@ -88,22 +86,23 @@ pub(super) async fn create_thread(
                 ));
             }
             // The server's sandbox token is for its own sandbox, never another's.
-            sandbox.sandbox_token = None;
+            sandbox.token = None;
         }
         sandbox.sandbox = Some(choice);
     }
     let attachments = state.uploads.take(&body.attachments)?;
-    let thread = new_thread(
-        &state.inv,
-        &body.task,
-        body.model
-            .filter(|m| !m.trim().is_empty())
-            .or_else(|| state.model.clone()),
-        body.tool_calls,
-        &sandbox,
-    )
-    .await?;
-    let plan_first = body.plan || state.inv.file.plan.unwrap_or(false);
+    let model = body
+        .model
+        .filter(|m| !m.trim().is_empty())
+        .or_else(|| state.model.clone());
+    let thread = state
+        .engine()
+        .new_thread(&body.task, model, body.tool_calls, |workspace| {
+            let (spec, _) = state.sandbox_layer().choose(&sandbox, || workspace)?;
+            Ok::<_, ApiError>(spec.label())
+        })
+        .await?;
+    let plan_first = body.plan || state.file.plan.unwrap_or(false);
     launch(
         &state,
         thread.clone(),
@@ -121,7 +120,6 @@ pub(super) async fn list_threads(
     State(state): State<Arc<ServeState>>,
 ) -> Result<Json<ThreadList>, ApiError> {
     let threads = state
-        .inv
         .store
         .threads()?
         .iter()
@@ -135,7 +133,7 @@ pub(super) async fn get_thread(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Json<ThreadView>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     Ok(Json(view(&state, &thread)?))
 }
 
@@ -144,9 +142,8 @@ pub(super) async fn messages(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Json<MessageList>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let messages = state
-        .inv
         .store
         .messages(&thread.id)?
         .into_iter()
@@ -162,7 +159,7 @@ pub(super) async fn reply(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ReplyRequest>,
 ) -> Result<(StatusCode, Json<ReplyResponse>), ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     if body.text.trim().is_empty() {
         return Err(ApiError::bad("the reply is empty"));
     }
@@ -210,7 +207,7 @@ pub(super) async fn reply(
             // One answer per question, whichever tab sends it first: the check and the
             // run's claim go together.
             let _answering = state.answering.lock().await;
-            let waiting = state.inv.store.waiting_requests(&thread.id)?;
+            let waiting = state.store.waiting_requests(&thread.id)?;
             if let Some(question) = &body.answers
                 && !waiting
                     .iter()
@@ -263,7 +260,7 @@ pub(super) async fn permit(
     Path((id, request)): Path<(String, String)>,
     ApiJson(body): ApiJson<PermitRequest>,
 ) -> Result<Json<PermitResponse>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let decision: Decision = body.decision.parse().map_err(|_| {
         ApiError::bad(format!(
             "decision must be allow_once, allow_for_thread or deny, not {:?}",
@@ -275,17 +272,16 @@ pub(super) async fn permit(
             .controller
             .permit(&request, decision, body.reason.as_deref())?,
         // The run starting takes the decision up as it begins.
-        Some(None) => state.inv.store.decide_request(
-            &thread.id,
-            &request,
-            decision,
-            body.reason.as_deref(),
-        )?,
+        Some(None) => {
+            state
+                .store
+                .decide_request(&thread.id, &request, decision, body.reason.as_deref())?
+        }
         None => {
             // Its run ended (the server restarted): the decision takes effect as it
             // resumes, and is recorded only if it can.
             let claim = Claim::take(&state, &thread.id)?;
-            let decided = state.inv.store.decide_request(
+            let decided = state.store.decide_request(
                 &thread.id,
                 &request,
                 decision,
@@ -307,9 +303,9 @@ pub(super) async fn approve(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let claim = Claim::take(&state, &thread.id)?;
-    let plan = state.inv.store.approve_plan(&thread.id, None)?;
+    let plan = state.store.approve_plan(&thread.id, None)?;
     claim.start(thread, Input::text(approved(&plan, false)), false);
     Ok((
         StatusCode::ACCEPTED,
@@ -324,10 +320,10 @@ pub(super) async fn reject(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<RejectRequest>,
 ) -> Result<(StatusCode, Json<PlanAnswer>), ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let reason = body.reason;
     let claim = Claim::take(&state, &thread.id)?;
-    let plan = state.inv.store.reject_plan(&thread.id, reason.as_deref())?;
+    let plan = state.store.reject_plan(&thread.id, reason.as_deref())?;
     let ended = match rejected(&plan) {
         Some(message) => {
             claim.start(thread, Input::text(message), false);
@@ -343,7 +339,7 @@ pub(super) async fn stop(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     if !state.live.stop(&thread.id) {
         return Err(ApiError::conflict(
             "not_running",
@@ -364,9 +360,9 @@ pub(super) async fn delete_thread(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Accepted>, ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     let _held = Claim::take(&state, &thread.id)?;
-    state.inv.store.delete_thread(&thread.id)?;
+    state.store.delete_thread(&thread.id)?;
     tracing::info!(thread = %thread.id, "thread deleted");
     Ok(Json(Accepted {
         state: "deleted".into(),
@@ -378,7 +374,7 @@ pub(super) async fn resume(
     State(state): State<Arc<ServeState>>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let thread = state.inv.store.thread_exact(&id)?;
+    let thread = state.store.thread_exact(&id)?;
     launch(&state, thread, Input::default(), false)?;
     Ok((
         StatusCode::ACCEPTED,
