@@ -19,6 +19,7 @@ pub mod preview;
 pub mod procs;
 pub mod prompt_cache;
 pub mod real_site;
+pub mod received;
 pub mod recorder;
 pub mod site;
 pub mod stats;

@@ -215,9 +215,11 @@ impl Person {
 
     /// Clicks the middle of the first element `selector` matches, with the mouse.
     pub async fn click(&mut self, selector: &str) -> Result<()> {
+        // A person clicks on what is drawn: nothing is before the page's stylesheets have
+        // loaded, and a layout read earlier puts the click where the element will not be.
         let at = self
             .eval(&format!(
-                "(() => {{ const e = document.querySelector({sel}); if (!e) return null; e.scrollIntoView({{block: 'center'}}); const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()",
+                "(async () => {{ if (document.readyState !== 'complete') await Promise.race([new Promise((r) => addEventListener('load', r, {{once: true}})), new Promise((r) => setTimeout(r, 10000))]); await new Promise((r) => requestAnimationFrame(() => r())); const e = document.querySelector({sel}); if (!e) return null; e.scrollIntoView({{block: 'center'}}); const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()",
                 sel = serde_json::to_string(selector)?
             ))
             .await?;

@@ -19,7 +19,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
-use crate::llm::{Received, billed, cached_count};
+use crate::received::{Received, Wire, billed, cached_count};
 
 /// Most `cache_control` marks Anthropic takes in one request.
 pub const MAX_BREAKPOINTS: usize = 4;
@@ -228,11 +228,11 @@ fn openai_units(request: &Received) -> Vec<Unit> {
 /// serve of `next` after `previous`.
 pub fn repeated_prefix(previous: &Received, next: &Received) -> usize {
     let (a, b) = match next.wire {
-        crate::llm::Wire::Anthropic => (
+        Wire::Anthropic => (
             anthropic_units(previous).unwrap_or_default(),
             anthropic_units(next).unwrap_or_default(),
         ),
-        crate::llm::Wire::OpenAi => (openai_units(previous), openai_units(next)),
+        Wire::OpenAi => (openai_units(previous), openai_units(next)),
     };
     let same = a
         .iter()

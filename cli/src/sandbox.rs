@@ -1,0 +1,604 @@
+//! `cove sandbox up|status|ls|create|start|stop|rm|gc`: local sandboxes for other tools,
+//! and sandboxes Cove makes: Docker containers and Kubernetes Pods.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+use cove_protocol::client::CovedClient;
+use cove_protocol::info::InfoResponse;
+use serde_json::json;
+
+use super::sandbox_choice::{self, SandboxArgs, coved_log};
+use super::{CliError, Invocation};
+use cove_core::store::{ManagedSandbox, now_ms};
+use cove_sandbox::choice::pod_plan;
+use cove_sandbox::docker::{ContainerSpec, Docker, DockerError, parse_size};
+use cove_sandbox::kubernetes::{Kubernetes, PodPlan, PodState, pod_name};
+use cove_sandbox::{LocalDaemon, SandboxSpec};
+
+#[derive(Debug, Subcommand)]
+pub(super) enum SandboxCommand {
+    /// Start a local sandbox and print its URL and token; runs until interrupted.
+    Up {
+        /// Workspace folder (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+    },
+    /// Check the configured sandbox.
+    Status {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// List the sandboxes named in cove.toml and those Cove made, with health and version.
+    Ls,
+    /// Make a sandbox and start it: a Docker container (the Engine API at DOCKER_HOST), or
+    /// with --kubernetes a Pod (credentials as kubectl finds them).
+    Create {
+        /// The sandbox's name, for --sandbox NAME.
+        name: String,
+        /// The sandbox image (build it from sandbox-image/).
+        #[arg(long, default_value = cove_sandbox::docker::DEFAULT_IMAGE)]
+        image: String,
+        /// Memory limit (512m, 4g, 4Gi).
+        #[arg(long)]
+        memory: Option<String>,
+        /// CPU limit in cores (2, 0.5).
+        #[arg(long, visible_alias = "cpu")]
+        cpus: Option<f64>,
+        /// Make a Pod in Kubernetes instead of a Docker container.
+        #[arg(long)]
+        kubernetes: bool,
+        /// Kubernetes: the namespace (default: the kubeconfig context's).
+        #[arg(long, requires = "kubernetes")]
+        namespace: Option<String>,
+        /// Kubernetes: a volume of this size (10Gi) holds the workspace; it outlives the Pod
+        /// (stop, eviction). Without one the workspace goes with the Pod.
+        #[arg(long, requires = "kubernetes")]
+        storage: Option<String>,
+        /// Kubernetes: the Pod ends this many seconds after it starts (activeDeadlineSeconds).
+        #[arg(long, requires = "kubernetes")]
+        deadline_secs: Option<i64>,
+    },
+    /// Start a stopped sandbox (a Kubernetes one's Pod is made again).
+    Start { name: String },
+    /// Stop a sandbox: a Docker one keeps its files in the container; a Kubernetes one's
+    /// Pod goes, and its files with it unless it has a volume.
+    Stop { name: String },
+    /// Remove a sandbox and what it is made of.
+    Rm { name: String },
+    /// Remove Kubernetes Pods, Secrets and volumes Cove made for sandboxes it no longer
+    /// knows (left by a failed create, a removed database, another machine's Cove).
+    Gc {
+        /// Namespaces to look in (default: those of Cove's Kubernetes sandboxes and the
+        /// kubeconfig context's).
+        #[arg(long)]
+        namespace: Vec<String>,
+        /// Only list what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// Runs a `cove sandbox` command.
+pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<ExitCode, CliError> {
+    match cmd {
+        SandboxCommand::Up { workspace, listen } => up(inv, workspace, &listen).await,
+        SandboxCommand::Status { sandbox } => status(inv, &sandbox).await,
+        SandboxCommand::Ls => ls(inv).await,
+        SandboxCommand::Create {
+            name,
+            image,
+            memory,
+            cpus,
+            kubernetes,
+            namespace,
+            storage,
+            deadline_secs,
+        } => {
+            let sizes = Sizes::read(memory.as_deref(), cpus, storage.as_deref())?;
+            inv.sandboxes().check_name(&name, kubernetes)?;
+            if kubernetes {
+                create_pod(inv, &name, image, sizes, namespace, deadline_secs).await
+            } else {
+                create(inv, &name, image, sizes).await
+            }
+        }
+        SandboxCommand::Start { name } => start(inv, &name).await,
+        SandboxCommand::Stop { name } => stop(inv, &name).await,
+        SandboxCommand::Rm { name } => remove(inv, &name).await,
+        SandboxCommand::Gc { namespace, dry_run } => gc(inv, namespace, dry_run).await,
+    }
+}
+
+/// `cove sandbox up`: a local coved for other tools, until Ctrl-C.
+async fn up(
+    inv: &Invocation,
+    workspace: Option<PathBuf>,
+    listen: &str,
+) -> Result<ExitCode, CliError> {
+    let workspace = workspace.unwrap_or_else(|| PathBuf::from("."));
+    let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+    std::fs::create_dir_all(&workspace).map_err(|e| {
+        CliError::Usage(format!(
+            "cannot make the workspace {}: {e}",
+            workspace.display()
+        ))
+    })?;
+    let isolation = cove_sandbox::Isolation::Walled(inv.local.clone());
+    let mut daemon = LocalDaemon::start(&workspace, &isolation, listen, Some(&coved_log())).await?;
+    inv.printer.result(
+        &json!({"url": daemon.url, "token": daemon.token, "workspace": workspace}),
+        |_| {
+            format!(
+                "sandbox: {url}\ntoken: {token}\nworkspace: {}\nUse it with: COVE_SANDBOX_URL={url} COVE_SANDBOX_TOKEN={token} cove run \"...\"\nPress Ctrl-C to stop it.",
+                workspace.display(),
+                url = daemon.url,
+                token = daemon.token,
+            )
+        },
+    );
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = daemon.wait() => {
+            return Err(CliError::Failed(format!(
+                "the sandbox stopped; see {}",
+                coved_log().display()
+            )));
+        }
+    }
+    daemon.stop().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox status`: what the configured sandbox runs.
+async fn status(inv: &Invocation, args: &SandboxArgs) -> Result<ExitCode, CliError> {
+    let (spec, token) = sandbox_choice::choose(inv, args, || PathBuf::from("."))?;
+    match spec {
+        SandboxSpec::Local { .. } | SandboxSpec::Host { .. } => {
+            let coved = cove_sandbox::find_coved()?;
+            inv.printer
+                .result(&json!({"kind": "local", "coved": coved}), |_| {
+                    format!("local sandboxes start per command with {}", coved.display())
+                });
+        }
+        remote => {
+            let sandbox = sandbox_choice::open(inv, remote, token, None).await?;
+            let info = sandbox.client.info().await;
+            let url = sandbox.client.base_url().to_string();
+            sandbox.close().await;
+            let info = info?;
+            inv.printer.result(&json!({"url": url, "info": info}), |_| {
+                format!(
+                    "{url}: coved {} (API {}), workspace {}, serves {}",
+                    info.version,
+                    info.api_version,
+                    info.workspace,
+                    info.capabilities.join(", ")
+                )
+            });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn managed(inv: &Invocation, name: &str) -> Result<ManagedSandbox, CliError> {
+    inv.store.sandbox(name)?.ok_or_else(|| {
+        CliError::NotFound(format!(
+            "no sandbox {name} made by Cove; `cove sandbox ls` lists them"
+        ))
+    })
+}
+
+/// The sizes a new sandbox asks for.
+struct Sizes {
+    memory_bytes: Option<i64>,
+    cpus: Option<f64>,
+    storage_bytes: Option<i64>,
+}
+
+impl Sizes {
+    fn read(
+        memory: Option<&str>,
+        cpus: Option<f64>,
+        storage: Option<&str>,
+    ) -> Result<Sizes, CliError> {
+        let size = |flag: &str, value: &str| {
+            parse_size(value).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--{flag} {value:?} is not a size like 512m, 4g or 10Gi"
+                ))
+            })
+        };
+        if let Some(c) = cpus
+            && !(c > 0.0 && c <= 1024.0)
+        {
+            return Err(CliError::Usage(format!("--cpus {c} is not a CPU count")));
+        }
+        Ok(Sizes {
+            memory_bytes: memory.map(|m| size("memory", m)).transpose()?,
+            cpus,
+            storage_bytes: storage.map(|s| size("storage", s)).transpose()?,
+        })
+    }
+}
+
+/// `cove sandbox create NAME`
+async fn create(
+    inv: &Invocation,
+    name: &str,
+    image: String,
+    sizes: Sizes,
+) -> Result<ExitCode, CliError> {
+    let docker = Docker::from_env()?;
+    docker.ping().await?;
+    let token = cove_core::store::new_id(32);
+    let spec = ContainerSpec {
+        image: image.clone(),
+        memory_bytes: sizes.memory_bytes,
+        cpus: sizes.cpus,
+        ..ContainerSpec::default()
+    };
+    inv.printer
+        .note(&format!("creating sandbox {name} from {image}"));
+    let info = docker.create(name, &token, &spec).await?;
+    inv.store.add_sandbox(&ManagedSandbox {
+        name: name.to_string(),
+        provider: "docker".into(),
+        container_id: info.id.clone(),
+        url: info.url.clone(),
+        token,
+        image,
+        created_at: now_ms(),
+        spec: None,
+    })?;
+    let url = info.url.unwrap_or_default();
+    inv.printer.result(
+        &json!({"name": name, "container_id": info.id, "url": url}),
+        |_| format!("sandbox {name} runs at {url}; use it with: cove run --sandbox {name} \"...\""),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox create NAME --kubernetes`
+async fn create_pod(
+    inv: &Invocation,
+    name: &str,
+    image: String,
+    sizes: Sizes,
+    namespace: Option<String>,
+    deadline_secs: Option<i64>,
+) -> Result<ExitCode, CliError> {
+    if deadline_secs.is_some_and(|d| d < 1) {
+        return Err(CliError::Usage("--deadline-secs must be 1 or more".into()));
+    }
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
+    let plan = PodPlan {
+        namespace: namespace.unwrap_or_else(|| kube.default_namespace.clone()),
+        image,
+        cpu: sizes.cpus.map(cove_sandbox::kubernetes::cpu_quantity),
+        memory_bytes: sizes.memory_bytes,
+        storage_bytes: sizes.storage_bytes,
+        deadline_secs,
+        shm_bytes: ContainerSpec::default().shm_bytes,
+        installation: None,
+        pod_uid: None,
+    };
+    inv.sandboxes()
+        .make_pod_sandbox(&kube, name, plan.clone())
+        .await?;
+    inv.printer.result(
+        &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name)}),
+        |_| {
+            format!(
+                "sandbox {name} runs in Pod {} (namespace {}); use it with: cove run --sandbox {name} \"...\"",
+                pod_name(name),
+                plan.namespace
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox start NAME`
+async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
+    let sandbox = managed(inv, name)?;
+    if sandbox.provider == "kubernetes" {
+        let plan = pod_plan(&sandbox)?;
+        let kube = Kubernetes::from_env(inv.in_cluster).await?;
+        let started = kube.ensure_running(name, &sandbox.token, &plan).await?;
+        inv.sandboxes()
+            .keep_pod_uid(name, plan, started.uid.clone())?;
+        inv.printer.result(
+            &json!({"name": name, "running": true, "remade": started.remade, "lost_workspace": started.lost_workspace}),
+            |_| {
+                if started.lost_workspace {
+                    format!("sandbox {name} runs again, with an empty workspace (it has no volume)")
+                } else {
+                    format!("sandbox {name} runs in Pod {}", pod_name(name))
+                }
+            },
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let docker = Docker::from_env()?;
+    let info = docker.start(&sandbox.container_id).await?;
+    inv.store.set_sandbox_url(name, info.url.as_deref())?;
+    let url = info.url.unwrap_or_default();
+    inv.printer
+        .result(&json!({"name": name, "running": true, "url": url}), |_| {
+            format!("sandbox {name} runs at {url}")
+        });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox stop NAME`
+async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
+    let sandbox = managed(inv, name)?;
+    if sandbox.provider == "kubernetes" {
+        let plan = pod_plan(&sandbox)?;
+        Kubernetes::from_env(inv.in_cluster)
+            .await?
+            .stop(name, &plan.namespace)
+            .await?;
+        inv.printer
+            .result(&json!({"name": name, "running": false}), |_| {
+                let kept = if plan.storage_bytes.is_some() {
+                    "its workspace stays on its volume"
+                } else {
+                    "its workspace went with it (no volume)"
+                };
+                format!(
+                    "sandbox {name} stopped: its Pod is gone and {kept}; `cove sandbox start {name}` (or a run on it) makes it again"
+                )
+            });
+        return Ok(ExitCode::SUCCESS);
+    }
+    let docker = Docker::from_env()?;
+    docker.stop(&sandbox.container_id, 10).await?;
+    inv.store.set_sandbox_url(name, None)?;
+    inv.printer
+        .result(&json!({"name": name, "running": false}), |_| {
+            format!(
+                "sandbox {name} stopped; `cove sandbox start {name}` (or a run on it) starts it again"
+            )
+        });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox rm NAME`
+async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
+    let sandbox = managed(inv, name)?;
+    if sandbox.provider == "kubernetes" {
+        let plan = pod_plan(&sandbox)?;
+        Kubernetes::from_env(inv.in_cluster)
+            .await?
+            .remove(name, &plan.namespace)
+            .await?;
+    } else {
+        let docker = Docker::from_env()?;
+        match docker.remove(&sandbox.container_id).await {
+            // Removed outside Cove already: forget it all the same.
+            Ok(()) | Err(DockerError::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        docker.remove_network(name).await?;
+    }
+    inv.store.remove_sandbox(name)?;
+    inv.printer
+        .result(&json!({"name": name, "removed": true}), |_| {
+            format!("sandbox {name} removed")
+        });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox gc`: Cove's Kubernetes objects whose sandbox Cove no longer knows.
+async fn gc(
+    inv: &Invocation,
+    namespaces: Vec<String>,
+    dry_run: bool,
+) -> Result<ExitCode, CliError> {
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
+    let installation = inv.store.installation_id()?;
+    let made = inv.store.sandboxes()?;
+    let known: Vec<String> = made
+        .iter()
+        .filter(|s| s.provider == "kubernetes")
+        .map(|s| s.name.clone())
+        .collect();
+    let mut namespaces = namespaces;
+    if namespaces.is_empty() {
+        namespaces.push(kube.default_namespace.clone());
+        for sandbox in made.iter().filter(|s| s.provider == "kubernetes") {
+            if let Ok(plan) = pod_plan(sandbox)
+                && !namespaces.contains(&plan.namespace)
+            {
+                namespaces.push(plan.namespace);
+            }
+        }
+    }
+    let mut removed = Vec::new();
+    for namespace in &namespaces {
+        for (kind, name) in kube.leftovers(namespace, &known, &installation).await? {
+            if !dry_run {
+                kube.delete(namespace, kind, &name).await?;
+            }
+            removed.push(json!({"namespace": namespace, "kind": kind, "name": name}));
+        }
+    }
+    let verb = if dry_run { "would remove" } else { "removed" };
+    inv.printer.list(
+        &removed,
+        "nothing to remove: every Pod, Secret and volume Cove made belongs to a sandbox it knows",
+        |row| {
+            format!(
+                "{verb} {} {}/{}",
+                row["kind"].as_str().unwrap_or_default(),
+                row["namespace"].as_str().unwrap_or_default(),
+                row["name"].as_str().unwrap_or_default()
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row of `cove sandbox ls`.
+struct Row {
+    name: String,
+    kind: &'static str,
+    url: String,
+    state: Result<InfoResponse, String>,
+}
+
+impl serde::Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(serializer)
+    }
+}
+
+impl Row {
+    fn json(&self) -> serde_json::Value {
+        match &self.state {
+            Ok(info) => {
+                json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": true, "version": info.version, "api_version": info.api_version, "capabilities": info.capabilities})
+            }
+            Err(e) => {
+                json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": false, "error": e})
+            }
+        }
+    }
+
+    fn line(&self) -> String {
+        match &self.state {
+            Ok(info) => format!(
+                "{:<16} {:<7} {:<32} up    coved {} ({})",
+                self.name,
+                self.kind,
+                self.url,
+                info.version,
+                info.capabilities.join(", ")
+            ),
+            Err(e) => format!(
+                "{:<16} {:<7} {:<32} DOWN  {e}",
+                self.name, self.kind, self.url
+            ),
+        }
+    }
+}
+
+async fn check(url: &str, token: &str) -> Result<InfoResponse, String> {
+    let client = CovedClient::new(url, token.to_string()).map_err(|e| e.to_string())?;
+    let limit = Duration::from_secs(5);
+    match tokio::time::timeout(limit, client.info()).await {
+        Ok(Ok(info)) => Ok(info),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
+    }
+}
+
+/// How a Kubernetes sandbox stands: its Pod's state, and coved's answer when it is ready.
+async fn pod_row_state(
+    kube: &Kubernetes,
+    sandbox: &ManagedSandbox,
+) -> Result<InfoResponse, String> {
+    let plan = pod_plan(sandbox).map_err(|e| e.to_string())?;
+    match kube.state(&sandbox.name, &plan.namespace).await {
+        Err(e) => Err(e.to_string()),
+        Ok(PodState::Missing) => Err("stopped (no Pod)".into()),
+        Ok(PodState::Starting(phase)) => Err(format!("Pod {phase}")),
+        Ok(PodState::Failed(why)) => Err(format!("Pod ended: {why}")),
+        Ok(PodState::Ready { ip }) => {
+            let tunnel = kube
+                .connect(&sandbox.name, &plan.namespace, ip.as_deref())
+                .await
+                .map_err(|e| e.to_string())?;
+            check(&tunnel.url, &sandbox.token).await
+        }
+    }
+}
+
+/// `cove sandbox ls`: every named and every Docker sandbox, checked at once; exits with 1
+/// when one is down.
+async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
+    let managed = inv.store.sandboxes()?;
+    let named = inv.file.sandboxes.iter().map(|(name, s)| async move {
+        Row {
+            name: name.clone(),
+            kind: "config",
+            url: s.url.clone(),
+            state: check(&s.url, s.token.as_deref().unwrap_or_default()).await,
+        }
+    });
+    let docker = Docker::from_env().ok();
+    let kube = if managed.iter().any(|s| s.provider == "kubernetes") {
+        Some(
+            Kubernetes::from_env(inv.in_cluster)
+                .await
+                .map_err(|e| e.to_string()),
+        )
+    } else {
+        None
+    };
+    let pods = managed
+        .iter()
+        .filter(|s| s.provider == "kubernetes")
+        .map(|s| {
+            let kube = kube.clone();
+            async move {
+                let state = match kube {
+                    Some(Ok(kube)) => pod_row_state(&kube, s).await,
+                    Some(Err(e)) => Err(e),
+                    None => Err("no Kubernetes credentials".to_string()),
+                };
+                Row {
+                    name: s.name.clone(),
+                    kind: "k8s",
+                    url: s.container_id.clone(),
+                    state,
+                }
+            }
+        });
+    let made = managed
+        .iter()
+        .filter(|s| s.provider != "kubernetes")
+        .map(|s| {
+            let docker = docker.clone();
+            async move {
+                let state = match &docker {
+                    None => Err("DOCKER_HOST cannot be used".to_string()),
+                    Some(docker) => match docker.inspect(&s.container_id).await {
+                        Err(e) => Err(e.to_string()),
+                        Ok(info) if !info.running => Err(format!("container {}", info.status)),
+                        Ok(info) => match info.url {
+                            Some(url) => check(&url, &s.token).await,
+                            None => Err("no published port".to_string()),
+                        },
+                    },
+                };
+                Row {
+                    name: s.name.clone(),
+                    kind: "docker",
+                    url: s.url.clone().unwrap_or_default(),
+                    state,
+                }
+            }
+        });
+    let mut rows = futures_util::future::join_all(named).await;
+    rows.extend(futures_util::future::join_all(made).await);
+    rows.extend(futures_util::future::join_all(pods).await);
+    let all_up = rows.iter().all(|row| row.state.is_ok());
+    inv.printer.list(
+        &rows,
+        "No sandboxes yet. Name one in cove.toml:\n\n[sandboxes.build-1]\nurl = \"http://10.0.0.7:7700\"\ntoken = \"...\"\n\nor make one with Docker (cove sandbox create build-1) or Kubernetes (cove sandbox create build-1 --kubernetes)",
+        Row::line,
+    );
+    Ok(if all_up {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(super::exit::FAILED)
+    })
+}

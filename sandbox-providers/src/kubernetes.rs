@@ -1,0 +1,1104 @@
+//! The Kubernetes provider: one Pod per sandbox from the sandbox image, through the
+//! Kubernetes API with `kube` (credentials as kubectl finds them: `KUBECONFIG` or
+//! `~/.kube/config`, else the Pod's own service account in a cluster).
+//!
+//! A sandbox is a Pod `cove-NAME` with a restricted security context (not root, no
+//! privilege escalation, every capability dropped, seccomp RuntimeDefault), its token in the
+//! Secret `cove-NAME-token` that the Pod owns (so it goes with the Pod), resource requests
+//! and limits, a memory-backed `/dev/shm`, a readiness probe on `/health`, and, with a size
+//! asked for, its workspace on the PersistentVolumeClaim `cove-NAME-workspace`, which
+//! outlives the Pod. Kubernetes has no stopped Pods: stopping deletes the Pod (the claim
+//! stays), starting makes it again. The controller reaches coved through the API server's
+//! port-forward from outside the cluster, at the Pod's address from inside it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe,
+    ResourceRequirements, SeccompProfile, Secret, SecretKeySelector, SecurityContext, Volume,
+    VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
+use serde::{Deserialize, Serialize};
+
+/// The label every object Cove makes carries.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "cove");
+/// The label naming the sandbox an object belongs to.
+pub const SANDBOX_LABEL: &str = "cove.sandbox";
+/// The label naming the Cove installation (its database) that made an object: `gc` touches
+/// only its own, in a namespace shared with other users.
+pub const INSTALLATION_LABEL: &str = "cove.installation";
+/// coved's port in the Pod.
+pub const PORT: u16 = 7700;
+/// The token's key in its Secret.
+pub const TOKEN_KEY: &str = "token";
+/// What a sandbox Pod asks for when told nothing: enough to start, and a ceiling no
+/// sandbox passes unasked (a Pod with no limits can take its node).
+pub const DEFAULT_REQUESTS: (&str, &str) = ("500m", "1Gi");
+pub const DEFAULT_LIMITS: (&str, &str) = ("2", "4Gi");
+/// Scratch disk (the container's own layer and logs) a Pod may use.
+pub const EPHEMERAL_STORAGE: (&str, &str) = ("1Gi", "10Gi");
+/// Size of a workspace held on the node (no claim asked for).
+pub const WORKSPACE_ON_NODE: &str = "10Gi";
+/// The Pod's uid and gid: the image's `agent`.
+const AGENT_UID: i64 = 1000;
+/// How long a Pod may take to turn Ready (an image pull included).
+const READY_WAIT: Duration = Duration::from_secs(300);
+
+/// What a Kubernetes sandbox is made of; kept with the sandbox so its Pod can be made again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodPlan {
+    pub namespace: String,
+    pub image: String,
+    /// Cores, requested and the limit (`2`, `500m`).
+    pub cpu: Option<String>,
+    /// Bytes, requested and the limit.
+    pub memory_bytes: Option<i64>,
+    /// Bytes of a PersistentVolumeClaim for the workspace; none: an emptyDir.
+    pub storage_bytes: Option<i64>,
+    /// `activeDeadlineSeconds`: the Pod is stopped this long after it starts.
+    pub deadline_secs: Option<i64>,
+    /// Size of the memory-backed /dev/shm.
+    pub shm_bytes: i64,
+    /// The installation that made it (none for sandboxes made before Cove labelled them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installation: Option<String>,
+    /// The uid of the Pod Cove made last: a Pod of the same name that is not this one is
+    /// someone else's, and gets no token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
+}
+
+/// What went wrong with Kubernetes, by what the user does next.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    /// Give Cove a kubeconfig (KUBECONFIG, ~/.kube/config) or run it in a cluster.
+    #[error(
+        "no Kubernetes credentials: {0} (set KUBECONFIG, or ~/.kube/config, as kubectl uses; inside a cluster the Pod's service account is used)"
+    )]
+    NoConfig(String),
+    /// The API server did not answer; check the cluster and the network.
+    #[error("cannot reach the Kubernetes API: {0}")]
+    Unreachable(String),
+    /// The API refused; its message says why (RBAC: see sandbox-image/k8s/rbac.yaml).
+    #[error("Kubernetes refused ({code} {reason}): {message}")]
+    Api {
+        code: u16,
+        reason: String,
+        message: String,
+    },
+    /// Pick another name, or remove the old sandbox.
+    #[error(
+        "{kind} {name} exists already in namespace {namespace}: pick another name or `cove sandbox rm`"
+    )]
+    Conflict {
+        kind: &'static str,
+        name: String,
+        namespace: String,
+    },
+    /// The Pod did not turn Ready; its state says why.
+    #[error(
+        "the sandbox Pod {name} did not turn ready within {secs} s: {why} (see `kubectl describe pod {name} -n {namespace}`)"
+    )]
+    NotReady {
+        name: String,
+        namespace: String,
+        secs: u64,
+        why: String,
+    },
+    /// The port-forward could not be opened.
+    #[error("cannot reach coved in Pod {name}: {message}")]
+    Forward { name: String, message: String },
+    /// A Pod of the sandbox's name is not the one Cove made: someone else's.
+    #[error(
+        "Pod {name} in namespace {namespace} is not the one Cove made for this sandbox ({why}); it gets no token: delete it (kubectl delete pod {name} -n {namespace}) and use the sandbox again"
+    )]
+    NotOurs {
+        name: String,
+        namespace: String,
+        why: String,
+    },
+}
+
+impl From<kube::Error> for KubeError {
+    fn from(e: kube::Error) -> Self {
+        match e {
+            kube::Error::Api(status) => KubeError::Api {
+                code: status.code,
+                reason: status.reason.clone(),
+                message: status.message.clone(),
+            },
+            other => KubeError::Unreachable(other.to_string()),
+        }
+    }
+}
+
+/// The Pod of sandbox `name`.
+pub fn pod_name(name: &str) -> String {
+    format!("cove-{name}")
+}
+
+/// The Secret holding sandbox `name`'s token.
+pub fn secret_name(name: &str) -> String {
+    format!("cove-{name}-token")
+}
+
+/// The claim holding sandbox `name`'s workspace.
+pub fn claim_name(name: &str) -> String {
+    format!("cove-{name}-workspace")
+}
+
+/// Bytes as a Kubernetes quantity, in binary units where they are whole (4Gi, 512Mi).
+pub fn bytes_quantity(bytes: i64) -> Quantity {
+    const GI: i64 = 1 << 30;
+    const MI: i64 = 1 << 20;
+    Quantity(match bytes {
+        b if b > 0 && b % GI == 0 => format!("{}Gi", b / GI),
+        b if b > 0 && b % MI == 0 => format!("{}Mi", b / MI),
+        b => b.to_string(),
+    })
+}
+
+/// Cores as a Kubernetes quantity: `2`, or millicores (`500m`).
+pub fn cpu_quantity(cores: f64) -> String {
+    let milli = (cores * 1000.0).round() as i64;
+    if milli % 1000 == 0 {
+        (milli / 1000).to_string()
+    } else {
+        format!("{milli}m")
+    }
+}
+
+fn labels(name: &str, installation: Option<&str>) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([
+        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+        (SANDBOX_LABEL.to_string(), name.to_string()),
+    ]);
+    if let Some(installation) = installation {
+        labels.insert(INSTALLATION_LABEL.to_string(), installation.to_string());
+    }
+    labels
+}
+
+fn meta(name: String, plan: &PodPlan, sandbox: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: Some(plan.namespace.clone()),
+        labels: Some(labels(sandbox, plan.installation.as_deref())),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The Pod of sandbox `name` as `plan` has it.
+pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
+    // What is asked is both the request and the limit; what is not gets the defaults.
+    let cpu = plan.cpu.clone().map(Quantity);
+    let memory = plan.memory_bytes.map(bytes_quantity);
+    let quantities = |(cpu_default, memory_default): (&str, &str), ephemeral: &str| {
+        BTreeMap::from([
+            (
+                "cpu".to_string(),
+                cpu.clone().unwrap_or_else(|| Quantity(cpu_default.into())),
+            ),
+            (
+                "memory".to_string(),
+                memory
+                    .clone()
+                    .unwrap_or_else(|| Quantity(memory_default.into())),
+            ),
+            ("ephemeral-storage".to_string(), Quantity(ephemeral.into())),
+        ])
+    };
+    let requests = quantities(DEFAULT_REQUESTS, EPHEMERAL_STORAGE.0);
+    let limits = quantities(DEFAULT_LIMITS, EPHEMERAL_STORAGE.1);
+    let workspace = match plan.storage_bytes {
+        Some(_) => Volume {
+            name: "workspace".into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim_name(name),
+                read_only: None,
+            }),
+            ..Volume::default()
+        },
+        None => Volume {
+            name: "workspace".into(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: None,
+                size_limit: Some(Quantity(WORKSPACE_ON_NODE.into())),
+            }),
+            ..Volume::default()
+        },
+    };
+    let shm = Volume {
+        name: "dshm".into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: Some("Memory".into()),
+            size_limit: Some(bytes_quantity(plan.shm_bytes)),
+        }),
+        ..Volume::default()
+    };
+    let container = Container {
+        name: "coved".into(),
+        image: Some(plan.image.clone()),
+        ports: Some(vec![ContainerPort {
+            container_port: i32::from(PORT),
+            name: Some("coved".into()),
+            ..ContainerPort::default()
+        }]),
+        env: Some(vec![EnvVar {
+            name: "COVE_TOKEN".into(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret_name(name),
+                    key: TOKEN_KEY.into(),
+                    optional: None,
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(requests),
+            limits: Some(limits),
+            ..ResourceRequirements::default()
+        }),
+        readiness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some("/health".into()),
+                port: IntOrString::Int(i32::from(PORT)),
+                ..HTTPGetAction::default()
+            }),
+            period_seconds: Some(2),
+            ..Probe::default()
+        }),
+        liveness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some("/health".into()),
+                port: IntOrString::Int(i32::from(PORT)),
+                ..HTTPGetAction::default()
+            }),
+            period_seconds: Some(15),
+            failure_threshold: Some(4),
+            ..Probe::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                add: None,
+            }),
+            run_as_non_root: Some(true),
+            ..SecurityContext::default()
+        }),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "workspace".into(),
+                mount_path: "/workspace".into(),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "dshm".into(),
+                mount_path: "/dev/shm".into(),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    };
+    Pod {
+        metadata: meta(pod_name(name), plan, name),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            volumes: Some(vec![workspace, shm]),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(AGENT_UID),
+                run_as_group: Some(AGENT_UID),
+                fs_group: Some(AGENT_UID),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".into(),
+                    localhost_profile: None,
+                }),
+                ..PodSecurityContext::default()
+            }),
+            automount_service_account_token: Some(false),
+            restart_policy: Some("Always".into()),
+            active_deadline_seconds: plan.deadline_secs,
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The Secret of sandbox `name`'s token, owned by its Pod.
+pub fn secret_manifest(name: &str, plan: &PodPlan, token: &str, owner: &Pod) -> Secret {
+    let mut metadata = meta(secret_name(name), plan, name);
+    metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        name: pod_name(name),
+        uid: owner.metadata.uid.clone().unwrap_or_default(),
+        block_owner_deletion: Some(true),
+        controller: Some(true),
+    }]);
+    Secret {
+        metadata,
+        string_data: Some(BTreeMap::from([(TOKEN_KEY.to_string(), token.to_string())])),
+        type_: Some("Opaque".into()),
+        ..Secret::default()
+    }
+}
+
+/// The claim of sandbox `name`'s workspace.
+pub fn claim_manifest(name: &str, plan: &PodPlan, bytes: i64) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: meta(claim_name(name), plan, name),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".to_string(),
+                    bytes_quantity(bytes),
+                )])),
+                limits: None,
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Where a sandbox's Pod stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodState {
+    /// There is none (never made, stopped, or deleted outside Cove).
+    Missing,
+    /// Made, not ready yet.
+    Starting(String),
+    /// Ready, at this address in the cluster.
+    Ready { ip: Option<String> },
+    /// Ended and will not start again (evicted, past its deadline, failed).
+    Failed(String),
+}
+
+fn state_of(pod: &Pod) -> PodState {
+    let Some(status) = &pod.status else {
+        return PodState::Starting("Pending".into());
+    };
+    let phase = status.phase.clone().unwrap_or_else(|| "Pending".into());
+    if phase == "Failed" || phase == "Succeeded" {
+        let why = [status.reason.clone(), status.message.clone()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        return PodState::Failed(if why.is_empty() { phase } else { why });
+    }
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if ready {
+        PodState::Ready {
+            ip: status.pod_ip.clone(),
+        }
+    } else {
+        PodState::Starting(phase)
+    }
+}
+
+/// How a sandbox came up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    /// Its Pod was made again (it had been stopped, evicted or deleted).
+    pub remade: bool,
+    /// Made again without a claim: the workspace it had is gone.
+    pub lost_workspace: bool,
+    /// Why the old Pod ended, when it failed.
+    pub why: Option<String>,
+    pub ip: Option<String>,
+    /// The uid of the Pod it runs in: to be kept in the plan when it is made again.
+    pub uid: Option<String>,
+}
+
+/// A Kubernetes cluster.
+#[derive(Clone)]
+pub struct Kubernetes {
+    client: kube::Client,
+    /// The namespace of the kubeconfig's context (or the Pod's own).
+    pub default_namespace: String,
+    /// coved is reached at Pod addresses (inside the cluster), not through port-forward.
+    pub in_cluster: bool,
+}
+
+impl std::fmt::Debug for Kubernetes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kubernetes")
+            .field("default_namespace", &self.default_namespace)
+            .field("in_cluster", &self.in_cluster)
+            .finish()
+    }
+}
+
+impl Kubernetes {
+    /// The cluster kubectl would use; `in_cluster` forces how coved is reached (default:
+    /// inside a cluster when `KUBERNETES_SERVICE_HOST` is set).
+    pub async fn from_env(in_cluster: Option<bool>) -> Result<Kubernetes, KubeError> {
+        let config = kube::Config::infer()
+            .await
+            .map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        let default_namespace = config.default_namespace.clone();
+        let client =
+            kube::Client::try_from(config).map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        Ok(Kubernetes {
+            client,
+            default_namespace,
+            in_cluster: in_cluster
+                .unwrap_or_else(|| std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()),
+        })
+    }
+
+    /// The cluster a kubeconfig file names (its current context), reached from outside.
+    pub async fn from_kubeconfig(path: &std::path::Path) -> Result<Kubernetes, KubeError> {
+        let file = kube::config::Kubeconfig::read_from(path)
+            .map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        let config = kube::Config::from_custom_kubeconfig(file, &Default::default())
+            .await
+            .map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        let default_namespace = config.default_namespace.clone();
+        let client =
+            kube::Client::try_from(config).map_err(|e| KubeError::NoConfig(e.to_string()))?;
+        Ok(Kubernetes {
+            client,
+            default_namespace,
+            in_cluster: false,
+        })
+    }
+
+    fn pods(&self, namespace: &str) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn secrets(&self, namespace: &str) -> Api<Secret> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn claims(&self, namespace: &str) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// Makes sandbox `name`: its claim (if asked), its Pod and its Secret; waits until it
+    /// is ready.
+    pub async fn create(
+        &self,
+        name: &str,
+        token: &str,
+        plan: &PodPlan,
+    ) -> Result<Started, KubeError> {
+        let ns = &plan.namespace;
+        if self.pods(ns).get_opt(&pod_name(name)).await?.is_some() {
+            return Err(KubeError::Conflict {
+                kind: "Pod",
+                name: pod_name(name),
+                namespace: ns.clone(),
+            });
+        }
+        if let Some(bytes) = plan.storage_bytes {
+            match self
+                .claims(ns)
+                .create(&PostParams::default(), &claim_manifest(name, plan, bytes))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    return Err(KubeError::Conflict {
+                        kind: "PersistentVolumeClaim",
+                        name: claim_name(name),
+                        namespace: ns.clone(),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let uid = self.make_pod(name, token, plan).await?;
+        let ip = self.wait_ready(name, ns).await?;
+        Ok(Started {
+            remade: false,
+            lost_workspace: false,
+            why: None,
+            ip,
+            uid,
+        })
+    }
+
+    /// The Pod, then its Secret (owned by it, so the Pod's uid is needed first; the kubelet
+    /// waits for the Secret); the Pod's uid.
+    async fn make_pod(
+        &self,
+        name: &str,
+        token: &str,
+        plan: &PodPlan,
+    ) -> Result<Option<String>, KubeError> {
+        let ns = &plan.namespace;
+        let pod = match self
+            .pods(ns)
+            .create(&PostParams::default(), &pod_manifest(name, plan))
+            .await
+        {
+            Ok(pod) => pod,
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                return Err(KubeError::Conflict {
+                    kind: "Pod",
+                    name: pod_name(name),
+                    namespace: ns.clone(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let secrets = self.secrets(ns);
+        // A Secret left by a Pod deleted outside Cove (no garbage collector ran yet).
+        if secrets.get_opt(&secret_name(name)).await?.is_some() {
+            secrets
+                .delete(&secret_name(name), &DeleteParams::default())
+                .await?;
+        }
+        secrets
+            .create(
+                &PostParams::default(),
+                &secret_manifest(name, plan, token, &pod),
+            )
+            .await?;
+        Ok(pod.metadata.uid.clone())
+    }
+
+    /// Refuses a Pod of the sandbox's name that Cove did not make for it: labelled for
+    /// another sandbox or installation, or not the Pod Cove made last.
+    fn check_ours(name: &str, plan: &PodPlan, pod: &Pod) -> Result<(), KubeError> {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let label = |key: &str| labels.get(key).map(String::as_str);
+        let why = if label(MANAGED_BY.0) != Some(MANAGED_BY.1) || label(SANDBOX_LABEL) != Some(name)
+        {
+            Some("it is not labelled as this sandbox".to_string())
+        } else if plan.installation.is_some()
+            && label(INSTALLATION_LABEL) != plan.installation.as_deref()
+        {
+            Some("it belongs to another Cove installation".to_string())
+        } else if plan.pod_uid.is_some() && pod.metadata.uid != plan.pod_uid {
+            Some("it was made by someone else after Cove's Pod went".to_string())
+        } else {
+            None
+        };
+        match why {
+            None => Ok(()),
+            Some(why) => Err(KubeError::NotOurs {
+                name: pod_name(name),
+                namespace: plan.namespace.clone(),
+                why,
+            }),
+        }
+    }
+
+    /// Where sandbox `name`'s Pod stands.
+    pub async fn state(&self, name: &str, namespace: &str) -> Result<PodState, KubeError> {
+        Ok(match self.pods(namespace).get_opt(&pod_name(name)).await? {
+            Some(pod) => state_of(&pod),
+            None => PodState::Missing,
+        })
+    }
+
+    /// Starts sandbox `name` if it is not running: a Pod that is missing or ended (evicted,
+    /// past its deadline) is made again, with its workspace if a claim holds it.
+    pub async fn ensure_running(
+        &self,
+        name: &str,
+        token: &str,
+        plan: &PodPlan,
+    ) -> Result<Started, KubeError> {
+        let ns = &plan.namespace;
+        let existing = self.pods(ns).get_opt(&pod_name(name)).await?;
+        if let Some(pod) = &existing {
+            // Before anything: a Pod that is not Cove's gets no token and no workspace.
+            Self::check_ours(name, plan, pod)?;
+        }
+        let uid = existing.as_ref().and_then(|p| p.metadata.uid.clone());
+        let state = existing.as_ref().map_or(PodState::Missing, state_of);
+        let (remade, why, uid) = match state {
+            PodState::Ready { ip } => {
+                return Ok(Started {
+                    remade: false,
+                    lost_workspace: false,
+                    why: None,
+                    ip,
+                    uid,
+                });
+            }
+            PodState::Starting(_) => (false, None, uid),
+            PodState::Failed(why) => {
+                self.pods(ns)
+                    .delete(&pod_name(name), &DeleteParams::default())
+                    .await?;
+                (true, Some(why), self.make_pod(name, token, plan).await?)
+            }
+            PodState::Missing => (true, None, self.make_pod(name, token, plan).await?),
+        };
+        let ip = self.wait_ready(name, ns).await?;
+        Ok(Started {
+            remade,
+            lost_workspace: remade && plan.storage_bytes.is_none(),
+            why,
+            ip,
+            uid,
+        })
+    }
+
+    /// Waits (watching the Pod) until it is ready; its address.
+    async fn wait_ready(&self, name: &str, namespace: &str) -> Result<Option<String>, KubeError> {
+        let pods = self.pods(namespace);
+        let pod = pod_name(name);
+        let not_ready = |why: String| KubeError::NotReady {
+            name: pod.clone(),
+            namespace: namespace.to_string(),
+            secs: READY_WAIT.as_secs(),
+            why,
+        };
+        let deadline = tokio::time::Instant::now() + READY_WAIT;
+        let mut last = String::from("Pending");
+        while tokio::time::Instant::now() < deadline {
+            let Some(current) = pods.get_opt(&pod).await? else {
+                return Err(not_ready("the Pod was deleted".into()));
+            };
+            match state_of(&current) {
+                PodState::Ready { ip } => return Ok(ip),
+                PodState::Failed(why) => return Err(not_ready(why)),
+                PodState::Starting(phase) => last = phase,
+                PodState::Missing => {}
+            }
+            let version = current
+                .metadata
+                .resource_version
+                .clone()
+                .unwrap_or_default();
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let params = WatchParams::default()
+                .fields(&format!("metadata.name={pod}"))
+                .timeout(u32::try_from(left.as_secs().clamp(1, 290)).unwrap_or(290));
+            let mut events = pods.watch(&params, &version).await?.boxed();
+            while let Some(event) = events.try_next().await? {
+                match event {
+                    WatchEvent::Added(p) | WatchEvent::Modified(p) => match state_of(&p) {
+                        PodState::Ready { ip } => return Ok(ip),
+                        PodState::Failed(why) => return Err(not_ready(why)),
+                        PodState::Starting(phase) => last = phase,
+                        PodState::Missing => {}
+                    },
+                    WatchEvent::Deleted(_) => {
+                        return Err(not_ready("the Pod was deleted".into()));
+                    }
+                    WatchEvent::Bookmark(_) => {}
+                    // The version went stale: read the Pod again.
+                    WatchEvent::Error(_) => break,
+                }
+            }
+        }
+        Err(not_ready(format!("still {last}")))
+    }
+
+    /// Stops sandbox `name`: its Pod goes (and its Secret with it); its claim stays.
+    pub async fn stop(&self, name: &str, namespace: &str) -> Result<(), KubeError> {
+        match self
+            .pods(namespace)
+            .delete(&pod_name(name), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes sandbox `name`: its Pod, its Secret and its claim.
+    pub async fn remove(&self, name: &str, namespace: &str) -> Result<(), KubeError> {
+        self.stop(name, namespace).await?;
+        let gone = |r: Result<(), kube::Error>| match r {
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            other => other,
+        };
+        gone(
+            self.secrets(namespace)
+                .delete(&secret_name(name), &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
+        gone(
+            self.claims(namespace)
+                .delete(&claim_name(name), &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
+        Ok(())
+    }
+
+    /// The objects installation `installation` made in `namespace` whose sandbox is not
+    /// one of `known`: (kind, name). Another installation's (another user's) are never
+    /// among them.
+    pub async fn leftovers(
+        &self,
+        namespace: &str,
+        known: &[String],
+        installation: &str,
+    ) -> Result<Vec<(&'static str, String)>, KubeError> {
+        let selector = format!(
+            "{}={},{INSTALLATION_LABEL}={installation}",
+            MANAGED_BY.0, MANAGED_BY.1
+        );
+        let params = ListParams::default().labels(&selector);
+        let unknown = |meta: &ObjectMeta| {
+            let sandbox = meta
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(SANDBOX_LABEL))
+                .cloned()
+                .unwrap_or_default();
+            !known.contains(&sandbox)
+        };
+        let mut found = Vec::new();
+        for pod in self.pods(namespace).list(&params).await? {
+            if unknown(&pod.metadata) {
+                found.push(("Pod", pod.metadata.name.unwrap_or_default()));
+            }
+        }
+        for secret in self.secrets(namespace).list(&params).await? {
+            if unknown(&secret.metadata) {
+                found.push(("Secret", secret.metadata.name.unwrap_or_default()));
+            }
+        }
+        for claim in self.claims(namespace).list(&params).await? {
+            if unknown(&claim.metadata) {
+                found.push((
+                    "PersistentVolumeClaim",
+                    claim.metadata.name.unwrap_or_default(),
+                ));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Deletes one leftover `leftovers` found.
+    pub async fn delete(&self, namespace: &str, kind: &str, name: &str) -> Result<(), KubeError> {
+        let dp = DeleteParams::default();
+        let result = match kind {
+            "Pod" => self.pods(namespace).delete(name, &dp).await.map(|_| ()),
+            "Secret" => self.secrets(namespace).delete(name, &dp).await.map(|_| ()),
+            _ => self.claims(namespace).delete(name, &dp).await.map(|_| ()),
+        };
+        match result {
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            other => other.map_err(Into::into),
+        }
+    }
+
+    /// A way to coved in sandbox `name`: its Pod's address inside the cluster, or a local
+    /// port forwarded through the API server outside it.
+    pub async fn connect(
+        &self,
+        name: &str,
+        namespace: &str,
+        ip: Option<&str>,
+    ) -> Result<Tunnel, KubeError> {
+        if self.in_cluster {
+            let ip = ip.ok_or_else(|| KubeError::Forward {
+                name: pod_name(name),
+                message: "the Pod has no address yet".into(),
+            })?;
+            let host = if ip.contains(':') {
+                format!("[{ip}]")
+            } else {
+                ip.to_string()
+            };
+            return Ok(Tunnel {
+                url: format!("http://{host}:{PORT}"),
+                task: None,
+            });
+        }
+        forward(self.pods(namespace), pod_name(name)).await
+    }
+}
+
+/// Where coved answers, kept open while the value lives (a port-forward runs behind it).
+#[derive(Debug)]
+pub struct Tunnel {
+    pub url: String,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Tunnel {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// A local port on 127.0.0.1 whose every connection is a port-forward to the Pod's coved,
+/// as `kubectl port-forward` does.
+async fn forward(pods: Api<Pod>, pod: String) -> Result<Tunnel, KubeError> {
+    let failed = |e: std::io::Error| KubeError::Forward {
+        name: pod.clone(),
+        message: e.to_string(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(failed)?;
+    let url = format!("http://{}", listener.local_addr().map_err(failed)?);
+    let task = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let pods = pods.clone();
+            let pod = pod.clone();
+            tokio::spawn(async move {
+                let mut forwarder = match pods.portforward(&pod, &[PORT]).await {
+                    Ok(forwarder) => forwarder,
+                    Err(e) => {
+                        tracing::warn!(error = %e, pod, "port-forward refused");
+                        return;
+                    }
+                };
+                let Some(mut upstream) = forwarder.take_stream(PORT) else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut conn, &mut upstream).await;
+                drop(upstream);
+                let _ = forwarder.join().await;
+            });
+        }
+    });
+    Ok(Tunnel {
+        url,
+        task: Some(task),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> PodPlan {
+        PodPlan {
+            namespace: "agents".into(),
+            image: "cove-sandbox:latest".into(),
+            cpu: Some("2".into()),
+            memory_bytes: Some(4 << 30),
+            storage_bytes: Some(10 << 30),
+            deadline_secs: Some(3600),
+            shm_bytes: 512 << 20,
+            installation: Some("5d41402abc4b2a76".into()),
+            pod_uid: None,
+        }
+    }
+
+    #[test]
+    fn the_pod_is_restricted_and_labelled_as_coves() {
+        let pod = serde_json::to_value(pod_manifest("b1", &plan())).unwrap();
+        assert_eq!(pod["metadata"]["name"], "cove-b1");
+        assert_eq!(
+            pod["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "cove"
+        );
+        assert_eq!(pod["metadata"]["labels"]["cove.sandbox"], "b1");
+        let spec = &pod["spec"];
+        assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+        assert_eq!(
+            spec["securityContext"]["seccompProfile"]["type"],
+            "RuntimeDefault"
+        );
+        assert_eq!(spec["activeDeadlineSeconds"], 3600);
+        assert_eq!(spec["automountServiceAccountToken"], false);
+        let c = &spec["containers"][0];
+        assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+        assert_eq!(c["securityContext"]["capabilities"]["drop"][0], "ALL");
+        assert_eq!(c["resources"]["limits"]["memory"], "4Gi");
+        assert_eq!(c["resources"]["requests"]["cpu"], "2");
+        assert_eq!(
+            c["env"][0]["valueFrom"]["secretKeyRef"]["name"],
+            "cove-b1-token"
+        );
+        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/health");
+        let volumes = spec["volumes"].as_array().unwrap();
+        assert_eq!(
+            volumes[0]["persistentVolumeClaim"]["claimName"],
+            "cove-b1-workspace"
+        );
+        assert_eq!(volumes[1]["emptyDir"]["medium"], "Memory");
+        let bare = serde_json::to_value(pod_manifest(
+            "b2",
+            &PodPlan {
+                storage_bytes: None,
+                cpu: None,
+                memory_bytes: None,
+                deadline_secs: None,
+                ..plan()
+            },
+        ))
+        .unwrap();
+        assert_eq!(bare["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "10Gi");
+        assert!(bare["spec"]["activeDeadlineSeconds"].is_null());
+        // Told nothing, a Pod still has requests and a ceiling, disk included.
+        let resources = &bare["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["requests"]["cpu"], "500m");
+        assert_eq!(resources["requests"]["memory"], "1Gi");
+        assert_eq!(resources["limits"]["cpu"], "2");
+        assert_eq!(resources["limits"]["memory"], "4Gi");
+        assert_eq!(resources["limits"]["ephemeral-storage"], "10Gi");
+    }
+
+    #[test]
+    fn the_manifest_in_the_repository_is_what_the_provider_makes() {
+        use serde::Deserialize;
+        let text = include_str!("../../sandbox-image/k8s/sandbox.yaml");
+        let mut pod = None;
+        let mut claim = None;
+        for document in yaml_serde::Deserializer::from_str(text) {
+            let value = serde_json::Value::deserialize(document).unwrap();
+            match value["kind"].as_str() {
+                Some("Pod") => pod = Some(serde_json::from_value::<Pod>(value).unwrap()),
+                Some("PersistentVolumeClaim") => {
+                    claim = Some(serde_json::from_value::<PersistentVolumeClaim>(value).unwrap());
+                }
+                _ => {}
+            }
+        }
+        let plan = PodPlan {
+            namespace: "cove-sandboxes".into(),
+            image: "cove-sandbox:latest".into(),
+            cpu: Some(cpu_quantity(2.0)),
+            memory_bytes: Some(4 << 30),
+            storage_bytes: Some(10 << 30),
+            deadline_secs: None,
+            shm_bytes: 512 << 20,
+            installation: Some("5d41402abc4b2a76".into()),
+            pod_uid: None,
+        };
+        assert_eq!(pod.unwrap(), pod_manifest("sandbox-1", &plan));
+        assert_eq!(claim.unwrap(), claim_manifest("sandbox-1", &plan, 10 << 30));
+    }
+
+    /// The documents of a shipped manifest, as JSON.
+    fn manifest(text: &str) -> Vec<serde_json::Value> {
+        use serde::Deserialize;
+        yaml_serde::Deserializer::from_str(text)
+            .map(|d| serde_json::Value::deserialize(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_shipped_policy_keeps_sandboxes_from_the_metadata_service_and_the_cluster() {
+        let policy = &manifest(include_str!("../../sandbox-image/k8s/networkpolicy.yaml"))[0];
+        let spec = &policy["spec"];
+        assert_eq!(
+            spec["policyTypes"],
+            serde_json::json!(["Ingress", "Egress"])
+        );
+        let egress = spec["egress"].as_array().unwrap();
+        // DNS, and the internet less what is not the internet.
+        assert_eq!(egress[0]["ports"][0]["port"], 53);
+        let v4 = &egress[1]["to"][0]["ipBlock"];
+        assert_eq!(v4["cidr"], "0.0.0.0/0");
+        let except: Vec<&str> = v4["except"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        for range in [
+            "169.254.0.0/16",
+            "10.0.0.0/8",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+        ] {
+            assert!(except.contains(&range), "{range} is reachable: {except:?}");
+        }
+        let namespace = manifest(include_str!("../../sandbox-image/k8s/rbac.yaml"))
+            .into_iter()
+            .find(|d| d["kind"] == "Namespace")
+            .unwrap();
+        assert_eq!(
+            namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+            "restricted"
+        );
+    }
+
+    #[tokio::test]
+    async fn inside_a_cluster_coved_is_reached_at_the_pods_address() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let kube = Kubernetes {
+            client: kube::Client::try_from(config).unwrap(),
+            default_namespace: "default".into(),
+            in_cluster: true,
+        };
+        let tunnel = kube
+            .connect("b1", "agents", Some("10.1.2.3"))
+            .await
+            .unwrap();
+        assert_eq!(tunnel.url, "http://10.1.2.3:7700");
+        let v6 = kube.connect("b1", "agents", Some("fd00::7")).await.unwrap();
+        assert_eq!(v6.url, "http://[fd00::7]:7700");
+        assert!(kube.connect("b1", "agents", None).await.is_err());
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(bytes_quantity(4 << 30).0, "4Gi");
+        assert_eq!(bytes_quantity(512 << 20).0, "512Mi");
+        assert_eq!(bytes_quantity(1500).0, "1500");
+        assert_eq!(cpu_quantity(2.0), "2");
+        assert_eq!(cpu_quantity(0.5), "500m");
+    }
+
+    #[test]
+    fn the_secret_is_owned_by_the_pod() {
+        let mut pod = pod_manifest("b1", &plan());
+        pod.metadata.uid = Some("u-1".into());
+        let secret = serde_json::to_value(secret_manifest("b1", &plan(), "t0k3n", &pod)).unwrap();
+        assert_eq!(
+            secret["metadata"]["labels"]["cove.installation"],
+            "5d41402abc4b2a76"
+        );
+        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(secret["metadata"]["ownerReferences"][0]["kind"], "Pod");
+        assert_eq!(secret["stringData"]["token"], "t0k3n");
+    }
+
+    #[test]
+    fn a_pod_reads_as_its_state() {
+        let pod = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "x"}, "status": status}))
+                .unwrap()
+        };
+        assert_eq!(
+            state_of(&pod(
+                serde_json::json!({"phase": "Running", "podIP": "10.1.2.3",
+                "conditions": [{"type": "Ready", "status": "True"}]})
+            )),
+            PodState::Ready {
+                ip: Some("10.1.2.3".into())
+            }
+        );
+        assert_eq!(
+            state_of(&pod(serde_json::json!({"phase": "Pending"}))),
+            PodState::Starting("Pending".into())
+        );
+        assert_eq!(
+            state_of(&pod(
+                serde_json::json!({"phase": "Failed", "reason": "Evicted",
+                "message": "The node was low on resource: memory."})
+            )),
+            PodState::Failed("Evicted: The node was low on resource: memory.".into())
+        );
+    }
+}
