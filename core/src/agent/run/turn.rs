@@ -307,7 +307,7 @@ impl Agent {
                 ..Usage::default()
             }
         } else {
-            answer.usage.clone()
+            answer.usage
         };
         self.account(live, iteration, &usage)?;
         self.tell_if_unread(live, counted, answer.usage.input_tokens);
