@@ -641,11 +641,11 @@ allow = [{ tool = "create_file" }]
     }
 
     #[test]
-    fn the_readme_example_parses_and_does_what_it_says() {
-        let readme = include_str!("../../../README.md");
+    fn the_documented_example_parses_and_does_what_it_says() {
+        let readme = include_str!("../../../docs/permissions.md");
         let start = readme
             .find("```toml\n[permissions]")
-            .expect("the README shows a policy")
+            .expect("docs/permissions.md shows a policy")
             + "```toml\n".len();
         let block = &readme[start..];
         let block = &block[..block.find("```").unwrap()];
