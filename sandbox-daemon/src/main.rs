@@ -294,6 +294,69 @@ fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
     Ok(tokio::net::TcpListener::from_std(listener)?)
 }
 
+/// The daemon's settings from its flags, each held to its sane range.
+fn daemon_config(cli: &Cli, token: coved::auth::AuthToken) -> anyhow::Result<DaemonConfig> {
+    let mut config = DaemonConfig::new(cli.workspace.clone(), token);
+    config.shell = cli.shell.clone().unwrap_or_else(|| {
+        ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+    });
+    config.max_sessions = cli.max_sessions;
+    config.output_cap = cli.max_output_bytes.max(1024);
+    config.max_upload_bytes = cli.max_upload_bytes;
+    config.max_request_bytes = cli.max_request_bytes;
+    config.max_read_bytes = cli.max_read_bytes;
+    config.chromium = cli.chromium.clone();
+    config.browser_proxy = cli
+        .proxy_port
+        .map(|port| format!("http://127.0.0.1:{port}"));
+    if config.browser_proxy.is_some() {
+        coved::browser::reach::names_resolved_by_proxy();
+    }
+    config.browser_viewport = cli.browser_viewport;
+    config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
+    config.elements_cap = cli.elements_cap.max(500);
+    config.dialog_timeout = std::time::Duration::from_secs(cli.dialog_timeout_secs.max(1));
+    config.takeover_ttl = std::time::Duration::from_secs(
+        cli.takeover_ttl_secs
+            .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
+    );
+    config.public_url = cli.public_url.clone();
+    config.web = coved::web::WebSettings {
+        engine: coved::web::engines::by_name(&cli.search_engine).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--search-engine {:?} is not one coved knows; use one of: {}",
+                cli.search_engine,
+                coved::web::engines::names()
+            )
+        })?,
+        search_url: cli.search_url.clone(),
+        fetch_timeout: std::time::Duration::from_secs(cli.fetch_timeout_secs.max(1)),
+    };
+    if let Some(url) = &config.web.search_url
+        && !url.contains("{query}")
+    {
+        anyhow::bail!("--search-url {url:?} has no {{query}} for the query to go in");
+    }
+    config.preview_public = cli.preview_public;
+    let open_files = coved::server::raise_open_files_limit();
+    // Keep half the descriptors for files, shells and the browser.
+    let affordable =
+        open_files.map_or(usize::MAX, |n| usize::try_from(n / 2).unwrap_or(usize::MAX));
+    if cli.max_connections > affordable {
+        tracing::warn!(
+            max_connections = affordable,
+            "the open files limit allows fewer connections than --max-connections; using half of it"
+        );
+    }
+    config.server.max_connections = cli.max_connections.min(affordable).max(16);
+    config.server.idle_timeout = std::time::Duration::from_secs(cli.idle_timeout_secs.max(1));
+    Ok(config)
+}
+
 async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
     if matches.value_source("token") == Some(ValueSource::CommandLine) {
         tracing::warn!(
@@ -324,65 +387,7 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
         ),
     }
 
-    let mut config = DaemonConfig::new(cli.workspace.clone(), token);
-    config.shell = cli.shell.unwrap_or_else(|| {
-        ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists())
-            .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-    });
-    config.max_sessions = cli.max_sessions;
-    config.output_cap = cli.max_output_bytes.max(1024);
-    config.max_upload_bytes = cli.max_upload_bytes;
-    config.max_request_bytes = cli.max_request_bytes;
-    config.max_read_bytes = cli.max_read_bytes;
-    config.chromium = cli.chromium;
-    config.browser_proxy = cli
-        .proxy_port
-        .map(|port| format!("http://127.0.0.1:{port}"));
-    if config.browser_proxy.is_some() {
-        coved::browser::reach::names_resolved_by_proxy();
-    }
-    config.browser_viewport = cli.browser_viewport;
-    config.browser_timeout = std::time::Duration::from_secs(cli.browser_timeout_secs.max(1));
-    config.elements_cap = cli.elements_cap.max(500);
-    config.dialog_timeout = std::time::Duration::from_secs(cli.dialog_timeout_secs.max(1));
-    config.takeover_ttl = std::time::Duration::from_secs(
-        cli.takeover_ttl_secs
-            .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
-    );
-    config.public_url = cli.public_url;
-    config.web = coved::web::WebSettings {
-        engine: coved::web::engines::by_name(&cli.search_engine).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--search-engine {:?} is not one coved knows; use one of: {}",
-                cli.search_engine,
-                coved::web::engines::names()
-            )
-        })?,
-        search_url: cli.search_url,
-        fetch_timeout: std::time::Duration::from_secs(cli.fetch_timeout_secs.max(1)),
-    };
-    if let Some(url) = &config.web.search_url
-        && !url.contains("{query}")
-    {
-        anyhow::bail!("--search-url {url:?} has no {{query}} for the query to go in");
-    }
-    config.preview_public = cli.preview_public;
-    let open_files = coved::server::raise_open_files_limit();
-    // Keep half the descriptors for files, shells and the browser.
-    let affordable =
-        open_files.map_or(usize::MAX, |n| usize::try_from(n / 2).unwrap_or(usize::MAX));
-    if cli.max_connections > affordable {
-        tracing::warn!(
-            max_connections = affordable,
-            "the open files limit allows fewer connections than --max-connections; using half of it"
-        );
-    }
-    config.server.max_connections = cli.max_connections.min(affordable).max(16);
-    config.server.idle_timeout = std::time::Duration::from_secs(cli.idle_timeout_secs.max(1));
-    let daemon = Daemon::new(config)?;
+    let daemon = Daemon::new(daemon_config(&cli, token)?)?;
 
     if stdio_mcp {
         return serve_mcp_on_stdio(daemon).await;

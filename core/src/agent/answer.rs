@@ -347,7 +347,6 @@ async fn attempt_answer(
     let mut finish: Option<FinishReason> = None;
     let mut usage = Usage::default();
     let xml = settings.mode == ToolMode::Xml;
-    let xml_id = |n: usize| format!("xml_{iteration}_{n}");
 
     while let Some(event) = stream.next().await {
         match event? {
@@ -358,27 +357,7 @@ async fn attempt_answer(
                     continue;
                 }
                 parser.push(&text, &mut parsed);
-                for event in parsed.drain(..) {
-                    match event {
-                        XmlEvent::Text(text) => emitter.emit(EventKind::AssistantText { text }),
-                        XmlEvent::Invoke(invoke) => {
-                            let id = xml_id(calls.len());
-                            let arguments = match executor.registry.get(&invoke.name) {
-                                Some(def) => def.arguments_from_xml(&invoke.parameters),
-                                None => Err(format!("there is no tool named {:?}", invoke.name)),
-                            };
-                            calls.push(executor.start(id, invoke.name, arguments));
-                        }
-                        XmlEvent::Malformed { reason } => {
-                            let id = xml_id(calls.len());
-                            calls.push(executor.start(
-                                id,
-                                "invalid_tool_call".into(),
-                                Err(format!("malformed tool call: {reason}")),
-                            ));
-                        }
-                    }
-                }
+                take_xml_events(&mut parsed, executor, &mut calls, iteration, true);
                 if calls.len() >= settings.max_calls && settings.max_calls > 0 {
                     // Enough calls for one answer: stop reading and keep the text up to the
                     // end of the last call that will run.
@@ -422,20 +401,7 @@ async fn attempt_answer(
     }
     if xml && finish != Some(FinishReason::XmlToolLimitReached) {
         parser.finish(&mut parsed);
-        for event in parsed.drain(..) {
-            match event {
-                XmlEvent::Text(text) => emitter.emit(EventKind::AssistantText { text }),
-                XmlEvent::Malformed { reason } => {
-                    let id = xml_id(calls.len());
-                    calls.push(executor.start(
-                        id,
-                        "invalid_tool_call".into(),
-                        Err(format!("malformed tool call: {reason}")),
-                    ));
-                }
-                XmlEvent::Invoke(_) => {}
-            }
-        }
+        take_xml_events(&mut parsed, executor, &mut calls, iteration, false);
     }
     // Calls whose end never arrived (some servers skip it) are complete with the stream.
     for (_, (id, name, args)) in std::mem::take(&mut native) {
@@ -460,6 +426,39 @@ async fn attempt_answer(
         finish,
         usage,
     })
+}
+
+/// Tells the text of parsed XML events and starts their calls, a malformed one as a call
+/// that fails with why. With `invokes` off (the stream's end) only the text and the
+/// malformed rest are taken.
+fn take_xml_events(
+    events: &mut Vec<XmlEvent>,
+    executor: &mut Executor,
+    calls: &mut Vec<Call>,
+    iteration: u32,
+    invokes: bool,
+) {
+    for event in events.drain(..) {
+        let id = format!("xml_{iteration}_{}", calls.len());
+        match event {
+            XmlEvent::Text(text) => executor.emitter.emit(EventKind::AssistantText { text }),
+            XmlEvent::Invoke(invoke) if invokes => {
+                let arguments = match executor.registry.get(&invoke.name) {
+                    Some(def) => def.arguments_from_xml(&invoke.parameters),
+                    None => Err(format!("there is no tool named {:?}", invoke.name)),
+                };
+                calls.push(executor.start(id, invoke.name, arguments));
+            }
+            XmlEvent::Invoke(_) => {}
+            XmlEvent::Malformed { reason } => {
+                calls.push(executor.start(
+                    id,
+                    "invalid_tool_call".into(),
+                    Err(format!("malformed tool call: {reason}")),
+                ));
+            }
+        }
+    }
 }
 
 fn start_native(

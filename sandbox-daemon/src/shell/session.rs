@@ -619,37 +619,32 @@ impl Drop for Session {
     }
 }
 
-fn start_shell(
-    name: String,
-    tag: String,
-    dir: PathBuf,
-    settings: Arc<SessionSettings>,
-    registry: Arc<ChildRegistry>,
-) -> Result<Session, ShellError> {
-    std::fs::create_dir_all(&dir)?;
-    let fifo = dir.join("status.fifo");
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .map_err(std::io::Error::from)?;
-    let secret = random_hex(16);
-    let dialect = Dialect::of(&settings.shell);
+/// Writes the shell's start-up file, which marks each command's end with `secret` and
+/// reports its status into `fifo`; answers its path.
+fn write_init(
+    dir: &Path,
+    dialect: Dialect,
+    secret: &str,
+    fifo: &Path,
+) -> Result<PathBuf, ShellError> {
     let template = match dialect {
         Dialect::Bash => INIT_TEMPLATE,
         Dialect::Posix => POSIX_INIT_TEMPLATE,
     };
     let init = template
-        .replace("@MARK@", &secret)
+        .replace("@MARK@", secret)
         .replace("@FIFO@", &fifo.to_string_lossy().replace('\'', "'\\''"));
     let init_path = dir.join(match dialect {
         Dialect::Bash => "init.bash",
         Dialect::Posix => "init.sh",
     });
     std::fs::write(&init_path, init)?;
+    Ok(init_path)
+}
 
-    let shared = Arc::new(Shared {
+/// A new session's state: the shell's start-up counts as its first command.
+fn starting_state(settings: &SessionSettings) -> Arc<Shared> {
+    Arc::new(Shared {
         state: Mutex::new(State {
             log: OutputLog::new(settings.log_capacity),
             head_cap: settings.output_cap / 2,
@@ -669,7 +664,60 @@ fn start_shell(
             reader_done: false,
         }),
         changed: watch::channel(0).0,
-    });
+    })
+}
+
+/// The shell, interactive, reading `init_path` first, in the workspace, with the agent's
+/// environment and none of coved's secrets.
+fn shell_command(
+    settings: &SessionSettings,
+    dialect: Dialect,
+    init_path: &Path,
+    tag: &str,
+) -> CommandBuilder {
+    let mut cmd = CommandBuilder::new(&settings.shell);
+    match dialect {
+        Dialect::Bash => {
+            cmd.args(["--noprofile", "--noediting", "--rcfile"]);
+            cmd.arg(init_path);
+            cmd.arg("-i");
+        }
+        Dialect::Posix => {
+            // An interactive POSIX shell reads the file $ENV names before its first prompt.
+            cmd.env("ENV", init_path);
+            cmd.arg("-i");
+        }
+    }
+    cmd.cwd(&settings.workspace);
+    for secret_var in ["COVE_TOKEN", "COVE_TOKEN_FILE"] {
+        cmd.env_remove(secret_var);
+    }
+    for (key, value) in agent_environment() {
+        cmd.env(key, value);
+    }
+    cmd.env(SESSION_TAG_VAR, tag);
+    cmd
+}
+
+fn start_shell(
+    name: String,
+    tag: String,
+    dir: PathBuf,
+    settings: Arc<SessionSettings>,
+    registry: Arc<ChildRegistry>,
+) -> Result<Session, ShellError> {
+    std::fs::create_dir_all(&dir)?;
+    let fifo = dir.join("status.fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .map_err(std::io::Error::from)?;
+    let secret = random_hex(16);
+    let dialect = Dialect::of(&settings.shell);
+    let init_path = write_init(&dir, dialect, &secret, &fifo)?;
+    let shared = starting_state(&settings);
 
     // The status FIFO is opened read-write so it never reports EOF between writers.
     let status_rx = tokio::net::unix::pipe::OpenOptions::new()
@@ -685,27 +733,7 @@ fn start_shell(
             pixel_height: 0,
         })
         .map_err(|e| ShellError::Unavailable(format!("cannot open a PTY: {e}")))?;
-    let mut cmd = CommandBuilder::new(&settings.shell);
-    match dialect {
-        Dialect::Bash => {
-            cmd.args(["--noprofile", "--noediting", "--rcfile"]);
-            cmd.arg(&init_path);
-            cmd.arg("-i");
-        }
-        Dialect::Posix => {
-            // An interactive POSIX shell reads the file $ENV names before its first prompt.
-            cmd.env("ENV", &init_path);
-            cmd.arg("-i");
-        }
-    }
-    cmd.cwd(&settings.workspace);
-    for secret_var in ["COVE_TOKEN", "COVE_TOKEN_FILE"] {
-        cmd.env_remove(secret_var);
-    }
-    for (key, value) in agent_environment() {
-        cmd.env(key, value);
-    }
-    cmd.env(SESSION_TAG_VAR, &tag);
+    let cmd = shell_command(&settings, dialect, &init_path, &tag);
     let child = pty.slave.spawn_command(cmd).map_err(|e| {
         status_task.abort();
         ShellError::Unavailable(format!("cannot start {}: {e}", settings.shell.display()))

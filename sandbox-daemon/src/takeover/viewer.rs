@@ -202,12 +202,21 @@ async fn handle(
             "message": "another viewer has control; you are watching",
         }));
     }
-    let action = match &message {
-        ViewerMessage::Done { note } => {
-            app.takeover
-                .end(Some(&live.id), TakeoverEnd::HandedBack, note.clone());
-            return None;
-        }
+    if let ViewerMessage::Done { note } = &message {
+        app.takeover
+            .end(Some(&live.id), TakeoverEnd::HandedBack, note.clone());
+        return None;
+    }
+    match command_of(&message) {
+        Some(action) => start_command(app, live, action, notes),
+        None => send_input(app, live, &message).await,
+    }
+}
+
+/// The browser command a message asks for (navigate, history, a tab, a dialog's answer);
+/// none for input (pointer, wheel, keys).
+fn command_of(message: &ViewerMessage) -> Option<Action> {
+    match message {
         ViewerMessage::Navigate { url } => {
             Some(Action::NavigateTo(NavigateTo { url: url.clone() }))
         }
@@ -224,58 +233,67 @@ async fn handle(
             }))
         }
         _ => None,
-    };
-    if let Some(action) = action {
-        // Navigations take seconds; the socket keeps serving frames meanwhile.
-        let app = app.clone();
-        let notes = notes.clone();
-        let task_live = live.clone();
-        let started = live.run_command(async move {
-            let live = task_live;
-            // Cut off when the takeover ends: a navigation it started must not finish later.
-            let armed = Arc::new(AtomicBool::new(false));
-            let unfinished = StopLoadingOnDrop {
-                page: live.page(),
-                armed: armed.clone(),
-            };
-            let action = match action {
-                Action::NavigateTo(NavigateTo { url }) => {
-                    match reach::person_may_open(&url).await {
-                        Ok(url) => Action::NavigateTo(NavigateTo { url }),
-                        Err(e) => {
-                            let _ =
-                                notes.send(json!({ "type": "error", "message": e.to_string() }));
-                            return;
-                        }
-                    }
-                }
-                other => other,
-            };
-            let id = live.id.clone();
-            let takeover_app = app.clone();
-            let still_current = {
-                let armed = armed.clone();
-                move || {
-                    let current = takeover_app.takeover.is_current(&id);
-                    armed.store(current, Ordering::SeqCst);
-                    current
-                }
-            };
-            if let Err(e) = app.browser.viewer_act(action, still_current).await {
-                let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
-            }
-            armed.store(false, Ordering::SeqCst);
-            drop(unfinished);
-            live.refresh.notify_one();
-        });
-        if !started {
-            return Some(json!({
-                "type": "error",
-                "message": "still busy with your previous command; try again when it is done",
-            }));
-        }
-        return None;
     }
+}
+
+/// Starts a person's browser command in the background (navigations take seconds; the
+/// socket keeps serving frames meanwhile), one at a time; an answer when one still runs.
+fn start_command(
+    app: &AppState,
+    live: &Arc<Live>,
+    action: Action,
+    notes: &mpsc::UnboundedSender<Value>,
+) -> Option<Value> {
+    let app = app.clone();
+    let notes = notes.clone();
+    let task_live = live.clone();
+    let started = live.run_command(async move {
+        let live = task_live;
+        // Cut off when the takeover ends: a navigation it started must not finish later.
+        let armed = Arc::new(AtomicBool::new(false));
+        let unfinished = StopLoadingOnDrop {
+            page: live.page(),
+            armed: armed.clone(),
+        };
+        let action = match action {
+            Action::NavigateTo(NavigateTo { url }) => match reach::person_may_open(&url).await {
+                Ok(url) => Action::NavigateTo(NavigateTo { url }),
+                Err(e) => {
+                    let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
+                    return;
+                }
+            },
+            other => other,
+        };
+        let id = live.id.clone();
+        let takeover_app = app.clone();
+        let still_current = {
+            let armed = armed.clone();
+            move || {
+                let current = takeover_app.takeover.is_current(&id);
+                armed.store(current, Ordering::SeqCst);
+                current
+            }
+        };
+        if let Err(e) = app.browser.viewer_act(action, still_current).await {
+            let _ = notes.send(json!({ "type": "error", "message": e.to_string() }));
+        }
+        armed.store(false, Ordering::SeqCst);
+        drop(unfinished);
+        live.refresh.notify_one();
+    });
+    if !started {
+        return Some(json!({
+            "type": "error",
+            "message": "still busy with your previous command; try again when it is done",
+        }));
+    }
+    None
+}
+
+/// Sends a person's pointer, wheel or key input to the tab, mapped from the size they see
+/// it at; an answer when it could not be.
+async fn send_input(app: &AppState, live: &Arc<Live>, message: &ViewerMessage) -> Option<Value> {
     let (vw, vh) = {
         let frame = live.frames.borrow();
         match frame.as_ref() {
@@ -286,7 +304,7 @@ async fn handle(
             }
         }
     };
-    let input = match to_input(&message, vw, vh) {
+    let input = match to_input(message, vw, vh) {
         Ok(Some(input)) => input,
         Ok(None) => return None,
         Err(e) => return Some(json!({ "type": "error", "message": e.to_string() })),
