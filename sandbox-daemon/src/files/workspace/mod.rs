@@ -3,6 +3,14 @@
 //! kernel has it and a component-by-component walk elsewhere). String checks only give early,
 //! precise errors; the kernel-side resolution is what keeps a symlink from escaping.
 
+mod path;
+mod upload;
+
+use path::normalize;
+pub use path::{RelPath, map_io};
+pub use upload::Upload;
+use upload::{PendingRename, create_temp, remove_tree, replace_atomically, write_all_and_set_mode};
+
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt as _;
@@ -23,10 +31,13 @@ use crate::timestamp::rfc3339;
 
 /// Lines of context shown on each side of a `str_replace` edit.
 const SNIPPET_CONTEXT: u64 = 4;
+
 /// Most entries a listing returns.
 pub const MAX_LIST_ENTRIES: usize = 10_000;
+
 /// Mode of files created without one.
 const DEFAULT_FILE_MODE: u32 = 0o644;
+
 /// Symbolic links followed in a row, at most (as the kernel's own limit).
 const MAX_LINK_HOPS: usize = 40;
 
@@ -99,110 +110,6 @@ pub enum FileError {
         #[source]
         source: io::Error,
     },
-}
-
-/// A checked relative path: no NUL, not absolute, no `..`; `"."` is the root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RelPath(String);
-
-impl RelPath {
-    /// Checks `raw` and normalises away `.` components and repeated slashes.
-    pub fn parse(raw: &str) -> Result<RelPath, FileError> {
-        let outside = |reason| FileError::OutsideWorkspace {
-            path: raw.to_string(),
-            reason,
-        };
-        if raw.contains('\0') {
-            return Err(outside("paths cannot contain NUL bytes"));
-        }
-        if raw.starts_with('/') {
-            return Err(outside(
-                "absolute paths are refused; give the path relative to the workspace root",
-            ));
-        }
-        let mut parts = Vec::new();
-        for part in raw.split('/') {
-            match part {
-                "" | "." => {}
-                ".." => return Err(outside("`..` is refused; paths stay inside the workspace")),
-                part => parts.push(part),
-            }
-        }
-        if parts.is_empty() {
-            return Ok(RelPath(".".to_string()));
-        }
-        Ok(RelPath(parts.join("/")))
-    }
-
-    /// The normalised path.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The workspace root itself.
-    pub fn is_root(&self) -> bool {
-        self.0 == "."
-    }
-
-    /// Parent directory (`"."` at the top) and final component, or an error for the root.
-    fn split(&self) -> Result<(&str, &str), FileError> {
-        if self.is_root() {
-            return Err(FileError::InvalidPath {
-                path: self.0.clone(),
-                reason: "names the workspace root itself".into(),
-            });
-        }
-        Ok(match self.0.rsplit_once('/') {
-            Some((parent, name)) => (parent, name),
-            None => (".", self.0.as_str()),
-        })
-    }
-
-    fn join(&self, name: &str) -> String {
-        if self.is_root() {
-            name.to_string()
-        } else {
-            format!("{}/{name}", self.0)
-        }
-    }
-}
-
-/// Maps an OS error on `path` to what it means for the caller.
-pub fn map_io(path: &str, error: io::Error) -> FileError {
-    // cap-std reports an escape (a symlink leading out, say) as PermissionDenied with no errno.
-    if error.kind() == io::ErrorKind::PermissionDenied && error.raw_os_error().is_none() {
-        return FileError::OutsideWorkspace {
-            path: path.to_string(),
-            reason: "resolves outside the workspace (through a symbolic link)",
-        };
-    }
-    let path = path.to_string();
-    match Errno::from_io_error(&error) {
-        Some(Errno::XDEV) => FileError::OutsideWorkspace {
-            path,
-            reason: "resolves outside the workspace (through a symbolic link)",
-        },
-        Some(Errno::LOOP) => FileError::InvalidPath {
-            path,
-            reason: "too many levels of symbolic links".into(),
-        },
-        Some(Errno::NAMETOOLONG) => FileError::InvalidPath {
-            path,
-            reason: "name too long".into(),
-        },
-        Some(Errno::NOTDIR) => FileError::NotDirectory(path),
-        Some(Errno::ISDIR) => FileError::IsDirectory(path),
-        Some(Errno::NOTEMPTY) => FileError::DirectoryNotEmpty(path),
-        Some(Errno::ACCESS | Errno::PERM | Errno::ROFS) => FileError::PermissionDenied(path),
-        _ => match error.kind() {
-            io::ErrorKind::NotFound => FileError::NotFound(path),
-            io::ErrorKind::AlreadyExists => FileError::AlreadyExists(path),
-            _ => FileError::Io {
-                path,
-                source: error,
-            },
-        },
-    }
 }
 
 /// What a write finds at its path.
@@ -689,162 +596,6 @@ impl Workspace {
             }),
         })
     }
-}
-
-#[derive(Debug)]
-struct PendingRename {
-    parent: Dir,
-    temp_name: String,
-    name: String,
-    mode: u32,
-}
-
-/// An upload in progress. Dropping it without [`Upload::commit`] removes the temporary file.
-#[derive(Debug)]
-pub struct Upload {
-    path: String,
-    file: Option<std::fs::File>,
-    pending: Option<PendingRename>,
-}
-
-impl Upload {
-    /// The destination, relative to the root.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The file to write the bytes into.
-    pub fn take_file(&mut self) -> Option<std::fs::File> {
-        self.file.take()
-    }
-
-    /// Moves the finished upload into place (see [`Workspace::commit`]).
-    fn commit(mut self) -> Result<(), FileError> {
-        let Some(pending) = self.pending.take() else {
-            return Ok(());
-        };
-        let PendingRename {
-            parent,
-            temp_name,
-            name,
-            mode,
-        } = pending;
-        let result = parent
-            .open(&temp_name)
-            .and_then(|f| {
-                f.into_std()
-                    .set_permissions(std::fs::Permissions::from_mode(mode))
-            })
-            .and_then(|()| parent.rename(&temp_name, &parent, &name));
-        if let Err(e) = result {
-            let _ = parent.remove_file(&temp_name);
-            return Err(map_io(&self.path, e));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Upload {
-    fn drop(&mut self) {
-        if let Some(pending) = &self.pending {
-            let _ = pending.parent.remove_file(&pending.temp_name);
-        }
-    }
-}
-
-fn write_all_and_set_mode(mut file: std::fs::File, content: &[u8], mode: u32) -> io::Result<()> {
-    file.write_all(content)?;
-    // The umask may have cleared bits the caller asked for.
-    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-    file.sync_all()
-}
-
-fn create_temp(parent: &Dir) -> io::Result<(String, std::fs::File)> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true).mode(0o600);
-    let mut last_error = None;
-    for _ in 0..8 {
-        let name = format!(".coved-{}.tmp", random_hex(8));
-        match parent.open_with(&name, &options) {
-            Ok(file) => return Ok((name, file.into_std())),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last_error.unwrap_or_else(|| io::Error::other("no free temporary name")))
-}
-
-fn replace_atomically(parent: &Dir, name: &str, content: &[u8], mode: u32) -> io::Result<()> {
-    let (temp_name, file) = create_temp(parent)?;
-    let result = write_all_and_set_mode(file, content, mode)
-        .and_then(|()| parent.rename(&temp_name, parent, name));
-    if result.is_err() {
-        let _ = parent.remove_file(&temp_name);
-    }
-    result
-}
-
-/// Deletes the directory `name` in `parent` and everything in it while holding at most two
-/// directories open, however deep the tree (a descriptor per level would run out past a
-/// few thousand): each subdirectory met is first moved up into the directory being deleted,
-/// so the tree flattens as it goes, and is emptied in a later pass. Symbolic links are
-/// removed, never followed.
-fn remove_tree(parent: &Dir, name: &str) -> io::Result<()> {
-    use std::os::unix::fs::DirEntryExt as _;
-    let top = parent.open_dir(name)?;
-    loop {
-        let mut subdirs = Vec::new();
-        for entry in top.entries()? {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                subdirs.push((entry.file_name(), entry.ino()));
-            } else {
-                top.remove_file(entry.file_name())?;
-            }
-        }
-        if subdirs.is_empty() {
-            break;
-        }
-        for (sub, ino) in subdirs {
-            let dir = top.open_dir(&sub)?;
-            // Another process may have swapped the entry for a link since it was listed.
-            if dir.dir_metadata()?.ino() != ino {
-                return Err(io::Error::other(
-                    "the tree changed while it was being deleted; try again",
-                ));
-            }
-            for entry in dir.entries()? {
-                let entry = entry?;
-                if entry.file_type()?.is_dir() {
-                    let flat = format!(".coved-rm-{}", random_hex(8));
-                    dir.rename(entry.file_name(), &top, &flat)?;
-                } else {
-                    dir.remove_file(entry.file_name())?;
-                }
-            }
-            drop(dir);
-            top.remove_dir(&sub)?;
-        }
-    }
-    drop(top);
-    parent.remove_dir(name)
-}
-
-/// A relative path with `.` and `..` worked out by name; None for an absolute one or one
-/// that climbs above the root.
-fn normalize(path: &Path) -> Option<String> {
-    let mut parts: Vec<String> = Vec::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                parts.pop()?;
-            }
-            std::path::Component::RootDir | std::path::Component::Prefix(_) => return None,
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// Appends the entries under `dir` (which is `rel`) to `out`; true if the cap was reached.
