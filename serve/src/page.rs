@@ -90,3 +90,39 @@ fn escape(text: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SCRIPT;
+
+    /// Every kind of event the engine emits, as its schema names them.
+    fn event_kinds() -> Vec<String> {
+        let schema = schemars::schema_for!(cove_protocol::events::EventKind);
+        let schema = serde_json::to_value(&schema).unwrap();
+        schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|variant| {
+                variant["properties"]["type"]["const"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("a variant without its type's name: {variant}"))
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_event_kind_the_engine_emits_has_a_rendering_in_the_page() {
+        let kinds = event_kinds();
+        assert!(kinds.len() >= 20, "{kinds:?}");
+        let unshown: Vec<&String> = kinds
+            .iter()
+            .filter(|kind| !SCRIPT.contains(&format!("case '{kind}':")))
+            .collect();
+        assert!(
+            unshown.is_empty(),
+            "the page's render() has no case for {unshown:?}"
+        );
+    }
+}
