@@ -267,7 +267,7 @@ fn router(state: Arc<ServeState>) -> Router {
     Router::new()
         .route("/login", get(login).post(login_with_token))
         .route("/", get(page::index))
-        .route("/app.js", get(page::script))
+        .route("/page/{file}", get(page::module))
         .route("/app.css", get(page::style))
         .route("/view/{token}/{*path}", get(view::serve_view))
         .merge(protected)

@@ -1,7 +1,8 @@
-//! The web page, embedded in the binary: plain HTML, CSS and JavaScript in `page/`, no build
-//! step. It talks to this server only: the Content-Security-Policy lets it load and
+//! The web page, embedded in the binary: plain HTML, CSS and JavaScript modules in `page/`,
+//! no build step. It talks to this server only: the Content-Security-Policy lets it load and
 //! connect to its own origin and nothing else.
 
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
@@ -9,7 +10,20 @@ use axum::http::header::{
 use axum::response::{IntoResponse, Response};
 
 const INDEX: &str = include_str!("page/index.html");
-const SCRIPT: &str = include_str!("page/app.js");
+/// The page's script: ES modules, each served as it is; `app.js` starts the page.
+const MODULES: &[(&str, &str)] = &[
+    ("app.js", include_str!("page/app.js")),
+    ("key.js", include_str!("page/key.js")),
+    ("api.js", include_str!("page/api.js")),
+    ("composer.js", include_str!("page/composer.js")),
+    ("dialogs.js", include_str!("page/dialogs.js")),
+    ("dom.js", include_str!("page/dom.js")),
+    ("side.js", include_str!("page/side.js")),
+    ("state.js", include_str!("page/state.js")),
+    ("text.js", include_str!("page/text.js")),
+    ("threads.js", include_str!("page/threads.js")),
+    ("transcript.js", include_str!("page/transcript.js")),
+];
 const STYLE: &str = include_str!("page/app.css");
 
 /// What the page may load: its own origin only. Frames are the workspace previews, which
@@ -37,9 +51,12 @@ pub(super) async fn index() -> Response {
     html(StatusCode::OK, INDEX.to_string())
 }
 
-/// `GET /app.js`.
-pub(super) async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", SCRIPT)
+/// `GET /page/{file}`: one of the page's modules.
+pub(super) async fn module(Path(file): Path<String>) -> Response {
+    match MODULES.iter().find(|(name, _)| *name == file) {
+        Some((_, body)) => asset("text/javascript; charset=utf-8", body),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// `GET /app.css`.
@@ -93,7 +110,7 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::SCRIPT;
+    use super::MODULES;
 
     /// Every kind of event the engine emits, as its schema names them.
     fn event_kinds() -> Vec<String> {
@@ -116,9 +133,10 @@ mod tests {
     fn every_event_kind_the_engine_emits_has_a_rendering_in_the_page() {
         let kinds = event_kinds();
         assert!(kinds.len() >= 20, "{kinds:?}");
+        let script: String = MODULES.iter().map(|(_, body)| *body).collect();
         let unshown: Vec<&String> = kinds
             .iter()
-            .filter(|kind| !SCRIPT.contains(&format!("case '{kind}':")))
+            .filter(|kind| !script.contains(&format!("case '{kind}':")))
             .collect();
         assert!(
             unshown.is_empty(),
