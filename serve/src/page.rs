@@ -130,6 +130,29 @@ mod tests {
     }
 
     #[test]
+    fn the_pages_modules_type_check() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tsc = root.join("../target/test-deps/node_modules/typescript/bin/tsc");
+        assert!(
+            tsc.exists(),
+            "TypeScript is not installed at {}: run harness/install-test-deps.sh",
+            tsc.display()
+        );
+        let checked = std::process::Command::new("node")
+            .arg(&tsc)
+            .arg("-p")
+            .arg(root.join("src/page"))
+            .output()
+            .expect("node runs (harness/install-test-deps.sh installs it)");
+        assert!(
+            checked.status.success(),
+            "tsc finds errors in the page's modules:\n{}{}",
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+
+    #[test]
     fn every_event_kind_the_engine_emits_has_a_rendering_in_the_page() {
         let kinds = event_kinds();
         assert!(kinds.len() >= 20, "{kinds:?}");

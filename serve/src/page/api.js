@@ -1,3 +1,4 @@
+// @ts-check
 // The server's API as the page calls it: requests under the session's key path, errors
 // in the API's envelope, the session ending.
 
@@ -49,9 +50,12 @@ export function keyed(path) {
 }
 
 export async function api(method, path, body) {
-  const init = { method, headers: {}, credentials: 'same-origin' };
+  /** @type {Record<string, string>} */
+  const headers = {};
+  /** @type {RequestInit} */
+  const init = { method, headers, credentials: 'same-origin' };
   if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
+    headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
   let response;
@@ -96,12 +100,15 @@ export function loggedOut(key) {
   if (S.source) S.source.close();
 }
 
+/** When the banner a `say` showed goes away. */
+let sayTimer;
+
 export function say(message) {
   const banner = $('banner');
   banner.textContent = message;
   banner.hidden = false;
-  clearTimeout(say.timer);
-  say.timer = setTimeout(() => {
+  clearTimeout(sayTimer);
+  sayTimer = setTimeout(() => {
     if (!S.loggedOut) banner.hidden = true;
   }, 6000);
 }

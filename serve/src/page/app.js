@@ -1,3 +1,4 @@
+// @ts-check
 // Cove's page: the threads of this server, a thread's conversation as its events stream in
 // (Server-Sent Events, resumed by the browser with Last-Event-ID), the plan, the
 // workspace's files and the agent's browser, and dialogs for what the agent waits for.

@@ -1,9 +1,9 @@
+// @ts-check
 // The message box: a task or a message, its options and attachments.
 
 import { api, keyed, loggedOut, say, threadPath } from './api.js';
-import { takeover, waitingOpen } from './dialogs.js';
+import { waitingOpen } from './dialogs.js';
 import { $, el } from './dom.js';
-import { toggle } from './side.js';
 import { S } from './state.js';
 import { bytes } from './text.js';
 import { loadThreads, refreshView, selectThread } from './threads.js';

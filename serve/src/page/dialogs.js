@@ -1,8 +1,8 @@
+// @ts-check
 // What the agent waits for, answered in dialogs: questions, plans, permissions; the
 // takeover link.
 
 import { api, say, threadPath } from './api.js';
-import { submit } from './composer.js';
 import { $, el } from './dom.js';
 import { S } from './state.js';
 import { markdown } from './text.js';

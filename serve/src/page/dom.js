@@ -1,3 +1,4 @@
+// @ts-check
 // The page's DOM helpers: an element by id, and an element built with attributes and
 // children, text always as text.
 
@@ -7,6 +8,8 @@
 // Plain JavaScript; it talks to its own origin only. Text from the agent, the tools and the
 // workspace is always put in the page as text (textContent), never as markup.
 
+/** An element of the page by its id (the page's own markup holds each id it asks for).
+ * @type {(id: string) => any} */
 export const $ = (id) => document.getElementById(id);
 
 /** An element with attributes and children (strings become text). */

@@ -1,3 +1,4 @@
+// @ts-check
 // Runs first, while the page parses (a classic script, before the modules load): the login
 // link's key leaves the address at once, so no navigation or reload that comes before the
 // page has started can lose it. api.js adopts it (see keyTaken there).

@@ -1,3 +1,4 @@
+// @ts-check
 // The side panels (the plan, the workspace's files, the agent's browser), the tabs
 // between them and the layout's toggles.
 
@@ -6,7 +7,7 @@ import { submit, upload } from './composer.js';
 import { dialogButton, takeover } from './dialogs.js';
 import { $, el } from './dom.js';
 import { S } from './state.js';
-import { bytes, markdown } from './text.js';
+import { bytes } from './text.js';
 import { loadThreads, refreshView, selectThread } from './threads.js';
 
 // ---------------------------------------------------------------- files

@@ -1,6 +1,5 @@
+// @ts-check
 // What the page holds while it runs: the threads, the open one and what it shows.
-
-import { loggedOut } from './api.js';
 
 export const S = {
   threads: [],

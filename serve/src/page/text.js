@@ -1,3 +1,4 @@
+// @ts-check
 // Text from the agent made into page content: inline Markdown, blocks, sizes.
 
 import { el } from './dom.js';

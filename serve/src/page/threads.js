@@ -1,10 +1,11 @@
+// @ts-check
 // The threads: the list, the open thread's view, following its events.
 
 import { api, keyed, say, threadPath } from './api.js';
 import { renderAttachments, updateComposer } from './composer.js';
-import { closeDialog, reconcile, takeover } from './dialogs.js';
+import { closeDialog, reconcile } from './dialogs.js';
 import { $, el } from './dom.js';
-import { loadFiles, loadScreenshot, toggle } from './side.js';
+import { loadFiles, loadScreenshot } from './side.js';
 import { S } from './state.js';
 import { markdown } from './text.js';
 import { add, endText, render, renderPlan, scrollDown } from './transcript.js';
@@ -158,7 +159,7 @@ export async function selectThread(id) {
   $('sidebar').classList.remove('open');
   $('toggle-threads').setAttribute('aria-expanded', 'false');
   for (const b of document.querySelectorAll('#threads button')) {
-    b.setAttribute('aria-current', b.dataset.id === id ? 'true' : 'false');
+    b.setAttribute('aria-current', b.getAttribute('data-id') === id ? 'true' : 'false');
   }
   clearTranscript();
   $('file-preview').textContent = '';

@@ -1,3 +1,4 @@
+// @ts-check
 // The conversation as its events arrive: text, tool cards, plans, requests, the end.
 
 import { keyed, threadPath } from './api.js';
@@ -6,7 +7,7 @@ import { $, el } from './dom.js';
 import { filesChanged, loadScreenshot, previewFile } from './side.js';
 import { S } from './state.js';
 import { markdown } from './text.js';
-import { refreshView, welcome } from './threads.js';
+import { refreshView } from './threads.js';
 
 // ---------------------------------------------------------------- the transcript
 
