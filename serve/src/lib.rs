@@ -10,6 +10,8 @@ mod browser;
 mod error;
 mod feed;
 mod page;
+#[cfg(test)]
+mod page_types;
 mod runs;
 mod uploads;
 mod view;

@@ -130,6 +130,21 @@ mod tests {
     }
 
     #[test]
+    fn the_pages_types_are_the_protocols() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/page/protocol.d.ts");
+        let generated = crate::page_types::declarations();
+        if std::env::var_os("COVE_WRITE_PAGE_TYPES").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{} is not what the protocol's schemas say: COVE_WRITE_PAGE_TYPES=1 cargo test -p cove-serve writes it again",
+            path.display()
+        );
+    }
+
+    #[test]
     fn the_pages_modules_type_check() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let tsc = root.join("../target/test-deps/node_modules/typescript/bin/tsc");

@@ -84,6 +84,8 @@ export async function loadThreads() {
   }
 }
 
+/** Shows the open thread as the API describes it.
+ * @param {import('./protocol').ThreadView} view */
 export function setView(view) {
   S.view = view;
   const badge = $('thread-status');

@@ -195,6 +195,8 @@ export const DECISIONS = {
   deny: 'Deny',
 };
 
+/** Shows one event of the thread's runs.
+ * @param {import('./protocol').RunEvent} event */
 export function render(event) {
   const welcomeNode = $('welcome');
   if (welcomeNode) welcomeNode.remove();

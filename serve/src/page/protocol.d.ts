@@ -1,0 +1,252 @@
+// Generated from cove-protocol's JSON schemas by cove-serve's tests
+// (serve/src/page_types.rs): do not edit; COVE_WRITE_PAGE_TYPES=1 cargo test -p
+// cove-serve writes it again.
+
+/** One event of a run. */
+export type RunEvent = {
+  run_id: string;
+  /** Position in the run, from 0, without gaps. */
+  seq: number;
+  thread_id: string;
+  /** Milliseconds since the Unix epoch. */
+  timestamp_ms: number;
+} & (
+  | {
+    model: string;
+    sandbox: string;
+    type: "thread_run_start";
+  }
+  | {
+    /**
+     * What the person did, when Cove wrote the message for them (an approval of the
+     * plan): shown instead of `text`, which is worded for the model.
+     */
+    says?: string | null;
+    text: string;
+    type: "user_message";
+  }
+  | {
+    iteration: number;
+    type: "assistant_response_start";
+  }
+  | {
+    text: string;
+    type: "assistant_text";
+  }
+  | {
+    attempt: number;
+    delay_ms: number;
+    reason: string;
+    type: "llm_retry";
+  }
+  | {
+    arguments: unknown;
+    call_id: string;
+    /** The argument that says most about the call (the command, the path, the URL). */
+    summary?: string | null;
+    tool: string;
+    type: "tool_started";
+  }
+  | {
+    call_id: string;
+    /** The result as the model will read it (shortened for display by renderers). */
+    output: string;
+    tool: string;
+    type: "tool_completed";
+  }
+  | {
+    call_id: string;
+    error: string;
+    tool: string;
+    type: "tool_failed";
+  }
+  | {
+    attachments: Array<string>;
+    text: string;
+    type: "ask";
+  }
+  | {
+    expires_at?: string | null;
+    text: string;
+    token?: string | null;
+    type: "takeover";
+    url?: string | null;
+  }
+  | {
+    note?: string | null;
+    reason: string;
+    type: "takeover_ended";
+  }
+  | {
+    plan: Plan;
+    type: "plan_proposed";
+  }
+  | {
+    /** The agent's note with a step's new status. */
+    note?: string | null;
+    plan: Plan;
+    type: "plan_updated";
+  }
+  | {
+    arguments: unknown;
+    call_id: string;
+    decisions: Array<string>;
+    request_id: string;
+    summary: string;
+    tool: string;
+    type: "permission_request";
+    why: string;
+  }
+  | {
+    call_id: string;
+    decision: string;
+    reason?: string | null;
+    request_id: string;
+    type: "permission_decided";
+  }
+  | {
+    error?: string | null;
+    server: string;
+    status: string;
+    tools: number;
+    type: "mcp_status";
+  }
+  | {
+    files: number;
+    name: string;
+    path: string;
+    type: "skill_loaded";
+  }
+  | {
+    attachments: Array<string>;
+    text?: string | null;
+    type: "complete";
+  }
+  | {
+    /** Older answers whose long tool-call arguments were dropped. */
+    arguments_dropped: number;
+    /** Messages left out whole. */
+    omitted: number;
+    tokens_after: number;
+    /** Prompt tokens before and after. */
+    tokens_before: number;
+    /** Messages cut to a threshold. */
+    truncated: number;
+    type: "context_compressed";
+  }
+  | {
+    first_message: number;
+    last_message: number;
+    /** How many messages the summary replaces. */
+    messages: number;
+    type: "context_summarized";
+  }
+  | {
+    finish_reason: FinishReason;
+    type: "finish";
+  }
+  | {
+    fatal: boolean;
+    message: string;
+    type: "error";
+  }
+  | {
+    /** What those calls cost in US dollars; absent when the model's price is unknown. */
+    cost?: number | null;
+    /** From the run's start to its end. */
+    duration_ms?: number;
+    status: RunStatus;
+    type: "thread_run_end";
+    /** Tokens over the run's model calls, as the provider billed them. */
+    usage?: TokenUsage;
+  }
+);
+
+/** A thread as the API shows it. */
+export type ThreadView = {
+  /** Milliseconds since the Unix epoch. */
+  created_at: number;
+  id: string;
+  /** The number of its newest event (0: none yet). */
+  last_event: number;
+  /** `provider/model`. */
+  model: string;
+  /** A run of this server works on it now. */
+  running: boolean;
+  /** `local:<workspace>`, `docker:<name>` or a daemon's URL. */
+  sandbox: string;
+  /** `new`, `running`, `waiting`, `paused`, `completed`, `stopped` or `failed`. */
+  status: string;
+  title: string;
+  tool_mode: string;
+  updated_at: number;
+  /** What it waits for from a person. */
+  waiting: Array<WaitingRequest>;
+};
+
+/** `GET /v1/threads`. */
+export type ThreadList = {
+  /** Newest first. */
+  threads: Array<ThreadView>;
+};
+
+/** Why one model answer ended. */
+export type FinishReason = "stop" | "length" | "tool_calls" | "xml_tool_limit_reached" | "agent_terminated";
+
+/** A version of a thread's plan. */
+export type Plan = {
+  goal: string;
+  /** The thread's plan: the same across versions. */
+  id: string;
+  /** Why the user rejected it, when they said. */
+  reason?: string | null;
+  status: PlanStatus;
+  steps: Array<PlanStep>;
+  /** From 1. */
+  version: number;
+};
+
+/** Where a version of a plan stands with the user. */
+export type PlanStatus = "proposed" | "approved" | "rejected" | "superseded";
+
+/** One step of a plan. */
+export type PlanStep = {
+  description: string;
+  /** Short and stable across versions where the step stays ("1", "2", …). */
+  id: string;
+  status?: StepStatus;
+};
+
+/** How a run ended. */
+export type RunStatus = "completed" | "paused" | "stopped" | "failed";
+
+/** Where a step stands. */
+export type StepStatus = "pending" | "in_progress" | "completed" | "skipped";
+
+/** Tokens of one or more model calls. */
+export type TokenUsage = {
+  /** Of the prompts: written to the provider's cache. */
+  cache_write_tokens: number;
+  /** Of the prompts: read from the provider's cache. */
+  cached_tokens: number;
+  /** Model calls counted. */
+  calls: number;
+  /** The prompts, whole (cached and written parts included). */
+  input_tokens: number;
+  output_tokens: number;
+};
+
+/** Something a thread waits for from a person. */
+export type WaitingRequest = {
+  arguments?: unknown;
+  created_at: number;
+  decision?: string | null;
+  id: string;
+  /** `ask`, `permission`, `plan` or `takeover`. */
+  kind: string;
+  /** The question, the call or the plan in one line. */
+  summary: string;
+  tool?: string | null;
+  /** What made the policy ask (permissions). */
+  why?: string | null;
+};
