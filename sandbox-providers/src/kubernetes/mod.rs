@@ -11,6 +11,13 @@
 //! stays), starting makes it again. The controller reaches coved through the API server's
 //! port-forward from outside the cluster, at the Pod's address from inside it.
 
+mod manifest;
+
+pub use manifest::{
+    bytes_quantity, claim_manifest, claim_name, cpu_quantity, pod_manifest, pod_name,
+    secret_manifest, secret_name,
+};
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -30,25 +37,35 @@ use serde::{Deserialize, Serialize};
 
 /// The label every object Cove makes carries.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "cove");
+
 /// The label naming the sandbox an object belongs to.
 pub const SANDBOX_LABEL: &str = "cove.sandbox";
+
 /// The label naming the Cove installation (its database) that made an object: `gc` touches
 /// only its own, in a namespace shared with other users.
 pub const INSTALLATION_LABEL: &str = "cove.installation";
+
 /// coved's port in the Pod.
 pub const PORT: u16 = 7700;
+
 /// The token's key in its Secret.
 pub const TOKEN_KEY: &str = "token";
+
 /// What a sandbox Pod asks for when told nothing: enough to start, and a ceiling no
 /// sandbox passes unasked (a Pod with no limits can take its node).
 pub const DEFAULT_REQUESTS: (&str, &str) = ("500m", "1Gi");
+
 pub const DEFAULT_LIMITS: (&str, &str) = ("2", "4Gi");
+
 /// Scratch disk (the container's own layer and logs) a Pod may use.
 pub const EPHEMERAL_STORAGE: (&str, &str) = ("1Gi", "10Gi");
+
 /// Size of a workspace held on the node (no claim asked for).
 pub const WORKSPACE_ON_NODE: &str = "10Gi";
+
 /// The Pod's uid and gid: the image's `agent`.
 const AGENT_UID: i64 = 1000;
+
 /// How long a Pod may take to turn Ready (an image pull included).
 const READY_WAIT: Duration = Duration::from_secs(300);
 
@@ -137,240 +154,6 @@ impl From<kube::Error> for KubeError {
             },
             other => KubeError::Unreachable(other.to_string()),
         }
-    }
-}
-
-/// The Pod of sandbox `name`.
-pub fn pod_name(name: &str) -> String {
-    format!("cove-{name}")
-}
-
-/// The Secret holding sandbox `name`'s token.
-pub fn secret_name(name: &str) -> String {
-    format!("cove-{name}-token")
-}
-
-/// The claim holding sandbox `name`'s workspace.
-pub fn claim_name(name: &str) -> String {
-    format!("cove-{name}-workspace")
-}
-
-/// Bytes as a Kubernetes quantity, in binary units where they are whole (4Gi, 512Mi).
-pub fn bytes_quantity(bytes: i64) -> Quantity {
-    const GI: i64 = 1 << 30;
-    const MI: i64 = 1 << 20;
-    Quantity(match bytes {
-        b if b > 0 && b % GI == 0 => format!("{}Gi", b / GI),
-        b if b > 0 && b % MI == 0 => format!("{}Mi", b / MI),
-        b => b.to_string(),
-    })
-}
-
-/// Cores as a Kubernetes quantity: `2`, or millicores (`500m`).
-pub fn cpu_quantity(cores: f64) -> String {
-    let milli = (cores * 1000.0).round() as i64;
-    if milli % 1000 == 0 {
-        (milli / 1000).to_string()
-    } else {
-        format!("{milli}m")
-    }
-}
-
-fn labels(name: &str, installation: Option<&str>) -> BTreeMap<String, String> {
-    let mut labels = BTreeMap::from([
-        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (SANDBOX_LABEL.to_string(), name.to_string()),
-    ]);
-    if let Some(installation) = installation {
-        labels.insert(INSTALLATION_LABEL.to_string(), installation.to_string());
-    }
-    labels
-}
-
-fn meta(name: String, plan: &PodPlan, sandbox: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name),
-        namespace: Some(plan.namespace.clone()),
-        labels: Some(labels(sandbox, plan.installation.as_deref())),
-        ..ObjectMeta::default()
-    }
-}
-
-/// The Pod of sandbox `name` as `plan` has it.
-pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
-    // What is asked is both the request and the limit; what is not gets the defaults.
-    let cpu = plan.cpu.clone().map(Quantity);
-    let memory = plan.memory_bytes.map(bytes_quantity);
-    let quantities = |(cpu_default, memory_default): (&str, &str), ephemeral: &str| {
-        BTreeMap::from([
-            (
-                "cpu".to_string(),
-                cpu.clone().unwrap_or_else(|| Quantity(cpu_default.into())),
-            ),
-            (
-                "memory".to_string(),
-                memory
-                    .clone()
-                    .unwrap_or_else(|| Quantity(memory_default.into())),
-            ),
-            ("ephemeral-storage".to_string(), Quantity(ephemeral.into())),
-        ])
-    };
-    let requests = quantities(DEFAULT_REQUESTS, EPHEMERAL_STORAGE.0);
-    let limits = quantities(DEFAULT_LIMITS, EPHEMERAL_STORAGE.1);
-    let workspace = match plan.storage_bytes {
-        Some(_) => Volume {
-            name: "workspace".into(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: claim_name(name),
-                read_only: None,
-            }),
-            ..Volume::default()
-        },
-        None => Volume {
-            name: "workspace".into(),
-            empty_dir: Some(EmptyDirVolumeSource {
-                medium: None,
-                size_limit: Some(Quantity(WORKSPACE_ON_NODE.into())),
-            }),
-            ..Volume::default()
-        },
-    };
-    let shm = Volume {
-        name: "dshm".into(),
-        empty_dir: Some(EmptyDirVolumeSource {
-            medium: Some("Memory".into()),
-            size_limit: Some(bytes_quantity(plan.shm_bytes)),
-        }),
-        ..Volume::default()
-    };
-    let container = Container {
-        name: "coved".into(),
-        image: Some(plan.image.clone()),
-        ports: Some(vec![ContainerPort {
-            container_port: i32::from(PORT),
-            name: Some("coved".into()),
-            ..ContainerPort::default()
-        }]),
-        env: Some(vec![EnvVar {
-            name: "COVE_TOKEN".into(),
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: secret_name(name),
-                    key: TOKEN_KEY.into(),
-                    optional: None,
-                }),
-                ..EnvVarSource::default()
-            }),
-            ..EnvVar::default()
-        }]),
-        resources: Some(ResourceRequirements {
-            requests: Some(requests),
-            limits: Some(limits),
-            ..ResourceRequirements::default()
-        }),
-        readiness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some("/health".into()),
-                port: IntOrString::Int(i32::from(PORT)),
-                ..HTTPGetAction::default()
-            }),
-            period_seconds: Some(2),
-            ..Probe::default()
-        }),
-        liveness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some("/health".into()),
-                port: IntOrString::Int(i32::from(PORT)),
-                ..HTTPGetAction::default()
-            }),
-            period_seconds: Some(15),
-            failure_threshold: Some(4),
-            ..Probe::default()
-        }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                add: None,
-            }),
-            run_as_non_root: Some(true),
-            ..SecurityContext::default()
-        }),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "workspace".into(),
-                mount_path: "/workspace".into(),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "dshm".into(),
-                mount_path: "/dev/shm".into(),
-                ..VolumeMount::default()
-            },
-        ]),
-        ..Container::default()
-    };
-    Pod {
-        metadata: meta(pod_name(name), plan, name),
-        spec: Some(PodSpec {
-            containers: vec![container],
-            volumes: Some(vec![workspace, shm]),
-            security_context: Some(PodSecurityContext {
-                run_as_non_root: Some(true),
-                run_as_user: Some(AGENT_UID),
-                run_as_group: Some(AGENT_UID),
-                fs_group: Some(AGENT_UID),
-                seccomp_profile: Some(SeccompProfile {
-                    type_: "RuntimeDefault".into(),
-                    localhost_profile: None,
-                }),
-                ..PodSecurityContext::default()
-            }),
-            automount_service_account_token: Some(false),
-            restart_policy: Some("Always".into()),
-            active_deadline_seconds: plan.deadline_secs,
-            ..PodSpec::default()
-        }),
-        status: None,
-    }
-}
-
-/// The Secret of sandbox `name`'s token, owned by its Pod.
-pub fn secret_manifest(name: &str, plan: &PodPlan, token: &str, owner: &Pod) -> Secret {
-    let mut metadata = meta(secret_name(name), plan, name);
-    metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "v1".into(),
-        kind: "Pod".into(),
-        name: pod_name(name),
-        uid: owner.metadata.uid.clone().unwrap_or_default(),
-        block_owner_deletion: Some(true),
-        controller: Some(true),
-    }]);
-    Secret {
-        metadata,
-        string_data: Some(BTreeMap::from([(TOKEN_KEY.to_string(), token.to_string())])),
-        type_: Some("Opaque".into()),
-        ..Secret::default()
-    }
-}
-
-/// The claim of sandbox `name`'s workspace.
-pub fn claim_manifest(name: &str, plan: &PodPlan, bytes: i64) -> PersistentVolumeClaim {
-    PersistentVolumeClaim {
-        metadata: meta(claim_name(name), plan, name),
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([(
-                    "storage".to_string(),
-                    bytes_quantity(bytes),
-                )])),
-                limits: None,
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        }),
-        status: None,
     }
 }
 
@@ -885,220 +668,4 @@ async fn forward(pods: Api<Pod>, pod: String) -> Result<Tunnel, KubeError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan() -> PodPlan {
-        PodPlan {
-            namespace: "agents".into(),
-            image: "cove-sandbox:latest".into(),
-            cpu: Some("2".into()),
-            memory_bytes: Some(4 << 30),
-            storage_bytes: Some(10 << 30),
-            deadline_secs: Some(3600),
-            shm_bytes: 512 << 20,
-            installation: Some("5d41402abc4b2a76".into()),
-            pod_uid: None,
-        }
-    }
-
-    #[test]
-    fn the_pod_is_restricted_and_labelled_as_coves() {
-        let pod = serde_json::to_value(pod_manifest("b1", &plan())).unwrap();
-        assert_eq!(pod["metadata"]["name"], "cove-b1");
-        assert_eq!(
-            pod["metadata"]["labels"]["app.kubernetes.io/managed-by"],
-            "cove"
-        );
-        assert_eq!(pod["metadata"]["labels"]["cove.sandbox"], "b1");
-        let spec = &pod["spec"];
-        assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
-        assert_eq!(
-            spec["securityContext"]["seccompProfile"]["type"],
-            "RuntimeDefault"
-        );
-        assert_eq!(spec["activeDeadlineSeconds"], 3600);
-        assert_eq!(spec["automountServiceAccountToken"], false);
-        let c = &spec["containers"][0];
-        assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
-        assert_eq!(c["securityContext"]["capabilities"]["drop"][0], "ALL");
-        assert_eq!(c["resources"]["limits"]["memory"], "4Gi");
-        assert_eq!(c["resources"]["requests"]["cpu"], "2");
-        assert_eq!(
-            c["env"][0]["valueFrom"]["secretKeyRef"]["name"],
-            "cove-b1-token"
-        );
-        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/health");
-        let volumes = spec["volumes"].as_array().unwrap();
-        assert_eq!(
-            volumes[0]["persistentVolumeClaim"]["claimName"],
-            "cove-b1-workspace"
-        );
-        assert_eq!(volumes[1]["emptyDir"]["medium"], "Memory");
-        let bare = serde_json::to_value(pod_manifest(
-            "b2",
-            &PodPlan {
-                storage_bytes: None,
-                cpu: None,
-                memory_bytes: None,
-                deadline_secs: None,
-                ..plan()
-            },
-        ))
-        .unwrap();
-        assert_eq!(bare["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "10Gi");
-        assert!(bare["spec"]["activeDeadlineSeconds"].is_null());
-        // Told nothing, a Pod still has requests and a ceiling, disk included.
-        let resources = &bare["spec"]["containers"][0]["resources"];
-        assert_eq!(resources["requests"]["cpu"], "500m");
-        assert_eq!(resources["requests"]["memory"], "1Gi");
-        assert_eq!(resources["limits"]["cpu"], "2");
-        assert_eq!(resources["limits"]["memory"], "4Gi");
-        assert_eq!(resources["limits"]["ephemeral-storage"], "10Gi");
-    }
-
-    #[test]
-    fn the_manifest_in_the_repository_is_what_the_provider_makes() {
-        use serde::Deserialize;
-        let text = include_str!("../../sandbox-image/k8s/sandbox.yaml");
-        let mut pod = None;
-        let mut claim = None;
-        for document in yaml_serde::Deserializer::from_str(text) {
-            let value = serde_json::Value::deserialize(document).unwrap();
-            match value["kind"].as_str() {
-                Some("Pod") => pod = Some(serde_json::from_value::<Pod>(value).unwrap()),
-                Some("PersistentVolumeClaim") => {
-                    claim = Some(serde_json::from_value::<PersistentVolumeClaim>(value).unwrap());
-                }
-                _ => {}
-            }
-        }
-        let plan = PodPlan {
-            namespace: "cove-sandboxes".into(),
-            image: "cove-sandbox:latest".into(),
-            cpu: Some(cpu_quantity(2.0)),
-            memory_bytes: Some(4 << 30),
-            storage_bytes: Some(10 << 30),
-            deadline_secs: None,
-            shm_bytes: 512 << 20,
-            installation: Some("5d41402abc4b2a76".into()),
-            pod_uid: None,
-        };
-        assert_eq!(pod.unwrap(), pod_manifest("sandbox-1", &plan));
-        assert_eq!(claim.unwrap(), claim_manifest("sandbox-1", &plan, 10 << 30));
-    }
-
-    /// The documents of a shipped manifest, as JSON.
-    fn manifest(text: &str) -> Vec<serde_json::Value> {
-        use serde::Deserialize;
-        yaml_serde::Deserializer::from_str(text)
-            .map(|d| serde_json::Value::deserialize(d).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn the_shipped_policy_keeps_sandboxes_from_the_metadata_service_and_the_cluster() {
-        let policy = &manifest(include_str!("../../sandbox-image/k8s/networkpolicy.yaml"))[0];
-        let spec = &policy["spec"];
-        assert_eq!(
-            spec["policyTypes"],
-            serde_json::json!(["Ingress", "Egress"])
-        );
-        let egress = spec["egress"].as_array().unwrap();
-        // DNS, and the internet less what is not the internet.
-        assert_eq!(egress[0]["ports"][0]["port"], 53);
-        let v4 = &egress[1]["to"][0]["ipBlock"];
-        assert_eq!(v4["cidr"], "0.0.0.0/0");
-        let except: Vec<&str> = v4["except"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e.as_str().unwrap())
-            .collect();
-        for range in [
-            "169.254.0.0/16",
-            "10.0.0.0/8",
-            "172.16.0.0/12",
-            "192.168.0.0/16",
-        ] {
-            assert!(except.contains(&range), "{range} is reachable: {except:?}");
-        }
-        let namespace = manifest(include_str!("../../sandbox-image/k8s/rbac.yaml"))
-            .into_iter()
-            .find(|d| d["kind"] == "Namespace")
-            .unwrap();
-        assert_eq!(
-            namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
-            "restricted"
-        );
-    }
-
-    #[tokio::test]
-    async fn inside_a_cluster_coved_is_reached_at_the_pods_address() {
-        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
-        let kube = Kubernetes {
-            client: kube::Client::try_from(config).unwrap(),
-            default_namespace: "default".into(),
-            in_cluster: true,
-        };
-        let tunnel = kube
-            .connect("b1", "agents", Some("10.1.2.3"))
-            .await
-            .unwrap();
-        assert_eq!(tunnel.url, "http://10.1.2.3:7700");
-        let v6 = kube.connect("b1", "agents", Some("fd00::7")).await.unwrap();
-        assert_eq!(v6.url, "http://[fd00::7]:7700");
-        assert!(kube.connect("b1", "agents", None).await.is_err());
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(bytes_quantity(4 << 30).0, "4Gi");
-        assert_eq!(bytes_quantity(512 << 20).0, "512Mi");
-        assert_eq!(bytes_quantity(1500).0, "1500");
-        assert_eq!(cpu_quantity(2.0), "2");
-        assert_eq!(cpu_quantity(0.5), "500m");
-    }
-
-    #[test]
-    fn the_secret_is_owned_by_the_pod() {
-        let mut pod = pod_manifest("b1", &plan());
-        pod.metadata.uid = Some("u-1".into());
-        let secret = serde_json::to_value(secret_manifest("b1", &plan(), "t0k3n", &pod)).unwrap();
-        assert_eq!(
-            secret["metadata"]["labels"]["cove.installation"],
-            "5d41402abc4b2a76"
-        );
-        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], "u-1");
-        assert_eq!(secret["metadata"]["ownerReferences"][0]["kind"], "Pod");
-        assert_eq!(secret["stringData"]["token"], "t0k3n");
-    }
-
-    #[test]
-    fn a_pod_reads_as_its_state() {
-        let pod = |status: serde_json::Value| -> Pod {
-            serde_json::from_value(serde_json::json!({"metadata": {"name": "x"}, "status": status}))
-                .unwrap()
-        };
-        assert_eq!(
-            state_of(&pod(
-                serde_json::json!({"phase": "Running", "podIP": "10.1.2.3",
-                "conditions": [{"type": "Ready", "status": "True"}]})
-            )),
-            PodState::Ready {
-                ip: Some("10.1.2.3".into())
-            }
-        );
-        assert_eq!(
-            state_of(&pod(serde_json::json!({"phase": "Pending"}))),
-            PodState::Starting("Pending".into())
-        );
-        assert_eq!(
-            state_of(&pod(
-                serde_json::json!({"phase": "Failed", "reason": "Evicted",
-                "message": "The node was low on resource: memory."})
-            )),
-            PodState::Failed("Evicted: The node was low on resource: memory.".into())
-        );
-    }
-}
+mod tests;
