@@ -438,8 +438,9 @@ fn take_xml_events(
     iteration: u32,
     invokes: bool,
 ) {
+    // A call's id, drawn only for a call: text deltas are the stream's hot path.
+    let id = |calls: &Vec<Call>| format!("xml_{iteration}_{}", calls.len());
     for event in events.drain(..) {
-        let id = format!("xml_{iteration}_{}", calls.len());
         match event {
             XmlEvent::Text(text) => executor.emitter.emit(EventKind::AssistantText { text }),
             XmlEvent::Invoke(invoke) if invokes => {
@@ -447,10 +448,12 @@ fn take_xml_events(
                     Some(def) => def.arguments_from_xml(&invoke.parameters),
                     None => Err(format!("there is no tool named {:?}", invoke.name)),
                 };
+                let id = id(calls);
                 calls.push(executor.start(id, invoke.name, arguments));
             }
             XmlEvent::Invoke(_) => {}
             XmlEvent::Malformed { reason } => {
+                let id = id(calls);
                 calls.push(executor.start(
                     id,
                     "invalid_tool_call".into(),
