@@ -86,8 +86,13 @@ install -D -m 0755 target/x86_64-unknown-linux-gnu/debug/coved target/coved-imag
 strip target/coved-image/coved
 
 step "docker build $image"
+# The image this build replaces would stay behind untagged, a full copy of its root with vfs.
+previous="$($sudo "$docker" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
 DOCKER_BUILDKIT=1 $sudo "$docker" build --quiet -f sandbox-image/Dockerfile \
     --build-arg BASE_IMAGE="$base" --build-arg COVED_FROM=context -t "$image" . >/dev/null
+if [ -n "$previous" ] && [ "$previous" != "$($sudo "$docker" image inspect --format '{{.Id}}' "$image")" ]; then
+    $sudo "$docker" image rm "$previous" >/dev/null 2>&1 || true
+fi
 # With vfs every cached step is a full copy of the root (1.6 GB here); CI builds once.
 if [ "${COVE_TEST_IMAGE_PRUNE:-0}" = 1 ]; then
     $sudo "$docker" builder prune --all --force >/dev/null
