@@ -8,6 +8,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::browser::{BrowserAction, BrowserState, StateQuery};
+use crate::checkpoints::{
+    CheckpointCreated, CheckpointDiff, CheckpointList, CreateCheckpoint, DiffQuery, ImportQuery,
+    RestoreRequest, RestoreResponse,
+};
 use crate::error::{ErrorCode, ErrorEnvelope};
 use crate::files::{
     ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
@@ -27,6 +31,8 @@ use crate::web::{FetchRequest, FetchResponse, SearchRequest, SearchResponse};
 
 /// How long a call that is not a blocking `exec` or a transfer may take.
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Checkpoints of a large workspace read or write all of it.
+const CHECKPOINT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Slack on top of a blocking `exec`'s own timeout, so the daemon answers first.
 const EXEC_SLACK: Duration = Duration::from_secs(30);
 
@@ -380,6 +386,69 @@ impl CovedClient {
     /// `POST /v1/web/search`.
     pub async fn web_search(&self, request: &SearchRequest) -> Result<SearchResponse, ClientError> {
         self.post(&["v1", "web", "search"], request).await
+    }
+
+    /// `POST /v1/checkpoints`.
+    pub async fn create_checkpoint(
+        &self,
+        request: &CreateCheckpoint,
+    ) -> Result<CheckpointCreated, ClientError> {
+        self.call(Method::POST, &["v1", "checkpoints"], |b| {
+            b.json(request).timeout(CHECKPOINT_TIMEOUT)
+        })
+        .await
+    }
+
+    /// `GET /v1/checkpoints`.
+    pub async fn checkpoints(&self) -> Result<CheckpointList, ClientError> {
+        self.call(Method::GET, &["v1", "checkpoints"], |b| b).await
+    }
+
+    /// `GET /v1/checkpoints/{id}/diff`.
+    pub async fn checkpoint_diff(
+        &self,
+        id: &str,
+        query: &DiffQuery,
+    ) -> Result<CheckpointDiff, ClientError> {
+        self.call(Method::GET, &["v1", "checkpoints", id, "diff"], |b| {
+            b.query(query).timeout(CHECKPOINT_TIMEOUT)
+        })
+        .await
+    }
+
+    /// `POST /v1/checkpoints/{id}/restore`.
+    pub async fn restore_checkpoint(
+        &self,
+        id: &str,
+        request: &RestoreRequest,
+    ) -> Result<RestoreResponse, ClientError> {
+        self.call(Method::POST, &["v1", "checkpoints", id, "restore"], |b| {
+            b.json(request).timeout(CHECKPOINT_TIMEOUT)
+        })
+        .await
+    }
+
+    /// `GET /v1/checkpoints/{id}/archive`, as a streaming response (a tar).
+    pub async fn checkpoint_archive(&self, id: &str) -> Result<Response, ClientError> {
+        let url = self.url(&["v1", "checkpoints", id, "archive"])?;
+        let builder = self.request(Method::GET, url.clone());
+        self.send(builder, &url).await
+    }
+
+    /// `POST /v1/checkpoints/import`: streams a checkpoint's tar in.
+    pub async fn import_checkpoint(
+        &self,
+        query: &ImportQuery,
+        tar: impl Into<reqwest::Body>,
+    ) -> Result<CheckpointCreated, ClientError> {
+        let url = self.url(&["v1", "checkpoints", "import"])?;
+        let builder = self
+            .request(Method::POST, url.clone())
+            .query(query)
+            .timeout(CHECKPOINT_TIMEOUT)
+            .body(tar);
+        let response = self.send(builder, &url).await?;
+        decode(response, &url).await
     }
 
     /// `PUT /v1/files/content`: streams `body` into the file.

@@ -136,6 +136,12 @@ error_codes! {
     PortNotAgents = "port_not_agents" => 403,
     /// Too many requests with a wrong token came from this address; wait and retry.
     TooManyFailures = "too_many_failures" => 429,
+    /// A shell session is running a command that could change the workspace meanwhile;
+    /// wait for it, or ask again with `stop_commands` to kill those sessions first.
+    Busy = "busy" => 409,
+    /// The archive is not a checkpoint this daemon can take: not a tar, or it names a path
+    /// outside the workspace (`..`, absolute) or a link out of it. Nothing was changed.
+    InvalidArchive = "invalid_archive" => 400,
     /// The daemon failed in a way that is not the caller's fault.
     Internal = "internal" => 500,
 }

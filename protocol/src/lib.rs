@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod browser;
+pub mod checkpoints;
 pub mod conversation;
 pub mod error;
 pub mod events;

@@ -6,9 +6,11 @@
 //!
 //! Beside them, what Chromium alone takes to load the same page (`chromium_alone.load_ms`:
 //! driven directly over CDP, no daemon, the end of the load event in the page's own
-//! navigation timing), the floor under `navigate_and_state_ms`; and whether `navigate_to` +
-//! state with its screenshot (`navigate_and_state_with_screenshot_ms`) is within 1.25 × that
-//! + 50 ms (`goal_ms`, `within_goal`).
+//! navigation timing), the floor under `navigate_and_state_ms`, and when the page is complete
+//! (`chromium_alone.complete_ms`: that or its last request's answer, whichever is later);
+//! and whether `navigate_to` + state with its screenshot
+//! (`navigate_and_state_with_screenshot_ms`) is within 1.25 × either + 50 ms (`goal_ms`,
+//! `within_goal`; `goal_complete_ms`, `within_goal_complete`).
 //!
 //! Needs what `harness/install-test-deps.sh` installs (Python's docs, Swagger UI, jQuery
 //! UI's demos).
@@ -111,22 +113,31 @@ impl BareChromium {
         }
     }
 
-    /// p50 of the page's own load time: navigation start to the end of its load event.
+    /// p50 of the page's own load time, navigation start to the end of its load event; and
+    /// of its completion: the later of that and its last request's answer (pages that load
+    /// their scripts after the load event, as RequireJS does, are finished only then).
     async fn figures(&self, url: &str) -> Value {
-        let mut loads = Vec::new();
+        const TIMES: &str = "(() => { const nav = performance.getEntriesByType('navigation')[0]; \
+            const last = Math.max(0, ...performance.getEntriesByType('resource').map(r => r.responseEnd)); \
+            return [nav.loadEventEnd, Math.max(nav.loadEventEnd, last)]; })()";
+        let (mut loads, mut completes) = (Vec::new(), Vec::new());
         for _ in 0..RUNS {
             self.page.goto("about:blank").await.unwrap();
             self.page.goto(url).await.unwrap();
-            let load: f64 = self
+            // Read after the page's late requests have had time to be made and answered;
+            // the figures are the page's own timestamps, so the wait adds nothing to them.
+            tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+            let [load, complete]: [f64; 2] = self
                 .page
-                .evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+                .evaluate(TIMES)
                 .await
                 .unwrap()
                 .into_value()
                 .unwrap();
             loads.push(load);
+            completes.push(complete);
         }
-        json!({ "load_ms": summary(loads)["p50"] })
+        json!({ "load_ms": summary(loads)["p50"], "complete_ms": summary(completes)["p50"] })
     }
 
     async fn close(mut self) {
@@ -224,13 +235,18 @@ async fn main() {
         if let Some(Value::String(url)) = page.as_object_mut().and_then(|p| p.remove("url")) {
             let alone = bare.figures(&url).await;
             // The goal: navigate + state with its screenshot within 1.25 × Chromium alone
-            // + 50 ms.
-            let budget = alone["load_ms"].as_f64().unwrap_or(0.0) * 1.25 + 50.0;
+            // + 50 ms, against its load event and against the page complete.
             let ours = page["navigate_and_state_with_screenshot_ms"]["p50"]
                 .as_f64()
                 .unwrap_or(f64::MAX);
-            page["goal_ms"] = json!((budget * 10.0).round() / 10.0);
-            page["within_goal"] = json!(ours <= budget);
+            for (floor, goal, within) in [
+                ("load_ms", "goal_ms", "within_goal"),
+                ("complete_ms", "goal_complete_ms", "within_goal_complete"),
+            ] {
+                let budget = alone[floor].as_f64().unwrap_or(0.0) * 1.25 + 50.0;
+                page[goal] = json!((budget * 10.0).round() / 10.0);
+                page[within] = json!(ours <= budget);
+            }
             page["chromium_alone"] = alone;
         }
     }

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod blocking;
 pub mod body;
 pub mod browser;
+pub mod checkpoints;
 pub mod confine;
 pub mod egress;
 pub mod error;
@@ -40,6 +41,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use auth::AuthToken;
 use browser::{BrowserManager, BrowserSettings};
+use checkpoints::{CheckpointSettings, Checkpoints};
 use cove_protocol::browser::{DEFAULT_ELEMENTS_CAP, DEFAULT_VIEWPORT, Viewport};
 use cove_protocol::takeover::DEFAULT_TAKEOVER_TTL_SECS;
 use files::Workspace;
@@ -98,6 +100,9 @@ pub struct DaemonConfig {
     pub server: ServerLimits,
     /// How `/v1/web/fetch` downloads and which keyless engine `/v1/web/search` reads.
     pub web: web::WebSettings,
+    /// Where checkpoints are kept (outside the workspace) and the store's cap; by default
+    /// in the state folder, one store per workspace.
+    pub checkpoints: Option<CheckpointSettings>,
 }
 
 impl DaemonConfig {
@@ -124,8 +129,21 @@ impl DaemonConfig {
             preview_public: false,
             server: ServerLimits::default(),
             web: web::WebSettings::default(),
+            checkpoints: None,
         }
     }
+}
+
+/// The daemon's state folder when none is given: `$XDG_STATE_HOME/coved`,
+/// `~/.local/state/coved`, else `/var/lib/coved`.
+pub fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("coved");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(home).join(".local/state/coved");
+    }
+    PathBuf::from("/var/lib/coved")
 }
 
 /// Why a daemon could not start.
@@ -175,6 +193,8 @@ pub struct App {
     pub self_url: std::sync::OnceLock<String>,
     /// Ends the MCP server's sessions when the daemon stops.
     pub mcp_shutdown: tokio_util::sync::CancellationToken,
+    /// Checkpoints of the workspace.
+    pub checkpoints: Arc<Checkpoints>,
 }
 
 /// Cheap handle on the [`App`].
@@ -255,6 +275,15 @@ impl Daemon {
             },
             registry.clone(),
         );
+        let checkpoint_settings = config
+            .checkpoints
+            .clone()
+            .unwrap_or_else(|| CheckpointSettings::in_state_dir(&default_state_dir(), &root));
+        let checkpoints = Checkpoints::new(root.clone(), checkpoint_settings);
+        // A restore a stopped daemon left under way ends before anything else sees the files.
+        if let Err(e) = checkpoints.recover() {
+            tracing::error!(error = %e, "a restore left under way could not be finished");
+        }
         let openapi = serde_json::to_vec_pretty(&openapi_document(VERSION))
             .map(Bytes::from)
             .unwrap_or_default();
@@ -272,7 +301,14 @@ impl Daemon {
                 version: VERSION.to_string(),
                 api_version: API_VERSION.to_string(),
                 capabilities: [
-                    "shell", "files", "browser", "vision", "takeover", "preview", "web",
+                    "shell",
+                    "files",
+                    "browser",
+                    "vision",
+                    "takeover",
+                    "preview",
+                    "web",
+                    "checkpoints",
                 ]
                 .map(String::from)
                 .to_vec(),
@@ -294,6 +330,7 @@ impl Daemon {
             registry,
             self_url: std::sync::OnceLock::new(),
             mcp_shutdown: tokio_util::sync::CancellationToken::new(),
+            checkpoints: Arc::new(checkpoints),
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),

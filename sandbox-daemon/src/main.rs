@@ -78,6 +78,16 @@ struct Cli {
     #[arg(long, env = "COVED_STATE_DIR")]
     state_dir: Option<PathBuf>,
 
+    /// The checkpoint store's folder, outside the workspace (default: in the state folder,
+    /// one per workspace).
+    #[arg(long, env = "COVED_CHECKPOINTS")]
+    checkpoints: Option<PathBuf>,
+
+    /// Bytes the checkpoint store may hold before its oldest checkpoints not kept are
+    /// dropped (default: twice the workspace, at least 1 GiB).
+    #[arg(long, env = "COVED_CHECKPOINT_CAP")]
+    checkpoint_cap: Option<u64>,
+
     /// Shell for sessions: bash (default, /bin/bash), or any POSIX shell (where an image has
     /// no bash, /bin/sh is taken: busybox ash, dash).
     #[arg(long, env = "COVED_SHELL")]
@@ -197,16 +207,6 @@ fn parse_public_url(raw: &str) -> Result<PublicUrl, String> {
     PublicUrl::parse(raw)
 }
 
-fn default_state_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("coved");
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(home).join(".local/state/coved");
-    }
-    PathBuf::from("/var/lib/coved")
-}
-
 async fn shutdown_signal() {
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -255,12 +255,15 @@ fn main() -> anyhow::Result<()> {
 fn writable_roots(cli: &Cli) -> Vec<PathBuf> {
     let mut roots = vec![
         cli.workspace.clone(),
-        cli.state_dir.clone().unwrap_or_else(default_state_dir),
+        cli.state_dir
+            .clone()
+            .unwrap_or_else(coved::default_state_dir),
         PathBuf::from("/tmp"),
         PathBuf::from("/dev"),
         PathBuf::from("/proc"),
     ];
     roots.extend(std::env::var_os("HOME").map(PathBuf::from));
+    roots.extend(cli.checkpoints.iter().cloned());
     roots.extend(cli.writable.iter().cloned());
     roots
 }
@@ -325,6 +328,21 @@ fn daemon_config(cli: &Cli, token: coved::auth::AuthToken) -> anyhow::Result<Dae
             .clamp(1, cove_protocol::takeover::MAX_TAKEOVER_TTL_SECS),
     );
     config.public_url = cli.public_url.clone();
+    let state_dir = cli
+        .state_dir
+        .clone()
+        .unwrap_or_else(coved::default_state_dir);
+    // Keyed by the workspace's real path, the same at every start.
+    let _ = std::fs::create_dir_all(&cli.workspace);
+    let mut checkpoints = coved::checkpoints::CheckpointSettings::in_state_dir(
+        &state_dir,
+        &std::fs::canonicalize(&cli.workspace).unwrap_or_else(|_| cli.workspace.clone()),
+    );
+    if let Some(dir) = &cli.checkpoints {
+        checkpoints.dir = dir.clone();
+    }
+    checkpoints.cap = cli.checkpoint_cap;
+    config.checkpoints = Some(checkpoints);
     config.web = coved::web::WebSettings {
         engine: coved::web::engines::by_name(&cli.search_engine).ok_or_else(|| {
             anyhow::anyhow!(
@@ -368,7 +386,7 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
     let token_file = cli.token_file.clone().unwrap_or_else(|| {
         cli.state_dir
             .clone()
-            .unwrap_or_else(default_state_dir)
+            .unwrap_or_else(coved::default_state_dir)
             .join("token")
     });
     let (token, source) = if stdio_mcp {

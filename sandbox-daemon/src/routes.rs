@@ -19,7 +19,9 @@ use cove_protocol::api::{ENDPOINTS, Endpoint, Method, Op};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
-use crate::{AppState, auth, browser, files, info, mcp, preview, shell, takeover, vision, web};
+use crate::{
+    AppState, auth, browser, checkpoints, files, info, mcp, preview, shell, takeover, vision, web,
+};
 
 fn filter(method: Method) -> MethodFilter {
     match method {
@@ -82,6 +84,12 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::PreviewExpose => on(m, preview::http::expose),
         Op::WebFetch => on(m, web::http::fetch),
         Op::WebSearch => on(m, web::http::search),
+        Op::CheckpointsCreate => on(m, checkpoints::http::create),
+        Op::CheckpointsList => on(m, checkpoints::http::list),
+        Op::CheckpointsDiff => on(m, checkpoints::http::diff),
+        Op::CheckpointsRestore => on(m, checkpoints::http::restore),
+        Op::CheckpointsArchive => on(m, checkpoints::http::archive),
+        Op::CheckpointsImport => on(m, checkpoints::http::import),
     }
 }
 

@@ -1,6 +1,7 @@
 mod api;
 mod bad_requests;
 mod browser;
+mod checkpoints;
 mod confinement;
 mod dialogs;
 mod files;

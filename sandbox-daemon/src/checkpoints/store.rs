@@ -1,0 +1,544 @@
+//! The content-addressed store beside the workspace: objects named by their BLAKE3 hash
+//! (file contents and folder trees, each kept once), a record per checkpoint, the index of
+//! what each path looked like at the last checkpoint, and the store's size.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::CheckpointError;
+use super::tree::{self, Hash, Kind, Tree};
+
+/// Files up to this size are read whole; larger ones are cloned or streamed.
+const SMALL_FILE: u64 = 1 << 20;
+
+/// One checkpoint as the store keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub id: u64,
+    pub parent: Option<u64>,
+    pub label: Option<String>,
+    pub created_at: String,
+    /// The workspace root's tree, as hex.
+    pub root: String,
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub bytes: u64,
+    pub keep: bool,
+}
+
+impl Record {
+    /// The root tree's hash.
+    pub fn root(&self) -> Result<Hash, CheckpointError> {
+        tree::from_hex(&self.root).ok_or(CheckpointError::Damaged("a record's root"))
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    next_id: u64,
+    /// Bytes of every object.
+    bytes: u64,
+    /// The checkpoint the workspace was last recorded as or restored to.
+    #[serde(default)]
+    head: Option<u64>,
+}
+
+/// What a path looked like when its content was last read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub kind: Kind,
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub hash: Hash,
+    /// Changed so close to the scan that a later change could keep the same times: read
+    /// again next time.
+    pub racy: bool,
+}
+
+/// Every recorded path (files and symlinks) as the last checkpoint saw it.
+pub type Index = HashMap<Vec<u8>, Seen>;
+
+/// The store, opened (and locked against a second daemon).
+pub struct Store {
+    dir: PathBuf,
+    _lock: OwnedFd,
+    state: State,
+    pub records: BTreeMap<u64, Record>,
+    pub index: Index,
+    /// Object folders known to exist.
+    fanout: [bool; 256],
+}
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Store {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Store {
+    /// Opens (creating) the store at `dir`.
+    pub fn open(dir: &Path) -> Result<Store, CheckpointError> {
+        for sub in ["objects", "records", "tmp"] {
+            fs::create_dir_all(dir.join(sub)).map_err(io_at(dir))?;
+        }
+        let lock_path = dir.join("lock");
+        let lock: OwnedFd = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_at(&lock_path))?
+            .into();
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .map_err(|_| CheckpointError::InUse(dir.to_path_buf()))?;
+        // Left by a write cut short: never named by a record.
+        let tmp = dir.join("tmp");
+        for entry in fs::read_dir(&tmp).map_err(io_at(&tmp))?.flatten() {
+            let _ = fs::remove_file(entry.path());
+        }
+        let mut records = BTreeMap::new();
+        let records_dir = dir.join("records");
+        for entry in fs::read_dir(&records_dir).map_err(io_at(&records_dir))? {
+            let path = entry.map_err(io_at(&records_dir))?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let bytes = fs::read(&path).map_err(io_at(&path))?;
+                let record: Record = serde_json::from_slice(&bytes)
+                    .map_err(|_| CheckpointError::Damaged("a checkpoint record"))?;
+                records.insert(record.id, record);
+            }
+        }
+        let mut store = Store {
+            dir: dir.to_path_buf(),
+            _lock: lock,
+            state: State::default(),
+            records,
+            index: Index::new(),
+            fanout: [false; 256],
+        };
+        match fs::read(dir.join("state.json")) {
+            Ok(bytes) => {
+                store.state = serde_json::from_slice(&bytes)
+                    .map_err(|_| CheckpointError::Damaged("the store's state"))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                store.state.bytes = store.measure()?;
+            }
+            Err(e) => return Err(io_at(dir)(e)),
+        }
+        let next = store.records.keys().next_back().map_or(1, |id| id + 1);
+        store.state.next_id = store.state.next_id.max(next);
+        // A missing or damaged index only costs reading every file once more.
+        if let Ok(bytes) = fs::read(dir.join("index.bin")) {
+            store.index = decode_index(&bytes).unwrap_or_default();
+        }
+        Ok(store)
+    }
+
+    /// The store's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Bytes of every object.
+    pub fn bytes(&self) -> u64 {
+        self.state.bytes
+    }
+
+    /// The id the next checkpoint gets.
+    pub fn take_id(&mut self) -> u64 {
+        let id = self.state.next_id;
+        self.state.next_id += 1;
+        id
+    }
+
+    /// The newest checkpoint.
+    pub fn latest(&self) -> Option<&Record> {
+        self.records.values().next_back()
+    }
+
+    fn object_path(&self, hash: &Hash) -> PathBuf {
+        let hex = tree::hex(hash);
+        self.dir.join("objects").join(&hex[..2]).join(&hex[2..])
+    }
+
+    /// Whether the store holds `hash`.
+    pub fn has(&self, hash: &Hash) -> bool {
+        self.object_path(hash).exists()
+    }
+
+    /// A temporary file in the store, on its filesystem (so it can be renamed into place).
+    fn temp(&self) -> Result<(File, PathBuf), CheckpointError> {
+        let path = self.dir.join("tmp").join(crate::random::random_hex(12));
+        let file = File::options()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_at(&path))?;
+        Ok((file, path))
+    }
+
+    /// Moves a finished temporary file to `hash`'s name; bytes added (0 when it was there).
+    fn settle(&mut self, temp: &Path, hash: &Hash, len: u64) -> Result<u64, CheckpointError> {
+        let target = self.object_path(hash);
+        if target.exists() {
+            let _ = fs::remove_file(temp);
+            return Ok(0);
+        }
+        let fan = usize::from(hash[0]);
+        if !self.fanout[fan] {
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(io_at(parent))?;
+            }
+            self.fanout[fan] = true;
+        }
+        fs::rename(temp, &target).map_err(io_at(&target))?;
+        self.state.bytes += len;
+        Ok(len)
+    }
+
+    /// Stores `bytes`; their hash and the bytes added.
+    pub fn put_bytes(&mut self, bytes: &[u8]) -> Result<(Hash, u64), CheckpointError> {
+        let hash = tree::hash(bytes);
+        if self.has(&hash) {
+            return Ok((hash, 0));
+        }
+        let (mut file, path) = self.temp()?;
+        file.write_all(bytes).map_err(io_at(&path))?;
+        drop(file);
+        let added = self.settle(&path, &hash, bytes.len() as u64)?;
+        Ok((hash, added))
+    }
+
+    /// Stores an open file's content: cloned where the filesystem shares blocks (reflinks),
+    /// else copied, and hashed from the copy so the hash is of what was kept.
+    pub fn put_file(&mut self, src: &File, len: u64) -> Result<(Hash, u64), CheckpointError> {
+        if len <= SMALL_FILE {
+            let mut bytes = Vec::with_capacity(len as usize);
+            (&*src).read_to_end(&mut bytes).map_err(io_at(&self.dir))?;
+            return self.put_bytes(&bytes);
+        }
+        let (mut copy, path) = self.temp()?;
+        if rustix::fs::ioctl_ficlone(copy.as_fd(), src.as_fd()).is_err() {
+            io::copy(&mut &*src, &mut copy).map_err(io_at(&path))?;
+        }
+        let mut hasher = blake3::Hasher::new();
+        let mut reader = File::open(&path).map_err(io_at(&path))?;
+        let mut buf = vec![0; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            let n = reader.read(&mut buf).map_err(io_at(&path))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            total += n as u64;
+        }
+        let hash = *hasher.finalize().as_bytes();
+        let added = self.settle(&path, &hash, total)?;
+        Ok((hash, added))
+    }
+
+    /// Stores what `reader` gives until its end; the hash and the bytes added.
+    pub fn put_reader(&mut self, reader: &mut impl Read) -> Result<(Hash, u64), CheckpointError> {
+        let (mut file, path) = self.temp()?;
+        let mut hasher = blake3::Hasher::new();
+        let mut buf = vec![0; 256 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let _ = fs::remove_file(&path);
+                    return Err(CheckpointError::InvalidArchive(format!(
+                        "cannot read it: {e}"
+                    )));
+                }
+            };
+            hasher.update(&buf[..n]);
+            file.write_all(&buf[..n]).map_err(io_at(&path))?;
+            total += n as u64;
+        }
+        drop(file);
+        let hash = *hasher.finalize().as_bytes();
+        let added = self.settle(&path, &hash, total)?;
+        Ok((hash, added))
+    }
+
+    /// An object, opened for reading.
+    pub fn open_object(&self, hash: &Hash) -> Result<File, CheckpointError> {
+        let path = self.object_path(hash);
+        File::open(&path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => CheckpointError::Damaged("an object is missing"),
+            _ => io_at(&path)(e),
+        })
+    }
+
+    /// An object's bytes.
+    pub fn read_object(&self, hash: &Hash) -> Result<Vec<u8>, CheckpointError> {
+        let mut bytes = Vec::new();
+        self.open_object(hash)?
+            .read_to_end(&mut bytes)
+            .map_err(io_at(&self.dir))?;
+        Ok(bytes)
+    }
+
+    /// A folder's tree.
+    pub fn tree(&self, hash: &Hash) -> Result<Tree, CheckpointError> {
+        Ok(Tree::decode(&self.read_object(hash)?)?)
+    }
+
+    /// Stores a tree; its hash and the bytes added.
+    pub fn put_tree(&mut self, tree: &Tree) -> Result<(Hash, u64), CheckpointError> {
+        self.put_bytes(&tree.encode())
+    }
+
+    /// Writes `bytes` to `name` in the store's folder, whole or not at all.
+    fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), CheckpointError> {
+        let (mut file, temp) = self.temp()?;
+        file.write_all(bytes).map_err(io_at(&temp))?;
+        drop(file);
+        let target = self.dir.join(name);
+        fs::rename(&temp, &target).map_err(io_at(&target))
+    }
+
+    /// Keeps a new checkpoint of the workspace: its record, the index, and it as the head.
+    pub fn commit(&mut self, record: Record, index: Index) -> Result<(), CheckpointError> {
+        self.state.head = Some(record.id);
+        self.index = index;
+        self.save_index()?;
+        self.add_record(record)
+    }
+
+    /// Keeps a checkpoint's record (and the state).
+    pub fn add_record(&mut self, record: Record) -> Result<(), CheckpointError> {
+        let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
+        self.write_atomic(&format!("records/{}.json", record.id), &bytes)?;
+        self.records.insert(record.id, record);
+        self.save_state()
+    }
+
+    /// The checkpoint the workspace was last recorded as or restored to.
+    pub fn head(&self) -> Option<u64> {
+        self.state.head.filter(|id| self.records.contains_key(id))
+    }
+
+    /// The workspace now equals checkpoint `id`.
+    pub fn set_head(&mut self, id: u64) -> Result<(), CheckpointError> {
+        self.state.head = Some(id);
+        self.save_state()
+    }
+
+    /// Writes the index as it is now.
+    pub fn save_index(&self) -> Result<(), CheckpointError> {
+        self.write_atomic("index.bin", &encode_index(&self.index))
+    }
+
+    fn save_state(&self) -> Result<(), CheckpointError> {
+        let bytes = serde_json::to_vec(&self.state).unwrap_or_default();
+        self.write_atomic("state.json", &bytes)
+    }
+
+    /// Adds up every object's size (a store without its state file).
+    fn measure(&self) -> Result<u64, CheckpointError> {
+        let mut total = 0;
+        for_each_object(&self.dir.join("objects"), |_, len| total += len)?;
+        Ok(total)
+    }
+
+    /// Drops checkpoint `id`'s record (its objects go at the next collection).
+    pub fn drop_record(&mut self, id: u64) -> Result<(), CheckpointError> {
+        let path = self.dir.join(format!("records/{id}.json"));
+        fs::remove_file(&path).map_err(io_at(&path))?;
+        self.records.remove(&id);
+        Ok(())
+    }
+
+    /// Removes every object no kept checkpoint reaches; bytes freed.
+    pub fn collect_garbage(&mut self) -> Result<u64, CheckpointError> {
+        let mut live: HashSet<Hash> = HashSet::new();
+        let roots: Vec<Hash> = self
+            .records
+            .values()
+            .map(Record::root)
+            .collect::<Result<_, _>>()?;
+        let mut pending = roots;
+        while let Some(hash) = pending.pop() {
+            if !live.insert(hash) {
+                continue;
+            }
+            for entry in self.tree(&hash)?.entries {
+                match entry.kind {
+                    Kind::Dir => pending.push(entry.hash),
+                    Kind::File => {
+                        live.insert(entry.hash);
+                    }
+                    Kind::Symlink => {}
+                }
+            }
+        }
+        let mut dead = Vec::new();
+        for_each_object(&self.dir.join("objects"), |path, len| {
+            let name = path
+                .parent()
+                .and_then(Path::file_name)
+                .zip(path.file_name())
+                .map(|(a, b)| format!("{}{}", a.to_string_lossy(), b.to_string_lossy()));
+            if let Some(hash) = name.as_deref().and_then(tree::from_hex)
+                && !live.contains(&hash)
+            {
+                dead.push((path.to_path_buf(), len));
+            }
+        })?;
+        let mut freed = 0;
+        for (path, len) in dead {
+            if fs::remove_file(&path).is_ok() {
+                freed += len;
+            }
+        }
+        self.state.bytes = self.state.bytes.saturating_sub(freed);
+        self.save_state()?;
+        Ok(freed)
+    }
+}
+
+fn for_each_object(
+    objects: &Path,
+    mut each: impl FnMut(&Path, u64),
+) -> Result<(), CheckpointError> {
+    for fan in fs::read_dir(objects).map_err(io_at(objects))? {
+        let fan = fan.map_err(io_at(objects))?.path();
+        let Ok(entries) = fs::read_dir(&fan) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if let Ok(meta) = entry.metadata() {
+                each(&entry.path(), meta.len());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_index(index: &Index) -> Vec<u8> {
+    let mut out = Vec::with_capacity(index.len() * 100);
+    out.extend_from_slice(b"CVI1");
+    for (path, seen) in index {
+        out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        out.extend_from_slice(path);
+        out.push(match seen.kind {
+            Kind::File => 0,
+            Kind::Dir => 1,
+            Kind::Symlink => 2,
+        });
+        out.extend_from_slice(&seen.mode.to_le_bytes());
+        out.extend_from_slice(&seen.size.to_le_bytes());
+        out.extend_from_slice(&seen.mtime_ns.to_le_bytes());
+        out.extend_from_slice(&seen.ctime_ns.to_le_bytes());
+        out.extend_from_slice(&seen.ino.to_le_bytes());
+        out.extend_from_slice(&seen.hash);
+        out.push(u8::from(seen.racy));
+    }
+    out
+}
+
+fn decode_index(mut bytes: &[u8]) -> Option<Index> {
+    fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if bytes.len() < n {
+            return None;
+        }
+        let (head, rest) = bytes.split_at(n);
+        *bytes = rest;
+        Some(head)
+    }
+    fn array<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
+        take(bytes, N)?.try_into().ok()
+    }
+    if take(&mut bytes, 4)? != b"CVI1" {
+        return None;
+    }
+    let mut index = Index::new();
+    while !bytes.is_empty() {
+        let len = u32::from_le_bytes(array(&mut bytes)?) as usize;
+        let path = take(&mut bytes, len)?.to_vec();
+        let kind = match take(&mut bytes, 1)?[0] {
+            0 => Kind::File,
+            1 => Kind::Dir,
+            _ => Kind::Symlink,
+        };
+        let seen = Seen {
+            kind,
+            mode: u32::from_le_bytes(array(&mut bytes)?),
+            size: u64::from_le_bytes(array(&mut bytes)?),
+            mtime_ns: i64::from_le_bytes(array(&mut bytes)?),
+            ctime_ns: i64::from_le_bytes(array(&mut bytes)?),
+            ino: u64::from_le_bytes(array(&mut bytes)?),
+            hash: array(&mut bytes)?,
+            racy: take(&mut bytes, 1)?[0] != 0,
+        };
+        index.insert(path, seen);
+    }
+    Some(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_reads_back_and_a_damaged_one_is_refused() {
+        let mut index = Index::new();
+        index.insert(
+            b"a/b.txt".to_vec(),
+            Seen {
+                kind: Kind::File,
+                mode: 0o644,
+                size: 7,
+                mtime_ns: 1_700_000_000_123_456_789,
+                ctime_ns: 1_700_000_000_987_654_321,
+                ino: 42,
+                hash: tree::hash(b"content"),
+                racy: true,
+            },
+        );
+        let bytes = encode_index(&index);
+        assert_eq!(decode_index(&bytes), Some(index));
+        assert_eq!(decode_index(&bytes[..bytes.len() - 3]), None);
+    }
+
+    #[test]
+    fn content_is_kept_once_and_collected_when_nothing_reaches_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let (h1, added) = store.put_bytes(b"hello").unwrap();
+        assert_eq!(added, 5);
+        assert_eq!(store.put_bytes(b"hello").unwrap(), (h1, 0));
+        let big = vec![7u8; (SMALL_FILE + 10) as usize];
+        let path = dir.path().join("big");
+        fs::write(&path, &big).unwrap();
+        let (h2, added) = store
+            .put_file(&File::open(&path).unwrap(), big.len() as u64)
+            .unwrap();
+        assert_eq!((h2, added), (tree::hash(&big), big.len() as u64));
+        assert_eq!(store.bytes(), 5 + big.len() as u64);
+        assert!(
+            Store::open(dir.path()).is_err(),
+            "a second opener is refused while the first holds it"
+        );
+        assert_eq!(store.collect_garbage().unwrap(), 5 + big.len() as u64);
+        assert!(!store.has(&h1) && !store.has(&h2));
+        assert_eq!(store.bytes(), 0);
+    }
+}
