@@ -775,7 +775,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 44, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 50, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]
