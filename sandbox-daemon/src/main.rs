@@ -80,12 +80,12 @@ struct Cli {
 
     /// The checkpoint store's folder, outside the workspace (default: in the state folder,
     /// one per workspace).
-    #[arg(long, env = "COVED_CHECKPOINTS")]
+    #[arg(long, env = "COVED_CHECKPOINTS", global = true)]
     checkpoints: Option<PathBuf>,
 
     /// Bytes the checkpoint store may hold before its oldest checkpoints not kept are
     /// dropped (default: twice the workspace, at least 1 GiB).
-    #[arg(long, env = "COVED_CHECKPOINT_CAP")]
+    #[arg(long, env = "COVED_CHECKPOINT_CAP", global = true)]
     checkpoint_cap: Option<u64>,
 
     /// Shell for sessions: bash (default, /bin/bash), or any POSIX shell (where an image has

@@ -4,6 +4,7 @@
 //! the very same definitions to any MCP host, so the two never drift apart.
 
 mod browser;
+mod checkpoints;
 mod files;
 mod preview;
 mod shell;
@@ -480,6 +481,13 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
     tools
 }
 
+/// The workspace's checkpoints, for MCP hosts (Cove's controller checkpoints runs itself).
+pub fn checkpoint_tools() -> Vec<ToolDef> {
+    checkpoints::tools()
+}
+
+pub use checkpoints::diff_text as checkpoint_diff_text;
+
 /// Tools known by other runtimes' names (Suna's `scrape_webpage`): found when called, never
 /// offered.
 pub fn sandbox_aliases() -> Vec<ToolDef> {
@@ -495,7 +503,7 @@ mod tests {
     #[test]
     fn every_tool_has_a_schema_an_example_and_a_unique_name() {
         let mut names = std::collections::HashSet::new();
-        for tool in sandbox_tools() {
+        for tool in sandbox_tools().into_iter().chain(checkpoint_tools()) {
             assert!(names.insert(tool.name), "{} twice", tool.name);
             let schema = tool.schema();
             assert_eq!(schema["type"], "object", "{}", tool.name);

@@ -1,5 +1,5 @@
-//! coved as an MCP server: the sandbox's tools (shell, files, browser, vision, preview),
-//! with the very names, schemas and results Cove's own agent gets, for any MCP host (Claude
+//! coved as an MCP server: the sandbox's tools (shell, files, browser, vision, preview,
+//! and the workspace's checkpoints), with the very names, schemas and results Cove's own agent gets, for any MCP host (Claude
 //! Code, Codex, Cursor, goose). Over streamable HTTP at `/mcp` with the API token, or over
 //! stdio with `coved mcp`.
 //!
@@ -12,7 +12,7 @@ pub mod http;
 use std::sync::{Arc, Mutex};
 
 use cove_protocol::client::CovedClient;
-use cove_tools::{SandboxEnv, ToolDef, ToolResult, sandbox_tools, state_text};
+use cove_tools::{SandboxEnv, ToolDef, ToolResult, checkpoint_tools, sandbox_tools, state_text};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -31,7 +31,8 @@ struct Catalog {
 }
 
 fn catalog() -> Catalog {
-    let defs = sandbox_tools();
+    let mut defs = sandbox_tools();
+    defs.extend(checkpoint_tools());
     let listing = defs
         .iter()
         .map(|def| {

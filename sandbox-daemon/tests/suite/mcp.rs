@@ -42,7 +42,8 @@ fn texts(result: &Value) -> String {
 fn check_report(report: &Value, site: &FixtureSite) {
     // The same tools, with the same schemas, as Cove's agent is given.
     let listed = report["tools"].as_object().unwrap();
-    let defs = cove_tools::sandbox_tools();
+    let mut defs = cove_tools::sandbox_tools();
+    defs.extend(cove_tools::checkpoint_tools());
     assert_eq!(listed.len(), defs.len());
     for def in &defs {
         assert_eq!(listed[def.name], def.schema(), "{}", def.name);
@@ -74,6 +75,16 @@ fn check_report(report: &Value, site: &FixtureSite) {
     assert!(images[0]["bytes"].as_u64().unwrap() > 1000);
     assert_eq!(report["bad"]["is_error"], true);
     assert!(texts(&report["bad"]).contains("path_outside_workspace"));
+    // The workspace's checkpoints: recorded, compared, restored, listed.
+    let made = texts(&report["checkpoint"]);
+    assert!(made.starts_with("Checkpoint c1:"), "{made}");
+    let diff = texts(&report["diff"]);
+    assert!(
+        diff.contains("~ note.txt") && diff.contains("+changed"),
+        "{diff}"
+    );
+    assert!(texts(&report["restore"]).contains("checkpoint c1 again"));
+    assert!(texts(&report["checkpoints"]).contains("by mcp"));
 }
 
 #[tokio::test]
@@ -127,11 +138,13 @@ async fn the_python_sdk_drives_the_sandbox_over_streamable_http() {
 async fn the_python_sdk_drives_coved_mcp_over_stdio() {
     let site = FixtureSite::start().await.unwrap();
     let workspace = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
     let report = sdk_client(&[
         "stdio",
         env!("CARGO_BIN_EXE_coved"),
         workspace.path().to_str().unwrap(),
         &site.url("counter.html"),
+        store.path().to_str().unwrap(),
     ])
     .await;
     check_report(&report, &site);
