@@ -117,7 +117,9 @@ pub fn diff_text(diff: &CheckpointDiff) -> String {
 
 async fn diff(env: &SandboxEnv, a: Diff) -> ToolResult {
     let query = DiffQuery {
-        to: a.to.unwrap_or_else(|| cove_protocol::checkpoints::CURRENT.to_string()),
+        to: a
+            .to
+            .unwrap_or_else(|| cove_protocol::checkpoints::CURRENT.to_string()),
     };
     match env.sandbox.checkpoint_diff(&a.id, &query).await {
         Ok(diff) => ToolResult::ok(diff_text(&diff)),

@@ -109,6 +109,20 @@ pub struct Imported {
 /// Reads a tar from `input` into the store, refusing names and links that leave the
 /// workspace; nothing in the workspace is touched.
 pub fn import(store: &mut Store, input: impl Read) -> Result<Imported, CheckpointError> {
+    store.begin_pack()?;
+    match import_into(store, input) {
+        Ok(imported) => {
+            store.finish_pack()?;
+            Ok(imported)
+        }
+        Err(e) => {
+            store.abandon_pack();
+            Err(e)
+        }
+    }
+}
+
+fn import_into(store: &Store, input: impl Read) -> Result<Imported, CheckpointError> {
     let mut archive = tar::Archive::new(input);
     let mut root = Folder {
         mode: 0o755,
@@ -126,8 +140,14 @@ pub fn import(store: &mut Store, input: impl Read) -> Result<Imported, Checkpoin
         let leaf = match entry.header().entry_type() {
             tar::EntryType::Directory => None,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let (hash, added) = store.put_reader(&mut entry)?;
                 let size = entry.size();
+                let (hash, added) = if size <= super::pack::PACKED_MAX as u64 {
+                    let mut bytes = Vec::with_capacity(size as usize);
+                    entry.read_to_end(&mut bytes).map_err(unreadable)?;
+                    store.put_bytes(&bytes)?
+                } else {
+                    store.put_reader(&mut entry)?
+                };
                 out.bytes_added += added;
                 Some(Entry {
                     name: Vec::new(),
@@ -264,11 +284,7 @@ fn place(
 }
 
 /// Stores a built folder's trees, deepest first; its hash and its files' bytes.
-fn keep(
-    store: &mut Store,
-    out: &mut Imported,
-    folder: Folder,
-) -> Result<(Hash, u64), CheckpointError> {
+fn keep(store: &Store, out: &mut Imported, folder: Folder) -> Result<(Hash, u64), CheckpointError> {
     let mut entries = Vec::with_capacity(folder.children.len());
     let mut total = 0;
     for (name, node) in folder.children {

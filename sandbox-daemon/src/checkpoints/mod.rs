@@ -7,6 +7,7 @@ pub mod archive;
 mod diff;
 pub mod http;
 mod ignore;
+mod pack;
 mod restore;
 mod scan;
 mod store;

@@ -13,7 +13,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use super::CheckpointError;
 use super::ignore::Ignore;
 use super::scan::{display, open_dir_at, push_name};
-use super::store::{Index, Seen, Store};
+use super::store::{Index, Object, Seen, Store};
 use super::tree::{Entry, Hash, Kind, Tree};
 
 /// Temporary names of files being written; a restore cut short may leave some, which the
@@ -258,10 +258,12 @@ impl Restorer<'_> {
             )
             .map_err(failed(rel))?;
             let mut out = File::from(made);
-            let mut object = self.store.open_object(&wanted.hash)?;
-            let written = match rustix::fs::ioctl_ficlone(&out, &object) {
-                Ok(()) => Ok(0),
-                Err(_) => io::copy(&mut object, &mut out),
+            let written = match self.store.open_object(&wanted.hash)? {
+                Object::Loose(mut object) => match rustix::fs::ioctl_ficlone(&out, &object) {
+                    Ok(()) => Ok(0),
+                    Err(_) => io::copy(&mut object, &mut out),
+                },
+                Object::Packed(mut part) => io::copy(&mut part, &mut out),
             };
             let moded = written.and_then(|_| {
                 rustix::fs::fchmod(&out, Mode::from_raw_mode(wanted.mode)).map_err(io::Error::from)

@@ -33,27 +33,60 @@ pub struct Scanned {
     pub index: Index,
 }
 
-/// Reads the workspace at `root` into the store.
+/// Reads the workspace at `root` into the store: first the folders are walked and every
+/// path stat'ed (files unchanged since the index are settled there), then the files to read
+/// are read by as many threads as the machine has cores (up to 4), then the trees are made.
 pub fn scan(
     root: &Path,
     store: &mut Store,
     ignore: &Ignore,
     old: &Index,
 ) -> Result<Scanned, CheckpointError> {
+    store.begin_pack()?;
+    match scan_into(root, store, ignore, old) {
+        Ok(scanned) => {
+            store.finish_pack()?;
+            Ok(scanned)
+        }
+        Err(e) => {
+            store.abandon_pack();
+            Err(e)
+        }
+    }
+}
+
+fn scan_into(
+    root: &Path,
+    store: &Store,
+    ignore: &Ignore,
+    old: &Index,
+) -> Result<Scanned, CheckpointError> {
     let started_ns = now_ns();
     let fd = open_dir_path(root)?;
-    let mut scanner = Scanner {
-        store,
+    let mut walker = Walker {
         ignore,
         old,
         racy_after: started_ns - RACY_NS,
+        jobs: Vec::new(),
         out: Scanned::default(),
     };
     let mut rel = Vec::new();
-    let (hash, bytes) = scanner.dir(&fd, &mut rel)?;
-    scanner.out.root = hash;
-    scanner.out.bytes = bytes;
-    Ok(scanner.out)
+    let folder = walker.dir(&fd, &mut rel)?;
+    let Walker { jobs, mut out, .. } = walker;
+    let read = ingest(store, &fd, &jobs)?;
+    for (job, done) in jobs.iter().zip(&read) {
+        if let Some(done) = done {
+            out.bytes_added += done.added;
+            out.index.insert(
+                job.clone(),
+                seen(Kind::File, &done.stat, done.hash, started_ns - RACY_NS),
+            );
+        }
+    }
+    let (hash, bytes) = build(store, folder, &read, &mut out)?;
+    out.root = hash;
+    out.bytes = bytes;
+    Ok(out)
 }
 
 /// The workspace root, opened as a folder.
@@ -113,43 +146,82 @@ pub fn push_name(rel: &mut Vec<u8>, name: &[u8]) -> usize {
     len
 }
 
-struct Scanner<'a> {
-    store: &'a mut Store,
+/// A folder as the walk found it, waiting for the files to be read.
+#[derive(Default)]
+struct Folder {
+    items: Vec<Item>,
+}
+
+enum Item {
+    /// Known without reading (a link, or a file unchanged since the index).
+    Ready(Entry),
+    /// A file to read: the walk's job number.
+    Read { name: Vec<u8>, job: usize },
+    Dir {
+        name: Vec<u8>,
+        mode: u32,
+        folder: Folder,
+    },
+}
+
+/// A file read into the store.
+struct Read {
+    hash: Hash,
+    added: u64,
+    stat: Stat,
+}
+
+fn seen(kind: Kind, st: &Stat, hash: Hash, racy_after: i64) -> Seen {
+    let (mtime_ns, ctime_ns) = times(st);
+    Seen {
+        kind,
+        mode: mode_bits(st),
+        size: st.st_size as u64,
+        mtime_ns,
+        ctime_ns,
+        ino: st.st_ino,
+        hash,
+        racy: mtime_ns >= racy_after || ctime_ns >= racy_after,
+    }
+}
+
+fn unreadable(rel: &[u8], source: std::io::Error) -> CheckpointError {
+    CheckpointError::Unreadable {
+        path: display(rel),
+        source,
+    }
+}
+
+struct Walker<'a> {
     ignore: &'a Ignore,
     old: &'a Index,
     racy_after: i64,
+    /// Paths of the files to read.
+    jobs: Vec<Vec<u8>>,
     out: Scanned,
 }
 
-impl Scanner<'_> {
-    /// Reads the folder open at `fd` (path `rel`); its tree's hash and its files' bytes.
-    fn dir(&mut self, fd: &OwnedFd, rel: &mut Vec<u8>) -> Result<(Hash, u64), CheckpointError> {
+impl Walker<'_> {
+    /// Walks the folder open at `fd` (path `rel`).
+    fn dir(&mut self, fd: &OwnedFd, rel: &mut Vec<u8>) -> Result<Folder, CheckpointError> {
         let mut names = Vec::new();
-        let listing = rustix::fs::Dir::read_from(fd).map_err(|e| self.unreadable(rel, e.into()))?;
+        let listing = rustix::fs::Dir::read_from(fd).map_err(|e| unreadable(rel, e.into()))?;
         for entry in listing {
-            let entry = entry.map_err(|e| self.unreadable(rel, e.into()))?;
+            let entry = entry.map_err(|e| unreadable(rel, e.into()))?;
             let name = entry.file_name().to_bytes();
             if name != b"." && name != b".." {
                 names.push(name.to_vec());
             }
         }
         names.sort_unstable();
-        let mut entries = Vec::with_capacity(names.len());
-        let mut total = 0;
+        let mut folder = Folder::default();
         for name in names {
             let cut = push_name(rel, &name);
-            let read = self.entry(fd, rel, name);
+            let item = self.entry(fd, rel, name);
             rel.truncate(cut);
-            if let Some(entry) = read? {
-                if entry.kind != Kind::Symlink {
-                    total += entry.size;
-                }
-                entries.push(entry);
-            }
+            folder.items.extend(item?);
         }
-        let (hash, added) = self.store.put_tree(&Tree { entries })?;
-        self.out.bytes_added += added;
-        Ok((hash, total))
+        Ok(folder)
     }
 
     /// One entry of the folder at `fd`, or none when it is ignored, gone or of another kind.
@@ -158,27 +230,226 @@ impl Scanner<'_> {
         fd: &OwnedFd,
         rel: &mut Vec<u8>,
         name: Vec<u8>,
-    ) -> Result<Option<Entry>, CheckpointError> {
+    ) -> Result<Option<Item>, CheckpointError> {
         let st = match rustix::fs::statat(fd, OsStr::from_bytes(&name), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             // Removed since the folder was listed.
             Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(self.unreadable(rel, e.into())),
+            Err(e) => return Err(unreadable(rel, e.into())),
         };
         let kind = FileType::from_raw_mode(st.st_mode);
         if self.ignore.ignores(rel, kind == FileType::Directory) {
             return Ok(None);
         }
-        let mode = mode_bits(&st);
-        let entry = match kind {
+        let item = match kind {
             FileType::Directory => {
                 let child = match open_dir_at(fd, &name) {
                     Ok(child) => child,
                     Err(rustix::io::Errno::NOENT) => return Ok(None),
-                    Err(e) => return Err(self.unreadable(rel, e.into())),
+                    Err(e) => return Err(unreadable(rel, e.into())),
                 };
-                let (hash, size) = self.dir(&child, rel)?;
+                let folder = self.dir(&child, rel)?;
                 self.out.dirs += 1;
+                Item::Dir {
+                    name,
+                    mode: mode_bits(&st),
+                    folder,
+                }
+            }
+            FileType::Symlink => {
+                let target = match rustix::fs::readlinkat(fd, OsStr::from_bytes(&name), Vec::new())
+                {
+                    Ok(target) => target.into_bytes(),
+                    Err(rustix::io::Errno::NOENT) => return Ok(None),
+                    Err(e) => return Err(unreadable(rel, e.into())),
+                };
+                let hash = tree::hash(&target);
+                self.out
+                    .index
+                    .insert(rel.clone(), seen(Kind::Symlink, &st, hash, self.racy_after));
+                self.out.symlinks += 1;
+                Item::Ready(Entry {
+                    name,
+                    kind: Kind::Symlink,
+                    mode: mode_bits(&st),
+                    size: target.len() as u64,
+                    hash,
+                    target,
+                })
+            }
+            FileType::RegularFile => match self.unchanged(rel, &st) {
+                Some(hash) => {
+                    self.out
+                        .index
+                        .insert(rel.clone(), seen(Kind::File, &st, hash, self.racy_after));
+                    Item::Ready(Entry {
+                        name,
+                        kind: Kind::File,
+                        mode: mode_bits(&st),
+                        size: st.st_size as u64,
+                        hash,
+                        target: Vec::new(),
+                    })
+                }
+                None => {
+                    self.jobs.push(rel.clone());
+                    Item::Read {
+                        name,
+                        job: self.jobs.len() - 1,
+                    }
+                }
+            },
+            _ => {
+                self.out.skipped.push(display(rel));
+                return Ok(None);
+            }
+        };
+        Ok(Some(item))
+    }
+
+    /// The content hash of a file unchanged since the index saw it.
+    fn unchanged(&self, rel: &[u8], st: &Stat) -> Option<Hash> {
+        let (mtime, ctime) = times(st);
+        let seen = self.old.get(rel)?;
+        (seen.kind == Kind::File
+            && !seen.racy
+            && seen.size == st.st_size as u64
+            && seen.mtime_ns == mtime
+            && seen.ctime_ns == ctime
+            && seen.ino == st.st_ino)
+            .then_some(seen.hash)
+    }
+}
+
+/// Fewer files than this are read on the calling thread.
+const PARALLEL_FROM: usize = 32;
+
+/// Reads the files `jobs` names into the store, several at once; none for a file that is
+/// gone (or became something else) since the walk.
+fn ingest(
+    store: &Store,
+    root: &OwnedFd,
+    jobs: &[Vec<u8>],
+) -> Result<Vec<Option<Read>>, CheckpointError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    if workers == 1 || jobs.len() < PARALLEL_FROM {
+        return jobs.iter().map(|rel| read_one(store, root, rel)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Read>> = Vec::new();
+    results.resize_with(jobs.len(), || None);
+    let done = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(rel) = jobs.get(i) else {
+                            return Ok(mine);
+                        };
+                        match read_one(store, root, rel) {
+                            Ok(read) => mine.push((i, read)),
+                            Err(e) => {
+                                // The others stop at their next file.
+                                next.store(jobs.len(), std::sync::atomic::Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CheckpointError::Task("a reader panicked".into())))
+            })
+            .collect::<Vec<_>>()
+    });
+    for part in done {
+        for (i, read) in part? {
+            results[i] = read;
+        }
+    }
+    Ok(results)
+}
+
+/// Reads one file, opened beneath the root without following a link anywhere on its path.
+fn read_one(store: &Store, root: &OwnedFd, rel: &[u8]) -> Result<Option<Read>, CheckpointError> {
+    let file = match open_beneath(root, rel) {
+        Ok(file) => File::from(file),
+        // Gone, or a link or folder swapped in since the walk.
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return Ok(None);
+        }
+        Err(e) => return Err(unreadable(rel, e.into())),
+    };
+    // The times it is read at: a change after this is seen next time.
+    let stat = rustix::fs::fstat(&file).map_err(|e| unreadable(rel, e.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Ok(None);
+    }
+    let (hash, added) = store.put_file(&file, stat.st_size as u64)?;
+    Ok(Some(Read { hash, added, stat }))
+}
+
+/// Opens the file at `rel` beneath `root`: `openat2` refusing links and `..` where the kernel
+/// has it (5.6+), else folder by folder without following links.
+fn open_beneath(root: &OwnedFd, rel: &[u8]) -> rustix::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    match rustix::fs::openat2(
+        root,
+        OsStr::from_bytes(rel),
+        flags,
+        Mode::empty(),
+        rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
+    ) {
+        Err(rustix::io::Errno::NOSYS) => {}
+        other => return other,
+    }
+    let mut parts = rel.split(|b| *b == b'/').peekable();
+    let mut dir: Option<OwnedFd> = None;
+    while let Some(part) = parts.next() {
+        let at = dir.as_ref().unwrap_or(root);
+        if parts.peek().is_none() {
+            return rustix::fs::openat(at, OsStr::from_bytes(part), flags, Mode::empty());
+        }
+        dir = Some(open_dir_at(at, part)?);
+    }
+    Err(rustix::io::Errno::NOENT)
+}
+
+/// Makes the trees of a walked folder, deepest first; its hash and its files' bytes.
+fn build(
+    store: &Store,
+    folder: Folder,
+    read: &[Option<Read>],
+    out: &mut Scanned,
+) -> Result<(Hash, u64), CheckpointError> {
+    let mut entries = Vec::with_capacity(folder.items.len());
+    let mut total = 0;
+    for item in folder.items {
+        let entry = match item {
+            Item::Ready(entry) => entry,
+            Item::Read { name, job } => {
+                let Some(done) = &read[job] else {
+                    continue;
+                };
+                Entry {
+                    name,
+                    kind: Kind::File,
+                    mode: mode_bits(&done.stat),
+                    size: done.stat.st_size as u64,
+                    hash: done.hash,
+                    target: Vec::new(),
+                }
+            }
+            Item::Dir { name, mode, folder } => {
+                let (hash, size) = build(store, folder, read, out)?;
                 Entry {
                     name,
                     kind: Kind::Dir,
@@ -188,111 +459,18 @@ impl Scanner<'_> {
                     target: Vec::new(),
                 }
             }
-            FileType::Symlink => {
-                let target = match rustix::fs::readlinkat(fd, OsStr::from_bytes(&name), Vec::new())
-                {
-                    Ok(target) => target.into_bytes(),
-                    Err(rustix::io::Errno::NOENT) => return Ok(None),
-                    Err(e) => return Err(self.unreadable(rel, e.into())),
-                };
-                let hash = tree::hash(&target);
-                self.remember(rel, Kind::Symlink, &st, hash);
-                self.out.symlinks += 1;
-                Entry {
-                    name,
-                    kind: Kind::Symlink,
-                    mode,
-                    size: target.len() as u64,
-                    hash,
-                    target,
-                }
-            }
-            FileType::RegularFile => {
-                let Some((hash, st)) = self.file(fd, rel, &name, st)? else {
-                    return Ok(None);
-                };
-                self.out.files += 1;
-                Entry {
-                    name,
-                    kind: Kind::File,
-                    mode: mode_bits(&st),
-                    size: st.st_size as u64,
-                    hash,
-                    target: Vec::new(),
-                }
-            }
-            _ => {
-                self.out.skipped.push(display(rel));
-                return Ok(None);
-            }
         };
-        Ok(Some(entry))
-    }
-
-    /// A regular file's content hash, read only when it changed; the stat it was read at.
-    fn file(
-        &mut self,
-        fd: &OwnedFd,
-        rel: &[u8],
-        name: &[u8],
-        st: Stat,
-    ) -> Result<Option<(Hash, Stat)>, CheckpointError> {
-        let (mtime, ctime) = times(&st);
-        if let Some(seen) = self.old.get(rel)
-            && seen.kind == Kind::File
-            && !seen.racy
-            && seen.size == st.st_size as u64
-            && seen.mtime_ns == mtime
-            && seen.ctime_ns == ctime
-            && seen.ino == st.st_ino
-        {
-            let hash = seen.hash;
-            self.remember(rel, Kind::File, &st, hash);
-            return Ok(Some((hash, st)));
+        match entry.kind {
+            Kind::File => {
+                out.files += 1;
+                total += entry.size;
+            }
+            Kind::Dir => total += entry.size,
+            Kind::Symlink => {}
         }
-        let opened = rustix::fs::openat(
-            fd,
-            OsStr::from_bytes(name),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-            Mode::empty(),
-        );
-        let file = match opened {
-            Ok(file) => File::from(file),
-            Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(self.unreadable(rel, e.into())),
-        };
-        // The times it is read at: a change after this is seen next time.
-        let st = rustix::fs::fstat(&file).map_err(|e| self.unreadable(rel, e.into()))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Ok(None);
-        }
-        let (hash, added) = self.store.put_file(&file, st.st_size as u64)?;
-        self.out.bytes_added += added;
-        self.remember(rel, Kind::File, &st, hash);
-        Ok(Some((hash, st)))
+        entries.push(entry);
     }
-
-    fn remember(&mut self, rel: &[u8], kind: Kind, st: &Stat, hash: Hash) {
-        let (mtime_ns, ctime_ns) = times(st);
-        self.out.index.insert(
-            rel.to_vec(),
-            Seen {
-                kind,
-                mode: mode_bits(st),
-                size: st.st_size as u64,
-                mtime_ns,
-                ctime_ns,
-                ino: st.st_ino,
-                hash,
-                racy: mtime_ns >= self.racy_after || ctime_ns >= self.racy_after,
-            },
-        );
-    }
-
-    fn unreadable(&self, rel: &[u8], source: std::io::Error) -> CheckpointError {
-        CheckpointError::Unreadable {
-            path: display(rel),
-            source,
-        }
-    }
+    let (hash, added) = store.put_tree(&Tree { entries })?;
+    out.bytes_added += added;
+    Ok((hash, total))
 }

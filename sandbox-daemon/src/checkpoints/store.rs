@@ -7,10 +7,13 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use super::CheckpointError;
+use super::pack::{PACKED_MAX, PackWriter, Packs};
 use super::tree::{self, Hash, Kind, Tree};
 
 /// Files up to this size are read whole; larger ones are cloned or streamed.
@@ -74,9 +77,35 @@ pub struct Store {
     state: State,
     pub records: BTreeMap<u64, Record>,
     pub index: Index,
+    /// Bytes of every object (puts run on several threads at once).
+    bytes: AtomicU64,
     /// Object folders known to exist.
-    fanout: [bool; 256],
+    fanout: [AtomicBool; 256],
+    /// Names temporary files apart.
+    temps: AtomicU64,
+    /// Small objects, packed.
+    packs: Packs,
+    /// The pack a scan is filling.
+    writer: Mutex<Option<PackWriter>>,
 }
+
+/// An object opened for reading: a file of its own, or its place in a pack.
+pub enum Object {
+    Loose(File),
+    Packed(io::Take<File>),
+}
+
+impl Read for Object {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Object::Loose(file) => file.read(buf),
+            Object::Packed(part) => part.read(buf),
+        }
+    }
+}
+
+/// Temporary files are named so, beside the objects they become.
+const TEMP: &str = ".tmp-";
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> CheckpointError + '_ {
     move |source| CheckpointError::Store {
@@ -88,7 +117,7 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> CheckpointError + '_ {
 impl Store {
     /// Opens (creating) the store at `dir`.
     pub fn open(dir: &Path) -> Result<Store, CheckpointError> {
-        for sub in ["objects", "records", "tmp"] {
+        for sub in ["objects", "records", "tmp", "packs"] {
             fs::create_dir_all(dir.join(sub)).map_err(io_at(dir))?;
         }
         let lock_path = dir.join("lock");
@@ -123,7 +152,11 @@ impl Store {
             state: State::default(),
             records,
             index: Index::new(),
-            fanout: [false; 256],
+            bytes: AtomicU64::new(0),
+            fanout: [const { AtomicBool::new(false) }; 256],
+            temps: AtomicU64::new(0),
+            packs: Packs::load(&dir.join("packs")).map_err(io_at(dir))?,
+            writer: Mutex::new(None),
         };
         match fs::read(dir.join("state.json")) {
             Ok(bytes) => {
@@ -135,6 +168,7 @@ impl Store {
             }
             Err(e) => return Err(io_at(dir)(e)),
         }
+        store.bytes = AtomicU64::new(store.state.bytes);
         let next = store.records.keys().next_back().map_or(1, |id| id + 1);
         store.state.next_id = store.state.next_id.max(next);
         // A missing or damaged index only costs reading every file once more.
@@ -151,7 +185,7 @@ impl Store {
 
     /// Bytes of every object.
     pub fn bytes(&self) -> u64 {
-        self.state.bytes
+        self.bytes.load(Ordering::Relaxed)
     }
 
     /// The id the next checkpoint gets.
@@ -173,12 +207,65 @@ impl Store {
 
     /// Whether the store holds `hash`.
     pub fn has(&self, hash: &Hash) -> bool {
-        self.object_path(hash).exists()
+        self.packs.index.contains_key(hash)
+            || self.pack_writer().as_ref().is_some_and(|w| w.holds(hash))
+            || self.object_path(hash).exists()
     }
 
-    /// A temporary file in the store, on its filesystem (so it can be renamed into place).
-    fn temp(&self) -> Result<(File, PathBuf), CheckpointError> {
-        let path = self.dir.join("tmp").join(crate::random::random_hex(12));
+    fn pack_writer(&self) -> std::sync::MutexGuard<'_, Option<PackWriter>> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Small objects stored from now on go into one new pack.
+    pub fn begin_pack(&mut self) -> Result<(), CheckpointError> {
+        let dir = self.dir.join("packs");
+        let writer = PackWriter::begin(&dir, self.packs.next_id()).map_err(io_at(&dir))?;
+        if let Some(old) = self.pack_writer().replace(writer) {
+            old.abandon();
+        }
+        Ok(())
+    }
+
+    /// Puts the pack being filled in place (before any record names its objects).
+    pub fn finish_pack(&mut self) -> Result<(), CheckpointError> {
+        let Some(writer) = self.pack_writer().take() else {
+            return Ok(());
+        };
+        let dir = self.dir.join("packs");
+        let done = writer.finish(&dir).map_err(io_at(&dir))?;
+        if done.size > 0 {
+            for (hash, offset, len) in done.entries {
+                let loc = super::pack::Loc {
+                    pack: done.id,
+                    offset,
+                    len,
+                };
+                self.packs.index.insert(hash, loc);
+            }
+            self.packs.sizes.insert(done.id, done.size);
+        }
+        Ok(())
+    }
+
+    /// Drops the pack being filled (what it held is named by no record).
+    pub fn abandon_pack(&mut self) {
+        if let Some(writer) = self.pack_writer().take() {
+            let used = writer.len();
+            writer.abandon();
+            self.bytes
+                .fetch_sub(used.min(self.bytes()), Ordering::Relaxed);
+        }
+    }
+
+    /// A temporary file in `hash`'s object folder, to be renamed to its name there.
+    fn temp(&self, hash_hint: u8) -> Result<(File, PathBuf), CheckpointError> {
+        let fan = self.dir.join("objects").join(format!("{hash_hint:02x}"));
+        if !self.fanout[usize::from(hash_hint)].load(Ordering::Relaxed) {
+            fs::create_dir_all(&fan).map_err(io_at(&fan))?;
+            self.fanout[usize::from(hash_hint)].store(true, Ordering::Relaxed);
+        }
+        let n = self.temps.fetch_add(1, Ordering::Relaxed);
+        let path = fan.join(format!("{TEMP}{}-{n}", std::process::id()));
         let file = File::options()
             .write(true)
             .read(true)
@@ -189,31 +276,42 @@ impl Store {
     }
 
     /// Moves a finished temporary file to `hash`'s name; bytes added (0 when it was there).
-    fn settle(&mut self, temp: &Path, hash: &Hash, len: u64) -> Result<u64, CheckpointError> {
+    fn settle(&self, temp: &Path, hash: &Hash, len: u64) -> Result<u64, CheckpointError> {
         let target = self.object_path(hash);
         if target.exists() {
             let _ = fs::remove_file(temp);
             return Ok(0);
         }
-        let fan = usize::from(hash[0]);
-        if !self.fanout[fan] {
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(io_at(parent))?;
-            }
-            self.fanout[fan] = true;
+        if temp.parent() != target.parent()
+            && let Some(parent) = target.parent()
+        {
+            fs::create_dir_all(parent).map_err(io_at(parent))?;
         }
         fs::rename(temp, &target).map_err(io_at(&target))?;
-        self.state.bytes += len;
+        self.bytes.fetch_add(len, Ordering::Relaxed);
         Ok(len)
     }
 
     /// Stores `bytes`; their hash and the bytes added.
-    pub fn put_bytes(&mut self, bytes: &[u8]) -> Result<(Hash, u64), CheckpointError> {
+    pub fn put_bytes(&self, bytes: &[u8]) -> Result<(Hash, u64), CheckpointError> {
         let hash = tree::hash(bytes);
         if self.has(&hash) {
             return Ok((hash, 0));
         }
-        let (mut file, path) = self.temp()?;
+        if bytes.len() <= PACKED_MAX {
+            let mut writer = self.pack_writer();
+            if let Some(writer) = writer.as_mut() {
+                let path = self.dir.join("packs");
+                let added = if writer.append(hash, bytes).map_err(io_at(&path))? {
+                    bytes.len() as u64
+                } else {
+                    0
+                };
+                self.bytes.fetch_add(added, Ordering::Relaxed);
+                return Ok((hash, added));
+            }
+        }
+        let (mut file, path) = self.temp(hash[0])?;
         file.write_all(bytes).map_err(io_at(&path))?;
         drop(file);
         let added = self.settle(&path, &hash, bytes.len() as u64)?;
@@ -222,13 +320,14 @@ impl Store {
 
     /// Stores an open file's content: cloned where the filesystem shares blocks (reflinks),
     /// else copied, and hashed from the copy so the hash is of what was kept.
-    pub fn put_file(&mut self, src: &File, len: u64) -> Result<(Hash, u64), CheckpointError> {
+    pub fn put_file(&self, src: &File, len: u64) -> Result<(Hash, u64), CheckpointError> {
         if len <= SMALL_FILE {
             let mut bytes = Vec::with_capacity(len as usize);
             (&*src).read_to_end(&mut bytes).map_err(io_at(&self.dir))?;
             return self.put_bytes(&bytes);
         }
-        let (mut copy, path) = self.temp()?;
+        // Its hash is not known yet: the temporary file goes in a folder of its own.
+        let (mut copy, path) = self.temp(0)?;
         if rustix::fs::ioctl_ficlone(copy.as_fd(), src.as_fd()).is_err() {
             io::copy(&mut &*src, &mut copy).map_err(io_at(&path))?;
         }
@@ -250,8 +349,8 @@ impl Store {
     }
 
     /// Stores what `reader` gives until its end; the hash and the bytes added.
-    pub fn put_reader(&mut self, reader: &mut impl Read) -> Result<(Hash, u64), CheckpointError> {
-        let (mut file, path) = self.temp()?;
+    pub fn put_reader(&self, reader: &mut impl Read) -> Result<(Hash, u64), CheckpointError> {
+        let (mut file, path) = self.temp(0)?;
         let mut hasher = blake3::Hasher::new();
         let mut buf = vec![0; 256 * 1024];
         let mut total = 0u64;
@@ -278,16 +377,33 @@ impl Store {
     }
 
     /// An object, opened for reading.
-    pub fn open_object(&self, hash: &Hash) -> Result<File, CheckpointError> {
+    pub fn open_object(&self, hash: &Hash) -> Result<Object, CheckpointError> {
+        let packs = self.dir.join("packs");
+        if let Some(loc) = self.packs.index.get(hash) {
+            return self
+                .packs
+                .reader(&packs, *loc)
+                .map(Object::Packed)
+                .map_err(io_at(&packs));
+        }
         let path = self.object_path(hash);
-        File::open(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => CheckpointError::Damaged("an object is missing"),
-            _ => io_at(&path)(e),
-        })
+        File::open(&path)
+            .map(Object::Loose)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => CheckpointError::Damaged("an object is missing"),
+                _ => io_at(&path)(e),
+            })
     }
 
     /// An object's bytes.
     pub fn read_object(&self, hash: &Hash) -> Result<Vec<u8>, CheckpointError> {
+        let packs = self.dir.join("packs");
+        if let Some(loc) = self.packs.index.get(hash) {
+            return self.packs.read(&packs, *loc).map_err(io_at(&packs));
+        }
+        if let Some(read) = self.pack_writer().as_ref().and_then(|w| w.read(hash)) {
+            return read.map_err(io_at(&packs));
+        }
         let mut bytes = Vec::new();
         self.open_object(hash)?
             .read_to_end(&mut bytes)
@@ -301,15 +417,18 @@ impl Store {
     }
 
     /// Stores a tree; its hash and the bytes added.
-    pub fn put_tree(&mut self, tree: &Tree) -> Result<(Hash, u64), CheckpointError> {
+    pub fn put_tree(&self, tree: &Tree) -> Result<(Hash, u64), CheckpointError> {
         self.put_bytes(&tree.encode())
     }
 
     /// Writes `bytes` to `name` in the store's folder, whole or not at all.
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), CheckpointError> {
-        let (mut file, temp) = self.temp()?;
-        file.write_all(bytes).map_err(io_at(&temp))?;
-        drop(file);
+        let n = self.temps.fetch_add(1, Ordering::Relaxed);
+        let temp = self
+            .dir
+            .join("tmp")
+            .join(format!("{TEMP}{}-{n}", std::process::id()));
+        fs::write(&temp, bytes).map_err(io_at(&temp))?;
         let target = self.dir.join(name);
         fs::rename(&temp, &target).map_err(io_at(&target))
     }
@@ -346,7 +465,8 @@ impl Store {
         self.write_atomic("index.bin", &encode_index(&self.index))
     }
 
-    fn save_state(&self) -> Result<(), CheckpointError> {
+    fn save_state(&mut self) -> Result<(), CheckpointError> {
+        self.state.bytes = self.bytes();
         let bytes = serde_json::to_vec(&self.state).unwrap_or_default();
         self.write_atomic("state.json", &bytes)
     }
@@ -354,8 +474,15 @@ impl Store {
     /// Adds up every object's size (a store without its state file).
     fn measure(&self) -> Result<u64, CheckpointError> {
         let mut total = 0;
-        for_each_object(&self.dir.join("objects"), |_, len| total += len)?;
-        Ok(total)
+        for_each_object(&self.dir.join("objects"), |path, len| {
+            if !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(TEMP))
+            {
+                total += len;
+            }
+        })?;
+        Ok(total + self.packs.bytes())
     }
 
     /// Drops checkpoint `id`'s record (its objects go at the next collection).
@@ -390,7 +517,16 @@ impl Store {
             }
         }
         let mut dead = Vec::new();
+        let mut stale = Vec::new();
         for_each_object(&self.dir.join("objects"), |path, len| {
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(TEMP))
+            {
+                // Left by a write cut short (nothing writes while this runs).
+                stale.push(path.to_path_buf());
+                return;
+            }
             let name = path
                 .parent()
                 .and_then(Path::file_name)
@@ -402,13 +538,18 @@ impl Store {
                 dead.push((path.to_path_buf(), len));
             }
         })?;
-        let mut freed = 0;
+        for path in stale {
+            let _ = fs::remove_file(path);
+        }
+        let packs = self.dir.join("packs");
+        let mut freed = self.packs.sweep(&packs, &live).map_err(io_at(&packs))?;
         for (path, len) in dead {
             if fs::remove_file(&path).is_ok() {
                 freed += len;
             }
         }
-        self.state.bytes = self.state.bytes.saturating_sub(freed);
+        let left = self.bytes().saturating_sub(freed);
+        self.bytes.store(left, Ordering::Relaxed);
         self.save_state()?;
         Ok(freed)
     }
@@ -516,6 +657,80 @@ mod tests {
         let bytes = encode_index(&index);
         assert_eq!(decode_index(&bytes), Some(index));
         assert_eq!(decode_index(&bytes[..bytes.len() - 3]), None);
+    }
+
+    #[test]
+    fn small_objects_are_packed_read_back_after_reopening_and_repacked_when_some_die() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.begin_pack().unwrap();
+        let (a, added) = store.put_bytes(b"alpha").unwrap();
+        assert_eq!(added, 5);
+        assert_eq!(store.put_bytes(b"alpha").unwrap(), (a, 0), "once per pack");
+        assert_eq!(
+            store.read_object(&a).unwrap(),
+            b"alpha",
+            "readable before it is finished"
+        );
+        let tree = Tree {
+            entries: vec![tree::Entry {
+                name: b"a".to_vec(),
+                kind: Kind::File,
+                mode: 0o644,
+                size: 5,
+                hash: a,
+                target: Vec::new(),
+            }],
+        };
+        let (root, _) = store.put_tree(&tree).unwrap();
+        let (b, _) = store.put_bytes(b"beta, which no record names").unwrap();
+        store.finish_pack().unwrap();
+        let record = Record {
+            id: store.take_id(),
+            parent: None,
+            label: None,
+            created_at: String::new(),
+            root: tree::hex(&root),
+            files: 1,
+            dirs: 0,
+            symlinks: 0,
+            bytes: 5,
+            keep: false,
+        };
+        store.commit(record, Index::new()).unwrap();
+        let packs: Vec<_> = fs::read_dir(dir.path().join("packs"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(packs.len(), 2, "one pack and its index: {packs:?}");
+        assert!(
+            fs::read_dir(dir.path().join("objects"))
+                .unwrap()
+                .next()
+                .is_none(),
+            "no loose objects"
+        );
+        drop(store);
+
+        let mut store = Store::open(dir.path()).unwrap();
+        assert!(store.has(&a) && store.has(&b));
+        let mut read = Vec::new();
+        store
+            .open_object(&a)
+            .unwrap()
+            .read_to_end(&mut read)
+            .unwrap();
+        assert_eq!(read, b"alpha");
+        let before = store.bytes();
+        let freed = store.collect_garbage().unwrap();
+        assert_eq!(freed, 27, "beta's bytes");
+        assert_eq!(store.bytes(), before - 27);
+        assert!(store.has(&a) && !store.has(&b));
+        assert_eq!(store.tree(&root).unwrap(), tree);
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.read_object(&a).unwrap(), b"alpha");
+        assert!(!store.has(&b));
     }
 
     #[test]
