@@ -6,6 +6,7 @@
 // The command line is what talks to people: it prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod checkpoints;
 mod error;
 mod knowledge;
 mod mcp;
@@ -97,7 +98,18 @@ enum Command {
     /// List threads.
     Threads,
     /// Show a thread's messages.
-    Show { thread: String },
+    Show {
+        thread: String,
+        /// Also the messages a rewind left aside.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List a thread's checkpoints of its workspace.
+    Checkpoints { thread: String },
+    /// Show what changed in a thread's workspace between two checkpoints (or since one).
+    Diff(checkpoints::DiffArgs),
+    /// Take a thread's workspace and conversation back to one of its checkpoints.
+    Rewind(checkpoints::RewindArgs),
     /// Manage sandboxes.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
@@ -201,7 +213,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Reject(args) => plan::reject(&inv, args).await,
         Command::Permit(args) => permit::permit(&inv, args),
         Command::Threads => threads::list(&inv),
-        Command::Show { thread } => threads::show(&inv, &thread),
+        Command::Show { thread, all } => threads::show(&inv, &thread, all),
+        Command::Checkpoints { thread } => checkpoints::list(&inv, &thread),
+        Command::Diff(args) => checkpoints::diff(&inv, args).await,
+        Command::Rewind(args) => checkpoints::rewind(&inv, args).await,
         Command::Sandbox(cmd) => sandbox::command(&inv, cmd).await,
         Command::Knowledge(cmd) => knowledge::command(&inv, cmd),
         Command::Mcp(cmd) => mcp::command(&inv, cmd).await,

@@ -117,10 +117,7 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
         "No threads yet. Start one with: cove run \"...\"",
         |row: &ThreadRow| {
             let t = &row.thread;
-            let when = humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH
-                    + std::time::Duration::from_millis(u64::try_from(t.updated_at).unwrap_or(0)),
-            );
+            let when = clock(t.updated_at);
             let waits = row
                 .waiting_for
                 .as_deref()
@@ -146,12 +143,24 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A stored time (ms since the epoch) as RFC 3339, to the second.
+pub(super) fn clock(ms: i64) -> String {
+    humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
+    )
+    .to_string()
+}
+
 /// `cove show THREAD`: its runs with their tokens and cost, its messages, then the versions
 /// of its plan (with `--json`: every stored message, then one `{"run": …}` line per run and
 /// one `{"plan_version": …}` line per version).
-pub(super) fn show(inv: &Invocation, id: &str) -> Result<ExitCode, CliError> {
+pub(super) fn show(inv: &Invocation, id: &str, all: bool) -> Result<ExitCode, CliError> {
     let thread = inv.store.thread(id)?;
-    let messages = inv.store.messages(&thread.id)?;
+    let mut messages = inv.store.messages(&thread.id)?;
+    let aside = messages.iter().filter(|m| m.branch != 0).count();
+    if !all {
+        messages.retain(|m| m.branch == 0);
+    }
     let plans = inv.store.plan_versions(&thread.id)?;
     let runs = runs(inv, &thread.id)?;
     if inv.printer.json() {
@@ -177,7 +186,21 @@ pub(super) fn show(inv: &Invocation, id: &str) -> Result<ExitCode, CliError> {
         text.push_str(&run_line(run));
     }
     for m in &messages {
+        if m.branch != 0 {
+            let line = readable(m);
+            if !line.is_empty() {
+                text.push_str(&format!("\n[left by rewind {}]", m.branch));
+                text.push_str(&line);
+            }
+            continue;
+        }
         text.push_str(&readable(m));
+    }
+    if aside > 0 && !all {
+        text.push_str(&format!(
+            "\n\n({aside} messages left aside by a rewind: cove show {} --all)",
+            thread.id
+        ));
     }
     for plan in &plans {
         let reason = plan

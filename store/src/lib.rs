@@ -9,6 +9,7 @@
 
 pub mod private_files;
 
+mod checkpoints;
 mod events;
 mod knowledge;
 mod messages;
@@ -27,6 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
+pub use checkpoints::{Rewound, ThreadCheckpoint};
 pub use events::StoredEvent;
 pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};

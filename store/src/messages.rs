@@ -41,6 +41,9 @@ pub struct StoredMessage {
     pub is_llm_message: bool,
     pub content: Value,
     pub created_at: i64,
+    /// 0 in the conversation; N when the thread's Nth rewind left it behind.
+    #[serde(default)]
+    pub branch: i64,
 }
 
 /// A summary that stands for a range of a thread's LLM messages in what the model is sent.
@@ -129,7 +132,7 @@ impl Store {
     pub fn messages(&self, thread: &str) -> Result<Vec<StoredMessage>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
-            "SELECT id, thread_id, run_id, kind, is_llm_message, content, created_at
+            "SELECT id, thread_id, run_id, kind, is_llm_message, content, created_at, branch
              FROM messages WHERE thread_id = ?1 ORDER BY id",
         )?;
         let rows = stmt
@@ -143,6 +146,7 @@ impl Store {
                     is_llm_message: r.get(4)?,
                     content: serde_json::from_str(&content).unwrap_or(Value::String(content)),
                     created_at: r.get(6)?,
+                    branch: r.get(7)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -154,7 +158,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT id, content FROM messages
-             WHERE thread_id = ?1 AND is_llm_message = 1 ORDER BY id",
+             WHERE thread_id = ?1 AND is_llm_message = 1 AND branch = 0 ORDER BY id",
         )?;
         let rows: Vec<(i64, String)> = stmt
             .query_map(params![thread], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -167,7 +171,7 @@ impl Store {
         let content: Option<String> = self
             .conn()
             .query_row(
-                "SELECT content FROM messages WHERE id = ?1 AND thread_id = ?2 AND is_llm_message = 1",
+                "SELECT content FROM messages WHERE id = ?1 AND thread_id = ?2 AND is_llm_message = 1 AND branch = 0",
                 params![id, thread],
                 |r| r.get(0),
             )
@@ -190,7 +194,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT id, content FROM messages
-             WHERE thread_id = ?1 AND id > ?2 AND kind = ?3 ORDER BY id",
+             WHERE thread_id = ?1 AND id > ?2 AND kind = ?3 AND branch = 0 ORDER BY id",
         )?;
         let rows: Vec<(i64, String)> = stmt
             .query_map(params![thread, after, MessageKind::User], |r| {
@@ -219,7 +223,7 @@ impl Store {
             .conn()
             .prepare_cached(
                 "SELECT id, content FROM messages WHERE thread_id = ?1 AND kind = 'summary'
-                 ORDER BY id DESC LIMIT 1",
+                 AND branch = 0 ORDER BY id DESC LIMIT 1",
             )?
             .query_row(params![thread], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;

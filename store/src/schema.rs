@@ -178,6 +178,25 @@ CREATE TABLE settings (
     value TEXT NOT NULL
 );
 ",
+    // 9: the workspace's checkpoints a thread's runs took (coved keeps the files; here, where
+    // in the conversation each one was: after message `after_message`).
+    "
+CREATE TABLE checkpoints (
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    checkpoint TEXT NOT NULL,
+    sandbox TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    after_message INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    files INTEGER NOT NULL,
+    changed INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, sandbox, checkpoint)
+);
+CREATE INDEX checkpoints_by_thread ON checkpoints(thread_id, created_at);
+-- 0: the thread's conversation; N: left by its Nth rewind (kept, never sent to the model).
+ALTER TABLE messages ADD COLUMN branch INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// The version this build writes.

@@ -38,6 +38,9 @@ pub struct AgentConfig {
     pub(crate) permissions: Option<Policy>,
     /// The user approves a plan before the agent changes anything.
     pub(crate) plan_first: bool,
+    /// The workspace is checkpointed at the run's start and after iterations that may
+    /// change files.
+    pub(crate) checkpoints: bool,
     /// No one can answer a permission request while the run goes on: the run pauses on it.
     pub(crate) pause_for_permission: bool,
     /// How long the first model call waits for MCP servers still starting (the later ones
@@ -79,6 +82,7 @@ impl AgentConfig {
             context: ContextSettings::default(),
             permissions: None,
             plan_first: false,
+            checkpoints: true,
             pause_for_permission: false,
             mcp_first_call_wait: DEFAULT_MCP_FIRST_CALL_WAIT,
         }
@@ -176,6 +180,13 @@ impl AgentConfig {
     /// anything: until then calls that change something are refused.
     pub fn plan_first(mut self, plan_first: bool) -> Self {
         self.plan_first = plan_first;
+        self
+    }
+
+    /// Whether the run checkpoints the workspace (at its start and after iterations that may
+    /// change files), so the thread can be rewound or forked.
+    pub fn checkpoints(mut self, on: bool) -> Self {
+        self.checkpoints = on;
         self
     }
 

@@ -6,6 +6,7 @@
 
 mod error;
 mod project;
+mod rewind;
 mod settings;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use cove_protocol::takeover::InControl;
 
 pub use error::SessionError;
 pub use project::project_trust;
+pub use rewind::{Rewind, RewindScope};
 pub use settings::{COMPACT_WINDOW, RunSettings, agent_config, tool_set};
 
 use crate::agent::Agent;

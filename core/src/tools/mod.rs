@@ -21,8 +21,8 @@ use cove_protocol::client::{ClientError, CovedClient};
 use serde_json::Value;
 
 pub use cove_tools::{
-    Image, MAX_RESULT_CHARS, ReadOffsets, SandboxEnv, cap_text, describe_client_error,
-    workspace_path,
+    Image, MAX_RESULT_CHARS, ReadOffsets, SandboxEnv, cap_text, checkpoint_diff_text,
+    describe_client_error, workspace_path,
 };
 pub use expand::{EXPAND_MESSAGE, MessageArchive};
 pub use plan::PlanBook;

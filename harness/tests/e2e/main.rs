@@ -25,6 +25,7 @@ mod permissions;
 mod plans;
 mod project_trust;
 mod real_docker;
+mod rewind;
 mod run;
 mod sandboxes;
 mod serve;

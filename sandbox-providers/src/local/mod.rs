@@ -112,6 +112,9 @@ fn prepare_child(command: &mut Command, keep: RawFd) {
     }
 }
 
+/// Where in the sandbox's home (kept with the workspace) coved keeps its checkpoints.
+const CHECKPOINTS: &str = ".local/state/coved/checkpoints";
+
 /// A coved this process started; stopped (SIGTERM) when dropped.
 #[derive(Debug)]
 pub struct LocalDaemon {
@@ -155,6 +158,10 @@ impl LocalDaemon {
         let (mut command, vars, egress, tmp) = match isolation {
             Isolation::Host => {
                 coved_args.extend(["--state-dir".into(), runtime.path().join("state").into()]);
+                // Checkpoints outlive the sandbox: they stay with the workspace's home.
+                let home = env::home_for(workspace)
+                    .map_err(|e| startup("cannot make the sandbox's home", &e))?;
+                coved_args.extend(["--checkpoints".into(), home.join(CHECKPOINTS).into()]);
                 let mut command = Command::new(&coved);
                 command.args(&coved_args);
                 (command, env::host_env(&token), None, None)
@@ -184,6 +191,8 @@ impl LocalDaemon {
                 coved_args.extend([
                     "--state-dir".into(),
                     format!("{}/state", bwrap::SANDBOX_RUN).into(),
+                    "--checkpoints".into(),
+                    format!("{}/{CHECKPOINTS}", bwrap::SANDBOX_HOME).into(),
                     "--confine".into(),
                 ]);
                 for path in &settings.writable {

@@ -1,6 +1,7 @@
 //! The run loop: call the model, run its tools, store everything, repeat until the agent is
 //! done, asks, or hits the iteration cap. Everything one run holds lives in [`LiveRun`].
 
+mod checkpoint;
 mod turn;
 mod turn_control;
 
@@ -109,6 +110,8 @@ struct LiveRun {
     plan_asked: bool,
     /// The user was told the server read far less of the prompt than was sent, once.
     told_unread: bool,
+    /// The sandbox could not checkpoint: none are tried for the rest of the run.
+    checkpoints_off: bool,
 }
 
 impl LiveRun {
@@ -471,6 +474,7 @@ impl Agent {
             tool_tasks: Arc::new(ToolTasks::default()),
             plan_asked: false,
             told_unread: false,
+            checkpoints_off: false,
         })
     }
 
@@ -519,6 +523,9 @@ impl Agent {
                 self.store
                     .close_requests(&live.thread.id, kind, Decision::Answered, None)?;
             }
+            // The files as they are before the message is acted on.
+            self.checkpoint(&mut live, checkpoint::Moment::RunStart)
+                .await;
             let text = message.text();
             emitter.emit(EventKind::UserMessage {
                 says: crate::plan_answer::in_person_words(&text),

@@ -78,6 +78,11 @@ impl Agent {
                 return Ok(Some(awaits_permission(&summaries)));
             }
         };
+        let tools: Vec<String> = answer.calls.iter().map(|c| c.name.clone()).collect();
+        if super::checkpoint::may_change_files(tools.iter().map(String::as_str)) {
+            self.checkpoint(live, super::checkpoint::Moment::After(&tools))
+                .await;
+        }
         if let Some(control) = merge_results(live, results) {
             return self.apply_control(live, control, answer.finish).await;
         }

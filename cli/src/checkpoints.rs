@@ -1,0 +1,153 @@
+//! A thread's checkpoints: `cove checkpoints` lists them, `cove diff` shows what changed,
+//! `cove rewind` takes the files and the conversation back to one.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use cove_core::session::RewindScope;
+use cove_protocol::checkpoints::{CURRENT, DiffQuery};
+use cove_sandbox::{Sandbox, SandboxSpec};
+use serde_json::json;
+
+use super::sandbox_choice::{self, SandboxArgs, coved_log};
+use super::{CliError, Invocation};
+
+#[derive(Debug, Args)]
+pub(super) struct DiffArgs {
+    thread: String,
+    /// The checkpoint to compare from (default: the thread's first).
+    from: Option<String>,
+    /// The checkpoint to compare to (default: the workspace as it is now).
+    to: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RewindArgs {
+    thread: String,
+    /// The checkpoint to go back to (`cove checkpoints THREAD` lists them).
+    checkpoint: String,
+    /// Only the workspace goes back; the conversation goes on from where it is.
+    #[arg(long, conflicts_with = "conversation_only")]
+    files_only: bool,
+    /// Only the conversation goes back; the files stay as they are.
+    #[arg(long)]
+    conversation_only: bool,
+    /// Kill shell sessions still running a command in the sandbox first.
+    #[arg(long)]
+    stop_commands: bool,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+}
+
+/// `cove checkpoints THREAD`
+pub(super) fn list(inv: &Invocation, thread: &str) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(thread)?;
+    let checkpoints = inv.store.checkpoints(&thread.id)?;
+    let empty = format!(
+        "thread {} has no checkpoints (its runs take one as they start and after tools that change files)",
+        thread.id
+    );
+    inv.printer.list(&checkpoints, &empty, |c| {
+        let when = super::threads::clock(c.created_at);
+        format!(
+            "{:<5} {when}  after message {:<5} {:<40} {} files, {} changed",
+            c.checkpoint, c.after_message, c.reason, c.files, c.changed
+        )
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The thread's own sandbox, opened.
+async fn open_thread_sandbox(
+    inv: &Invocation,
+    sandbox: &str,
+    args: &SandboxArgs,
+) -> Result<Sandbox, CliError> {
+    let spec = SandboxSpec::from_label(sandbox);
+    let token = sandbox_choice::token_for(inv, args, &spec);
+    sandbox_choice::open(inv, spec, token, Some(&coved_log())).await
+}
+
+/// `cove diff THREAD [FROM] [TO]`
+pub(super) async fn diff(inv: &Invocation, args: DiffArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    let from = match args.from {
+        Some(from) => inv.engine().checkpoint(&thread.id, &from)?.checkpoint,
+        None => inv
+            .store
+            .checkpoints(&thread.id)?
+            .into_iter()
+            .find(|c| c.sandbox == thread.sandbox)
+            .map(|c| c.checkpoint)
+            .ok_or_else(|| {
+                CliError::NotFound(format!("thread {} has no checkpoints yet", thread.id))
+            })?,
+    };
+    let to = match args.to {
+        Some(to) if to != CURRENT => inv.engine().checkpoint(&thread.id, &to)?.checkpoint,
+        _ => CURRENT.to_string(),
+    };
+    let sandbox = open_thread_sandbox(inv, &thread.sandbox, &args.sandbox).await?;
+    let result = sandbox
+        .client
+        .checkpoint_diff(&from, &DiffQuery { to })
+        .await;
+    sandbox.close().await;
+    let diff = result?;
+    inv.printer
+        .verbatim(&diff, cove_core::tools::checkpoint_diff_text);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove rewind THREAD CHECKPOINT`
+pub(super) async fn rewind(inv: &Invocation, args: RewindArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    let scope = match (args.files_only, args.conversation_only) {
+        (true, _) => RewindScope::FilesOnly,
+        (_, true) => RewindScope::ConversationOnly,
+        _ => RewindScope::Both,
+    };
+    // Checked before a sandbox is started for nothing.
+    inv.engine().checkpoint(&thread.id, &args.checkpoint)?;
+    let sandbox = open_thread_sandbox(inv, &thread.sandbox, &args.sandbox).await?;
+    let done = inv
+        .engine()
+        .rewind(
+            &thread.id,
+            &args.checkpoint,
+            scope,
+            args.stop_commands,
+            &sandbox.client,
+        )
+        .await;
+    sandbox.close().await;
+    let done = done?;
+    let value = json!({
+        "thread_id": thread.id,
+        "checkpoint": done.checkpoint,
+        "files": done.files,
+        "conversation": done.conversation,
+    });
+    inv.printer.result(&value, |_| {
+        let mut lines = vec![format!(
+            "Thread {} is back at {} ({}, after message {}).",
+            thread.id, done.checkpoint.checkpoint, done.checkpoint.reason, done.checkpoint.after_message
+        )];
+        if let Some(files) = &done.files {
+            lines.push(format!(
+                "Files: {} written, {} removed; they were as checkpoint {} just before (cove rewind {} {} --files-only undoes it).",
+                files.written, files.removed, files.before, thread.id, files.before
+            ));
+        }
+        if let Some(conversation) = &done.conversation {
+            lines.push(format!(
+                "Conversation: {} later messages kept aside as branch {} (cove show {} --all); cove reply {} \"…\" goes on from here.",
+                conversation.messages, conversation.branch, thread.id, thread.id
+            ));
+        }
+        lines.join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}

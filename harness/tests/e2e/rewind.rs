@@ -1,0 +1,168 @@
+//! Checkpoints, diff and rewind through `cove`, on both wires: a thread that changes its
+//! workspace only through the shell (`sed -i`, `rm -rf`, `mv`, a Python script writing a
+//! binary file, `chmod`, symlinks, an empty folder) is rewound to each of its checkpoints
+//! and its whole tree compared with what it was then; the conversation goes back with it,
+//! and the next reply's request holds the conversation as of the checkpoint.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::*;
+
+/// Every path under `root` as (kind, mode, content or link target), links not followed.
+fn tree(root: &Path) -> BTreeMap<String, (char, u32, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (char, u32, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(rel, ('l', 0, target.into_os_string().into_encoded_bytes()));
+            } else if meta.is_dir() {
+                out.insert(rel, ('d', mode, Vec::new()));
+                walk(root, &path, out);
+            } else {
+                out.insert(rel, ('f', mode, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+const FIRST: &str = "mkdir -p src empty && printf 'one\\ntwo\\n' > src/a.txt && chmod 600 src/a.txt \
+    && ln -s src/a.txt link && python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(256)))'";
+const SECOND: &str = "sed -i 's/two/TWO/' src/a.txt && rm -rf empty && mv src/a.txt src/b.txt \
+    && chmod 755 src/b.txt && ln -sfn src/b.txt link && python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(255,-1,-1)))' \
+    && mkdir -p new/deeper";
+
+#[tokio::test]
+async fn a_thread_goes_back_to_any_checkpoint_with_its_files_and_conversation() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let cove = Cove::new(wire).await;
+        let ws = cove.workspace.clone();
+        let llm = &cove.llm;
+        let t0 = tree(&ws);
+        llm.push(Turn::text("Writing.").call("execute_command", json!({"command": FIRST})));
+        llm.push(Turn::text("").call("complete", json!({"text": "first done"})));
+        let out = cove.start_task("Make the first version.", "native").await;
+        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+        let thread = thread_of(&events(&out));
+        let t1 = tree(&ws);
+
+        llm.push(Turn::text("Changing.").call("execute_command", json!({"command": SECOND})));
+        llm.push(Turn::text("").call("complete", json!({"text": "second done"})));
+        let out = cove
+            .run(&["--json", "reply", &thread, "Now the second version."])
+            .await;
+        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+        let t2 = tree(&ws);
+        assert_ne!(t1, t2);
+
+        // A checkpoint as each run started, and after each command; none after `complete`.
+        let listed = events(&cove.run(&["--json", "checkpoints", &thread]).await);
+        let reasons: Vec<&str> = listed
+            .iter()
+            .map(|c| c["reason"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                "run start",
+                "after execute_command",
+                "run start",
+                "after execute_command"
+            ],
+            "{wire:?}"
+        );
+        let id = |i: usize| listed[i]["checkpoint"].as_str().unwrap().to_string();
+        assert_eq!(
+            listed[1]["changed"], 3,
+            "a file, a link and a binary: {}",
+            listed[1]
+        );
+
+        // What the second run changed.
+        let diff = cove.run(&["diff", &thread, &id(2)]).await;
+        assert_eq!(diff.status.code(), Some(0), "{}", explain(&diff));
+        let text = String::from_utf8_lossy(&diff.stdout);
+        assert!(
+            text.contains("+ src/b.txt")
+                && text.contains("- src/a.txt")
+                && text.contains("- empty"),
+            "{text}"
+        );
+
+        // Back to where the second run began: the files of the first, the conversation too.
+        let back = cove.run(&["--json", "rewind", &thread, &id(2)]).await;
+        assert_eq!(back.status.code(), Some(0), "{}", explain(&back));
+        assert_eq!(
+            tree(&ws),
+            t1,
+            "{wire:?}: the files as the second run found them"
+        );
+        // (`show --json` prints the messages, then a line per run and per plan version.)
+        let messages = |out: &Output| -> Vec<Value> {
+            stored(out)
+                .into_iter()
+                .filter(|m| m.get("kind").is_some())
+                .collect()
+        };
+        let shown = messages(&cove.run(&["--json", "show", &thread]).await);
+        assert!(shown.iter().all(|m| m["branch"] == 0), "{shown:?}");
+        assert!(
+            !shown
+                .iter()
+                .any(|m| m.to_string().contains("Now the second version."))
+        );
+        let all = messages(&cove.run(&["--json", "show", &thread, "--all"]).await);
+        assert!(
+            all.iter()
+                .any(|m| m["branch"] == 1 && m.to_string().contains("Now the second version."))
+        );
+
+        // The next reply goes on from there: the model never sees the branch left aside.
+        llm.push(Turn::text("").call("complete", json!({"text": "other way"})));
+        let out = cove
+            .run(&["--json", "reply", &thread, "Try it another way."])
+            .await;
+        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+        let request = llm.received().last().unwrap().all_text();
+        assert!(request.contains("Make the first version.") && request.contains("first done"));
+        assert!(request.contains("Try it another way."));
+        assert!(
+            !request.contains("Now the second version.") && !request.contains("second done"),
+            "{request}"
+        );
+
+        // Each checkpoint gives back its tree: the end of the second run, the start.
+        let files = cove
+            .run(&["--json", "rewind", &thread, &id(3), "--files-only"])
+            .await;
+        assert_eq!(files.status.code(), Some(0), "{}", explain(&files));
+        assert_eq!(
+            tree(&ws),
+            t2,
+            "{wire:?}: the files after the second command"
+        );
+        let first = cove
+            .run(&["--json", "rewind", &thread, &id(0), "--files-only"])
+            .await;
+        assert_eq!(first.status.code(), Some(0), "{}", explain(&first));
+        assert_eq!(tree(&ws), t0, "{wire:?}: the workspace before anything");
+
+        // A checkpoint the thread does not have, and a thread that does not exist.
+        let missing = cove.run(&["rewind", &thread, "c999"]).await;
+        assert_eq!(missing.status.code(), Some(5), "{}", explain(&missing));
+        let nothing = cove.run(&["checkpoints", "no-such-thread"]).await;
+        assert_eq!(nothing.status.code(), Some(5), "{}", explain(&nothing));
+    }
+}

@@ -1,0 +1,128 @@
+//! Where in a thread's conversation each checkpoint of its workspace was taken: coved keeps
+//! the files, the store keeps the point (after which message, by which run, and why).
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{Decision, RequestKind, Store, StoreError, ThreadStatus, now_ms};
+
+/// One checkpoint of a thread's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadCheckpoint {
+    /// coved's id (`c12`), within `sandbox`'s store.
+    pub checkpoint: String,
+    /// The sandbox that keeps it.
+    pub sandbox: String,
+    pub run_id: String,
+    /// The thread's newest message when it was taken.
+    pub after_message: i64,
+    /// What it follows: "run start", or the tool calls of an iteration.
+    pub reason: String,
+    pub files: u64,
+    /// Paths that changed since the checkpoint before it.
+    pub changed: u64,
+    pub created_at: i64,
+}
+
+impl Store {
+    /// The id of `thread`'s newest message (0 when it has none).
+    pub fn last_message_id(&self, thread: &str) -> Result<i64, StoreError> {
+        Ok(self.conn().query_row(
+            "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
+            params![thread],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Keeps a checkpoint of `thread`'s workspace.
+    pub fn add_checkpoint(
+        &self,
+        thread: &str,
+        checkpoint: &ThreadCheckpoint,
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint, sandbox, run_id, after_message, reason, files, changed, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                thread,
+                checkpoint.checkpoint,
+                checkpoint.sandbox,
+                checkpoint.run_id,
+                checkpoint.after_message,
+                checkpoint.reason,
+                checkpoint.files as i64,
+                checkpoint.changed as i64,
+                if checkpoint.created_at > 0 { checkpoint.created_at } else { now_ms() },
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// `thread`'s checkpoints, oldest first.
+    pub fn checkpoints(&self, thread: &str) -> Result<Vec<ThreadCheckpoint>, StoreError> {
+        let conn = self.conn();
+        let mut statement = conn.prepare(
+            "SELECT checkpoint, sandbox, run_id, after_message, reason, files, changed, created_at
+             FROM checkpoints WHERE thread_id = ?1 ORDER BY created_at, rowid",
+        )?;
+        let rows = statement.query_map(params![thread], |r| {
+            Ok(ThreadCheckpoint {
+                checkpoint: r.get(0)?,
+                sandbox: r.get(1)?,
+                run_id: r.get(2)?,
+                after_message: r.get(3)?,
+                reason: r.get(4)?,
+                files: r.get::<_, i64>(5)? as u64,
+                changed: r.get::<_, i64>(6)? as u64,
+                created_at: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// What a rewind of the conversation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rewound {
+    /// The number the messages left behind carry (`cove show --all` shows them).
+    pub branch: i64,
+    /// Messages left behind.
+    pub messages: u64,
+}
+
+impl Store {
+    /// Takes `thread`'s conversation back to message `after`: later messages are kept, as
+    /// a branch of their own the model is never sent, and what the thread waited for (a
+    /// question, a permission, a plan, the browser) is withdrawn; the thread is stopped,
+    /// ready for a reply.
+    pub fn rewind_conversation(&self, thread: &str, after: i64) -> Result<Rewound, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let branch: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(branch), 0) + 1 FROM messages WHERE thread_id = ?1",
+            params![thread],
+            |r| r.get(0),
+        )?;
+        let moved = tx.execute(
+            "UPDATE messages SET branch = ?3 WHERE thread_id = ?1 AND id > ?2 AND branch = 0",
+            params![thread, after, branch],
+        )?;
+        for kind in [
+            RequestKind::Permission,
+            RequestKind::Plan,
+            RequestKind::Ask,
+            RequestKind::Takeover,
+        ] {
+            super::requests::close_waiting(&tx, thread, kind, Decision::Withdrawn, None)?;
+        }
+        tx.execute(
+            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1",
+            params![thread, ThreadStatus::Stopped, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(Rewound {
+            branch,
+            messages: moved as u64,
+        })
+    }
+}
