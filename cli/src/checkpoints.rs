@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use cove_core::session::RewindScope;
+use cove_core::store::NewThread;
 use cove_protocol::checkpoints::{CURRENT, DiffQuery};
 use cove_sandbox::{Sandbox, SandboxSpec};
 use serde_json::json;
@@ -19,6 +20,17 @@ pub(super) struct DiffArgs {
     from: Option<String>,
     /// The checkpoint to compare to (default: the workspace as it is now).
     to: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ForkArgs {
+    thread: String,
+    /// The checkpoint to branch from (default: the thread as it is now).
+    checkpoint: Option<String>,
+    /// Where the fork works (default: a new local workspace of its own); its workspace is
+    /// streamed there, whatever the provider.
     #[command(flatten)]
     sandbox: SandboxArgs,
 }
@@ -148,6 +160,73 @@ pub(super) async fn rewind(inv: &Invocation, args: RewindArgs) -> Result<ExitCod
             ));
         }
         lines.join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove fork THREAD [CHECKPOINT]`
+pub(super) async fn fork(inv: &Invocation, args: ForkArgs) -> Result<ExitCode, CliError> {
+    let thread = inv.store.thread(&args.thread)?;
+    let new_id = NewThread::fresh_id();
+    let workspaces = inv
+        .file
+        .workspaces
+        .clone()
+        .unwrap_or_else(|| cove_core::config::data_dir().join("workspaces"));
+    let (spec, token) = sandbox_choice::choose(inv, &args.sandbox, || workspaces.join(&new_id))?;
+    let label = spec.label();
+    if label == thread.sandbox {
+        return Err(CliError::Usage(format!(
+            "the fork would work in thread {}'s own sandbox ({label}); give it another with --sandbox or --workspace",
+            thread.id
+        )));
+    }
+    let source = open_thread_sandbox(inv, &thread.sandbox, &SandboxArgs::default()).await?;
+    let made = async {
+        let from = inv
+            .engine()
+            .fork_source(&thread.id, args.checkpoint.as_deref(), &source.client)
+            .await?;
+        let target = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
+        let new = NewThread {
+            id: new_id.clone(),
+            title: format!("{} (fork)", thread.title)
+                .chars()
+                .take(200)
+                .collect(),
+            model: thread.model.clone(),
+            tool_mode: thread.tool_mode.clone(),
+            sandbox: label.clone(),
+        };
+        let fork = inv
+            .engine()
+            .fork(&from, &source.client, &target.client, new)
+            .await;
+        target.close().await;
+        Ok::<_, CliError>((from, fork?))
+    }
+    .await;
+    source.close().await;
+    let (from, fork) = made?;
+    let value = json!({
+        "thread_id": fork.thread.id,
+        "forked_from": thread.id,
+        "checkpoint": from.checkpoint.checkpoint,
+        "sandbox": fork.thread.sandbox,
+        "files": fork.imported.checkpoint.files,
+        "messages": fork.messages,
+    });
+    inv.printer.result(&value, |_| {
+        format!(
+            "Thread {} is a fork of {} at {} ({} files, {} messages), in {}.\ncove reply {} \"…\" goes on there; the two threads are independent.",
+            fork.thread.id,
+            thread.id,
+            from.checkpoint.checkpoint,
+            fork.imported.checkpoint.files,
+            fork.messages,
+            fork.thread.sandbox,
+            fork.thread.id
+        )
     });
     Ok(ExitCode::SUCCESS)
 }

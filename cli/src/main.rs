@@ -110,6 +110,9 @@ enum Command {
     Diff(checkpoints::DiffArgs),
     /// Take a thread's workspace and conversation back to one of its checkpoints.
     Rewind(checkpoints::RewindArgs),
+    /// Branch a new thread from a thread's checkpoint: its conversation up to there, and a
+    /// copy of that workspace in a sandbox of its own.
+    Fork(checkpoints::ForkArgs),
     /// Manage sandboxes.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
@@ -217,6 +220,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Checkpoints { thread } => checkpoints::list(&inv, &thread),
         Command::Diff(args) => checkpoints::diff(&inv, args).await,
         Command::Rewind(args) => checkpoints::rewind(&inv, args).await,
+        Command::Fork(args) => checkpoints::fork(&inv, args).await,
         Command::Sandbox(cmd) => sandbox::command(&inv, cmd).await,
         Command::Knowledge(cmd) => knowledge::command(&inv, cmd),
         Command::Mcp(cmd) => mcp::command(&inv, cmd).await,

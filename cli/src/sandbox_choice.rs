@@ -10,7 +10,7 @@ use cove_sandbox::choice::SandboxRequest;
 use cove_sandbox::{Sandbox, SandboxSpec};
 
 /// The flags that choose a sandbox.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub(super) struct SandboxArgs {
     /// `local` (start coved here, walled in), `host` (start coved here with no walls: the
     /// agent runs as you), the URL of a running coved, or a sandbox's name.

@@ -451,6 +451,19 @@ impl CovedClient {
         decode(response, &url).await
     }
 
+    /// Streams checkpoint `id` of this daemon into `target` (`archive` here, `import`
+    /// there), never whole in memory: how a workspace moves between sandboxes.
+    pub async fn copy_checkpoint(
+        &self,
+        id: &str,
+        target: &CovedClient,
+        query: &ImportQuery,
+    ) -> Result<CheckpointCreated, ClientError> {
+        let archive = self.checkpoint_archive(id).await?;
+        let body = reqwest::Body::wrap_stream(archive.bytes_stream());
+        target.import_checkpoint(query, body).await
+    }
+
     /// `PUT /v1/files/content`: streams `body` into the file.
     pub async fn upload(
         &self,

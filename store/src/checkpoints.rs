@@ -126,3 +126,46 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// Copies `from`'s conversation up to message `upto` (the branch in use) into thread
+    /// `to`, summaries pointing at the copies; the id of the last copy (0 when none).
+    pub fn copy_conversation(&self, from: &str, to: &str, upto: i64) -> Result<i64, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let rows: Vec<(i64, String, bool, String, i64)> = {
+            let mut statement = tx.prepare(
+                "SELECT id, kind, is_llm_message, content, created_at FROM messages
+                 WHERE thread_id = ?1 AND id <= ?2 AND branch = 0 ORDER BY id",
+            )?;
+            let rows = statement.query_map(params![from, upto], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut moved = std::collections::HashMap::new();
+        let mut last = 0;
+        for (id, kind, is_llm, mut content, created_at) in rows {
+            if kind == "summary" {
+                // A summary names the range it stands for by the originals' ids.
+                if let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&content) {
+                    for end in ["first", "last"] {
+                        if let Some(new) = value[end].as_i64().and_then(|old| moved.get(&old)) {
+                            value[end] = serde_json::json!(new);
+                        }
+                    }
+                    content = value.to_string();
+                }
+            }
+            tx.execute(
+                "INSERT INTO messages (thread_id, run_id, kind, is_llm_message, content, created_at)
+                 VALUES (?1, NULL, ?2, ?3, ?4, ?5)",
+                params![to, kind, is_llm, content, created_at],
+            )?;
+            last = tx.last_insert_rowid();
+            moved.insert(id, last);
+        }
+        tx.commit()?;
+        Ok(last)
+    }
+}

@@ -183,6 +183,7 @@ impl Store {
             params![id],
         )?;
         for table in [
+            "checkpoints",
             "screenshots",
             "events",
             "grants",
@@ -203,11 +204,7 @@ impl Store {
     }
 
     /// Sets a thread's status.
-    pub(crate) fn set_thread_status(
-        &self,
-        thread: &str,
-        status: ThreadStatus,
-    ) -> Result<(), StoreError> {
+    pub fn set_thread_status(&self, thread: &str, status: ThreadStatus) -> Result<(), StoreError> {
         self.conn().execute(
             "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1",
             params![thread, status, now_ms()],

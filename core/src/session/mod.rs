@@ -5,6 +5,7 @@
 //! errors as [`SessionError`], which each front end words its own way.
 
 mod error;
+mod fork;
 mod project;
 mod rewind;
 mod settings;
@@ -18,6 +19,7 @@ use cove_protocol::plan::PlanStatus;
 use cove_protocol::takeover::InControl;
 
 pub use error::SessionError;
+pub use fork::{Fork, ForkSource};
 pub use project::project_trust;
 pub use rewind::{Rewind, RewindScope};
 pub use settings::{COMPACT_WINDOW, RunSettings, agent_config, tool_set};

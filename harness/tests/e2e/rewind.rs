@@ -166,3 +166,57 @@ async fn a_thread_goes_back_to_any_checkpoint_with_its_files_and_conversation() 
         assert_eq!(nothing.status.code(), Some(5), "{}", explain(&nothing));
     }
 }
+
+#[tokio::test]
+async fn a_fork_goes_on_from_a_checkpoint_apart_from_its_original() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let cove = Cove::new(wire).await;
+        let ws = cove.workspace.clone();
+        let llm = &cove.llm;
+        llm.push(Turn::text("Writing.").call("execute_command", json!({"command": FIRST})));
+        llm.push(Turn::text("").call("complete", json!({"text": "first done"})));
+        let out = cove.start_task("Make the first version.", "native").await;
+        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+        let thread = thread_of(&events(&out));
+        let t1 = tree(&ws);
+        let listed = events(&cove.run(&["--json", "checkpoints", &thread]).await);
+        let after_command = listed[1]["checkpoint"].as_str().unwrap().to_string();
+
+        let out = cove.run(&["--json", "fork", &thread, &after_command]).await;
+        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+        let forked = &events(&out)[0];
+        let fork = forked["thread_id"].as_str().unwrap().to_string();
+        let label = forked["sandbox"].as_str().unwrap();
+        let fork_ws = PathBuf::from(label.strip_prefix("local:").unwrap());
+        assert_ne!(fork_ws, ws);
+        assert_eq!(
+            tree(&fork_ws),
+            t1,
+            "{wire:?}: the fork's workspace is the checkpoint's"
+        );
+
+        // The fork goes on with the conversation up to the command's result, not what came
+        // after it; its changes stay in its own workspace.
+        llm.push(Turn::text("").call(
+            "execute_command",
+            json!({"command": "echo fork > only-in-fork"}),
+        ));
+        llm.push(Turn::text("").call("complete", json!({"text": "fork done"})));
+        let out = cove
+            .run(&["--json", "reply", &fork, "Go on in the fork."])
+            .await;
+        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+        let first_call = &llm.received()[llm.received().len() - 2];
+        let text = first_call.all_text();
+        assert!(text.contains("Make the first version.") && text.contains("Go on in the fork."));
+        assert!(!text.contains("first done"), "{text}");
+        assert!(fork_ws.join("only-in-fork").exists());
+        assert!(!ws.join("only-in-fork").exists());
+        assert_eq!(tree(&ws), t1, "the original is untouched");
+
+        // A fork into the original's own workspace is refused.
+        let own = ws.to_str().unwrap();
+        let refused = cove.run(&["fork", &thread, "--workspace", own]).await;
+        assert_eq!(refused.status.code(), Some(2), "{}", explain(&refused));
+    }
+}
