@@ -14,7 +14,7 @@ use cove_harness::Turn;
 use cove_harness::llm::Wire;
 use serde_json::json;
 
-use super::{Cove, events, explain};
+use super::{Cove, events, explain, thread_of};
 
 /// The image build-test-image.sh makes.
 const IMAGE: &str = "cove-sandbox:test";
@@ -172,6 +172,30 @@ async fn the_sandbox_image_runs_a_task_in_a_real_container() {
         "kept across a restart",
         "{}",
         explain(&cat)
+    );
+
+    // The container's workspace moves to another provider: the thread forked into a local
+    // workspace, streamed from the container's coved into a local one (its checkpoints
+    // outlived the restart: they are in the container's home).
+    let thread = thread_of(&finished);
+    let listed = events(&run(&["--json", "checkpoints", &thread], &[]).await);
+    assert!(listed.len() >= 2, "{listed:?}");
+    let forked_to = cove.home.path().join("forked");
+    let fork = run(
+        &[
+            "--json",
+            "fork",
+            &thread,
+            "--workspace",
+            forked_to.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(fork.status.success(), "{}", explain(&fork));
+    assert_eq!(
+        std::fs::read_to_string(forked_to.join("notes.txt")).unwrap(),
+        "kept across a restart"
     );
 
     // The same engine over tcp+TLS, with the client certificate DOCKER_CERT_PATH holds.

@@ -143,6 +143,30 @@ async fn a_thread_goes_back_to_any_checkpoint_with_its_files_and_conversation() 
             "{request}"
         );
 
+        // As a person reads them.
+        let text = cove.run(&["checkpoints", &thread]).await;
+        let text = String::from_utf8_lossy(&text.stdout).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(
+            lines[0].starts_with(&id(0)) && lines[0].contains("run start"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("after execute_command") && lines[1].contains("3 changed"),
+            "{text}"
+        );
+        let shown = cove.run(&["show", &thread]).await;
+        let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+        assert!(
+            shown.contains("left aside by a rewind: cove show"),
+            "{shown}"
+        );
+        assert!(!shown.contains("Now the second version."), "{shown}");
+        let all = cove.run(&["show", &thread, "--all"]).await;
+        let all = String::from_utf8_lossy(&all.stdout).into_owned();
+        assert!(all.contains("[left by rewind 1]"), "{all}");
+
         // Each checkpoint gives back its tree: the end of the second run, the start.
         let files = cove
             .run(&["--json", "rewind", &thread, &id(3), "--files-only"])
