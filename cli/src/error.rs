@@ -94,7 +94,7 @@ impl CliError {
 impl From<SessionError> for CliError {
     fn from(e: SessionError) -> Self {
         match e {
-            SessionError::Invalid(m) => CliError::Usage(m),
+            SessionError::Invalid(m) | SessionError::Busy(m) => CliError::Usage(m),
             SessionError::NotFound(m) => CliError::NotFound(m),
             SessionError::Waiting(m) => CliError::Waiting(m),
             SessionError::AwaitingApproval(m) => CliError::AwaitingApproval(m),

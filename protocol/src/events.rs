@@ -185,6 +185,14 @@ pub enum EventKind {
     Finish { finish_reason: FinishReason },
     /// Something went wrong; `fatal` errors end the run.
     Error { message: String, fatal: bool },
+    /// The thread was taken back to a checkpoint: what followed it is kept aside, and a
+    /// client shows the thread again from its start.
+    ThreadRewound {
+        checkpoint: String,
+        /// The branch number the messages left aside carry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branch: Option<i64>,
+    },
     /// The run ended: how, what its model calls took and cost, and how long it lasted.
     ThreadRunEnd {
         status: RunStatus,
@@ -219,6 +227,7 @@ impl EventKind {
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::ThreadRunStart { .. } => "thread_run_start",
+            EventKind::ThreadRewound { .. } => "thread_rewound",
             EventKind::UserMessage { .. } => "user_message",
             EventKind::AssistantResponseStart { .. } => "assistant_response_start",
             EventKind::AssistantText { .. } => "assistant_text",

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::api::{Endpoint, Method, RequestBody, ResponseBody, inline, reference, render_openapi};
+use crate::checkpoints::{CheckpointDiff, DiffQuery};
 use crate::files::{ListQuery, ListResponse};
 use crate::plan::Plan;
 
@@ -31,6 +32,10 @@ pub enum ServeOp {
     ThreadFileView,
     ThreadScreenshot,
     ThreadLatestScreenshot,
+    ThreadCheckpoints,
+    ThreadCheckpointDiff,
+    ThreadRewind,
+    ThreadFork,
     Upload,
 }
 
@@ -171,6 +176,87 @@ pub struct PlanAnswer {
     /// The thread ended with the rejection (no reason was given).
     #[serde(default)]
     pub ended: bool,
+}
+
+/// A checkpoint of a thread's workspace, and where in its conversation it was taken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCheckpointView {
+    /// The sandbox's id for it (`c12`).
+    pub checkpoint: String,
+    /// The run that took it (empty for one taken by a fork).
+    pub run_id: String,
+    /// The thread's newest message when it was taken.
+    pub after_message: i64,
+    /// `run start`, or the tools of the iteration it follows.
+    pub reason: String,
+    pub files: u64,
+    /// Paths changed since the checkpoint before it.
+    pub changed: u64,
+    /// When (ms since the epoch).
+    pub created_at: i64,
+}
+
+/// The answer to `GET /v1/threads/{id}/checkpoints`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCheckpoints {
+    /// Oldest first.
+    pub checkpoints: Vec<ThreadCheckpointView>,
+}
+
+/// What a rewind takes back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindScopeWire {
+    /// The workspace and the conversation.
+    #[default]
+    Both,
+    /// The workspace only.
+    Files,
+    /// The conversation only.
+    Conversation,
+}
+
+/// Body of `POST /v1/threads/{id}/rewind`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RewindRequest {
+    /// The checkpoint to go back to.
+    pub checkpoint: String,
+    #[serde(default)]
+    pub scope: RewindScopeWire,
+    /// Kill shell sessions still running a command first (else 409 busy).
+    #[serde(default)]
+    pub stop_commands: bool,
+}
+
+/// The answer to `POST /v1/threads/{id}/rewind`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RewindAnswer {
+    pub checkpoint: String,
+    /// A checkpoint of the files as they were just before (rewinding to it undoes this).
+    pub files_before: Option<String>,
+    pub written: u64,
+    pub removed: u64,
+    /// Messages kept aside, and the branch number they carry.
+    pub messages_aside: u64,
+    pub branch: Option<i64>,
+}
+
+/// Body of `POST /v1/threads/{id}/fork`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkRequest {
+    /// The checkpoint to branch from (default: the thread as it is now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+}
+
+/// The answer to `POST /v1/threads/{id}/fork`: the new thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ForkAnswer {
+    pub thread_id: String,
+    pub forked_from: String,
+    pub checkpoint: String,
 }
 
 /// A run asked to stop, or to start again.
@@ -404,6 +490,41 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
         RequestBody::None,
         ResponseBody::Bytes("image/jpeg"),
     ),
+    row(
+        ServeOp::ThreadCheckpoints,
+        Method::Get,
+        "/v1/threads/{id}/checkpoints",
+        "The checkpoints of the thread's workspace, each with where in the conversation it was taken",
+        RequestBody::None,
+        ResponseBody::Json(reference::<ThreadCheckpoints>),
+    ),
+    Endpoint {
+        query: Some(inline::<DiffQuery>),
+        ..row(
+            ServeOp::ThreadCheckpointDiff,
+            Method::Get,
+            "/v1/threads/{id}/checkpoints/{checkpoint}/diff",
+            "What changed in the workspace from a checkpoint to another (`to`) or to now, with unified diffs of text files",
+            RequestBody::None,
+            ResponseBody::Json(reference::<CheckpointDiff>),
+        )
+    },
+    row(
+        ServeOp::ThreadRewind,
+        Method::Post,
+        "/v1/threads/{id}/rewind",
+        "Takes the thread's workspace and conversation (or one of them) back to a checkpoint; later messages are kept aside, the thread's streams get `thread_rewound` (409 running, 409 busy)",
+        RequestBody::Json(reference::<RewindRequest>),
+        ResponseBody::Json(reference::<RewindAnswer>),
+    ),
+    row(
+        ServeOp::ThreadFork,
+        Method::Post,
+        "/v1/threads/{id}/fork",
+        "A new thread from a checkpoint of this one: its conversation up to there, a copy of that workspace in a sandbox of its own (201)",
+        RequestBody::Json(reference::<ForkRequest>),
+        ResponseBody::Json(reference::<ForkAnswer>),
+    ),
     Endpoint {
         query: Some(inline::<UploadQuery>),
         ..row(
@@ -464,7 +585,7 @@ mod tests {
             assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
             assert!(ep.auth, "{} needs the token", ep.path);
         }
-        assert_eq!(ops.len(), 20, "a new ServeOp needs a row");
+        assert_eq!(ops.len(), 24, "a new ServeOp needs a row");
         let doc = openapi_document("0.0.0");
         let text = doc.to_string();
         let schemas = doc["components"]["schemas"].as_object().unwrap();

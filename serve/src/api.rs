@@ -147,6 +147,8 @@ pub(super) async fn messages(
         .store
         .messages(&thread.id)?
         .into_iter()
+        // What a rewind left aside is not the conversation any more.
+        .filter(|m| m.branch == 0)
         .map(|m| serde_json::to_value(m).unwrap_or_default())
         .collect();
     Ok(Json(MessageList { messages }))

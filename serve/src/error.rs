@@ -117,6 +117,7 @@ impl From<SessionError> for ApiError {
             SessionError::Setup(m) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "setup", in_api_words(&m))
             }
+            SessionError::Busy(m) => ApiError::conflict("busy", in_api_words(&m)),
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "failed",
@@ -146,8 +147,9 @@ impl From<SandboxesError> for ApiError {
 /// A message the command line words with its flags (`--sandbox must be …`), with the
 /// fields of this API instead: a client of the server never typed a flag.
 fn in_api_words(message: &str) -> String {
-    const FIELDS: [(&str, &str); 5] = [
+    const FIELDS: [(&str, &str); 6] = [
         ("--sandbox-token", "the server's sandbox token"),
+        ("--stop-commands", "stop_commands"),
         ("--sandbox", "sandbox"),
         ("--tool-calls", "tool_calls"),
         ("--model", "model"),

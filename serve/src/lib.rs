@@ -7,6 +7,7 @@
 mod api;
 mod auth;
 mod browser;
+mod checkpoints;
 mod error;
 mod feed;
 mod page;
@@ -236,6 +237,10 @@ fn handler(endpoint: &Endpoint<ServeOp>) -> MethodRouter<Arc<ServeState>> {
         ServeOp::ThreadFileContent => on(m, workspace::content),
         ServeOp::ThreadScreenshot => on(m, browser::screenshot),
         ServeOp::ThreadLatestScreenshot => on(m, browser::latest_screenshot),
+        ServeOp::ThreadCheckpoints => on(m, checkpoints::list),
+        ServeOp::ThreadCheckpointDiff => on(m, checkpoints::diff),
+        ServeOp::ThreadRewind => on(m, checkpoints::rewind),
+        ServeOp::ThreadFork => on(m, checkpoints::fork),
         ServeOp::Upload => on(m, api::upload),
     }
 }

@@ -15,6 +15,7 @@ const MODULES: &[(&str, &str)] = &[
     ("app.js", include_str!("page/app.js")),
     ("key.js", include_str!("page/key.js")),
     ("api.js", include_str!("page/api.js")),
+    ("checkpoints.js", include_str!("page/checkpoints.js")),
     ("composer.js", include_str!("page/composer.js")),
     ("dialogs.js", include_str!("page/dialogs.js")),
     ("dom.js", include_str!("page/dom.js")),

@@ -14,6 +14,9 @@ pub(crate) fn declarations() -> String {
     root::<cove_protocol::events::RunEvent>(&mut roots, &mut defs);
     root::<cove_protocol::serve::ThreadView>(&mut roots, &mut defs);
     root::<cove_protocol::serve::ThreadList>(&mut roots, &mut defs);
+    root::<cove_protocol::serve::ThreadCheckpoints>(&mut roots, &mut defs);
+    root::<cove_protocol::checkpoints::CheckpointDiff>(&mut roots, &mut defs);
+    root::<cove_protocol::serve::ForkAnswer>(&mut roots, &mut defs);
     let mut out = String::from(
         "// Generated from cove-protocol's JSON schemas by cove-serve's tests\n\
          // (serve/src/page_types.rs): do not edit; COVE_WRITE_PAGE_TYPES=1 cargo test -p\n\

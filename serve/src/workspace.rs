@@ -100,7 +100,10 @@ impl Sandboxes {
 }
 
 /// A client of `thread`'s sandbox: the running run's, or one opened for the request.
-async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedClient, ApiError> {
+pub(super) async fn sandbox_of(
+    state: &Arc<ServeState>,
+    thread: &Thread,
+) -> Result<CovedClient, ApiError> {
     match state.live.get(&thread.id) {
         Some(Some(run)) => return Ok(run.sandbox),
         Some(None) => {
@@ -136,7 +139,7 @@ async fn sandbox_of(state: &Arc<ServeState>, thread: &Thread) -> Result<CovedCli
 }
 
 /// A sandbox's refusal, passed on with its code (not_found, path_outside_workspace, …).
-fn from_sandbox(error: ClientError) -> ApiError {
+pub(super) fn from_sandbox(error: ClientError) -> ApiError {
     match error {
         ClientError::Api {
             status,

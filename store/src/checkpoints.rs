@@ -6,6 +6,9 @@ use serde::Serialize;
 
 use super::{Decision, RequestKind, Store, StoreError, ThreadStatus, now_ms};
 
+/// The reason of a checkpoint taken as a run began.
+pub const RUN_START: &str = "run start";
+
 /// One checkpoint of a thread's workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadCheckpoint {
@@ -22,6 +25,21 @@ pub struct ThreadCheckpoint {
     /// Paths that changed since the checkpoint before it.
     pub changed: u64,
     pub created_at: i64,
+}
+
+impl ThreadCheckpoint {
+    /// A thread's status when its conversation ends at this checkpoint: where a run began,
+    /// as the run before it left it (done, or new when none did); in the middle of a run, a
+    /// run to resume.
+    pub fn status_then(&self) -> ThreadStatus {
+        if self.reason != RUN_START {
+            ThreadStatus::Stopped
+        } else if self.after_message == 0 {
+            ThreadStatus::New
+        } else {
+            ThreadStatus::Completed
+        }
+    }
 }
 
 impl Store {
@@ -93,9 +111,13 @@ pub struct Rewound {
 impl Store {
     /// Takes `thread`'s conversation back to message `after`: later messages are kept, as
     /// a branch of their own the model is never sent, and what the thread waited for (a
-    /// question, a permission, a plan, the browser) is withdrawn; the thread is stopped,
-    /// ready for a reply.
-    pub fn rewind_conversation(&self, thread: &str, after: i64) -> Result<Rewound, StoreError> {
+    /// question, a permission, a plan, the browser) is withdrawn.
+    pub fn rewind_conversation(
+        &self,
+        thread: &str,
+        to: &ThreadCheckpoint,
+    ) -> Result<Rewound, StoreError> {
+        let after = to.after_message;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let branch: i64 = tx.query_row(
@@ -107,6 +129,28 @@ impl Store {
             "UPDATE messages SET branch = ?3 WHERE thread_id = ?1 AND id > ?2 AND branch = 0",
             params![thread, after, branch],
         )?;
+        // The streamed events go aside with the run they belong to: from the checkpoint's
+        // run on when it was taken as that run began, else from the run after it.
+        let cut: Option<i64> = if to.reason == RUN_START {
+            tx.query_row(
+                "SELECT MIN(seq) FROM events WHERE thread_id = ?1 AND run_id = ?2 AND branch = 0",
+                params![thread, to.run_id],
+                |r| r.get(0),
+            )?
+        } else {
+            tx.query_row(
+                "SELECT MIN(seq) FROM events WHERE thread_id = ?1 AND branch = 0 AND run_id != ?2
+                 AND seq > (SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?1 AND run_id = ?2)",
+                params![thread, to.run_id],
+                |r| r.get(0),
+            )?
+        };
+        if let Some(cut) = cut {
+            tx.execute(
+                "UPDATE events SET branch = ?3 WHERE thread_id = ?1 AND seq >= ?2 AND branch = 0",
+                params![thread, cut, branch],
+            )?;
+        }
         for kind in [
             RequestKind::Permission,
             RequestKind::Plan,
@@ -115,9 +159,10 @@ impl Store {
         ] {
             super::requests::close_waiting(&tx, thread, kind, Decision::Withdrawn, None)?;
         }
+        let status = to.status_then();
         tx.execute(
             "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1",
-            params![thread, ThreadStatus::Stopped, now_ms()],
+            params![thread, status, now_ms()],
         )?;
         tx.commit()?;
         Ok(Rewound {

@@ -54,7 +54,8 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
-            "SELECT seq, event FROM events WHERE thread_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, event FROM events WHERE thread_id = ?1 AND seq > ?2 AND branch = 0
+             ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt
             .query_map(
@@ -74,12 +75,13 @@ impl Store {
         Ok(rows)
     }
 
-    /// The number of `thread`'s newest event (0 when it has none).
+    /// The number of `thread`'s newest event a client is shown (0 when it has none): one a
+    /// rewind left aside is not.
     pub fn last_event(&self, thread: &str) -> Result<u64, StoreError> {
         let last: Option<i64> = self
             .conn()
             .query_row(
-                "SELECT MAX(seq) FROM events WHERE thread_id = ?1",
+                "SELECT MAX(seq) FROM events WHERE thread_id = ?1 AND branch = 0",
                 params![thread],
                 |r| r.get(0),
             )

@@ -28,7 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-pub use checkpoints::{Rewound, ThreadCheckpoint};
+pub use checkpoints::{RUN_START, Rewound, ThreadCheckpoint};
 pub use events::StoredEvent;
 pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};

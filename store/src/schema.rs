@@ -196,6 +196,7 @@ CREATE TABLE checkpoints (
 CREATE INDEX checkpoints_by_thread ON checkpoints(thread_id, created_at);
 -- 0: the thread's conversation; N: left by its Nth rewind (kept, never sent to the model).
 ALTER TABLE messages ADD COLUMN branch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN branch INTEGER NOT NULL DEFAULT 0;
 ",
 ];
 

@@ -154,6 +154,10 @@ impl<O: Write, E: Write> Renderer<O, E> {
             }
             // The person typed it; the terminal shows it already.
             EventKind::UserMessage { .. } => {}
+            EventKind::ThreadRewound { checkpoint, .. } => {
+                let text = self.paint("2", &format!("rewound to {checkpoint}"));
+                self.line(&text);
+            }
             EventKind::AssistantResponseStart { .. } => {
                 self.spinner.set(Some(&self.waiting_for_model));
             }

@@ -27,6 +27,10 @@ pub enum SessionError {
     /// Calls wait for permission: decide them, then resume.
     #[error("{0}")]
     AwaitingPermission(String),
+    /// Something still running is in the way (a command in the sandbox's shell): wait for
+    /// it, or ask again to stop it.
+    #[error("{0}")]
+    Busy(String),
     /// Set something up first (the message says what: a key, a file).
     #[error("{0}")]
     Setup(String),

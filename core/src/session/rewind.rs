@@ -79,10 +79,7 @@ impl Engine<'_> {
         let conversation = if scope == RewindScope::FilesOnly {
             None
         } else {
-            Some(
-                self.store
-                    .rewind_conversation(&found.id, checkpoint.after_message)?,
-            )
+            Some(self.store.rewind_conversation(&found.id, &checkpoint)?)
         };
         Ok(Rewind {
             checkpoint,
@@ -94,7 +91,7 @@ impl Engine<'_> {
 
 fn restore_error(e: ClientError) -> SessionError {
     match e.code() {
-        Some(ErrorCode::Busy) => SessionError::Invalid(format!(
+        Some(ErrorCode::Busy) => SessionError::Busy(format!(
             "{e}; nothing was rewound (--stop-commands kills those sessions first)"
         )),
         Some(ErrorCode::NotFound) => SessionError::NotFound(format!(

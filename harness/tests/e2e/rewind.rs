@@ -244,3 +244,155 @@ async fn a_fork_goes_on_from_a_checkpoint_apart_from_its_original() {
         assert_eq!(refused.status.code(), Some(2), "{}", explain(&refused));
     }
 }
+
+#[tokio::test]
+async fn the_page_shows_a_turns_changes_rewinds_to_it_and_forks_from_it() {
+    use super::page::{count, js, log_in_with_token, open_page, picture, text_of, wait};
+    use super::serve::Server;
+
+    let cove = Cove::new(Wire::OpenAi).await;
+    let llm = &cove.llm;
+    llm.push(Turn::text("").call(
+        "execute_command",
+        json!({"command": "printf 'one\\n' > a.txt"}),
+    ));
+    llm.push(Turn::text("").call("complete", json!({"text": "first done"})));
+    let server = Server::start(&cove, &[]).await;
+    let thread = server.create(json!({"task": "The first version."})).await;
+    let mut events = server.stream(&thread, None).await;
+    events.until("thread_run_end").await;
+    llm.push(Turn::text("").call(
+        "execute_command",
+        json!({"command": "printf 'two\\n' > a.txt && echo b > b.txt"}),
+    ));
+    llm.push(Turn::text("").call("complete", json!({"text": "second done"})));
+    let (status, said) = server
+        .post(
+            &format!("/v1/threads/{thread}/reply"),
+            json!({"text": "The second version."}),
+        )
+        .await;
+    assert_eq!(status, 202, "{said}");
+    events.until("thread_run_end").await;
+    let file = |thread: String, path: &'static str| {
+        let server = &server;
+        async move {
+            let response = server
+                .raw(
+                    reqwest::Method::GET,
+                    &format!("/v1/threads/{thread}/files/content?path={path}"),
+                )
+                .await;
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    assert_eq!(file(thread.clone(), "a.txt").await.1, "two\n");
+
+    // Two tabs on the thread, as a person keeps them.
+    let mut tab = open_page(&server).await;
+    // (The login link is for one browser; the other logs in with the token.)
+    let mut other = log_in_with_token(&server).await;
+    for t in [&mut tab, &mut other] {
+        wait(
+            t,
+            "document.querySelectorAll('#threads button').length === 1",
+        )
+        .await;
+        t.click("#threads button").await.unwrap();
+        wait(
+            t,
+            "document.querySelectorAll('#transcript .turn-actions').length === 2",
+        )
+        .await;
+    }
+    picture(&mut tab, "turns.png").await;
+
+    // What the second turn changed, in a dialog.
+    tab.eval("document.querySelectorAll('.turn-changes')[1].id = 'second-changes'")
+        .await
+        .unwrap();
+    tab.click("#second-changes").await.unwrap();
+    wait(&mut tab, "document.getElementById('dialog').open && document.getElementById('dialog-body').textContent.includes('b.txt')").await;
+    let shown = text_of(&mut tab, "#dialog-body").await;
+    assert!(
+        shown.contains("~ a.txt") && shown.contains("+ b.txt"),
+        "{shown}"
+    );
+    assert!(shown.contains("-one") && shown.contains("+two"), "{shown}");
+    picture(&mut tab, "changes.png").await;
+    tab.click("#dialog-actions button").await.unwrap();
+    wait(&mut tab, "!document.getElementById('dialog').open").await;
+
+    // A fork from where the second turn began: a thread of its own, with the first turn's files.
+    tab.eval("document.querySelectorAll('.turn-fork')[1].id = 'second-fork'")
+        .await
+        .unwrap();
+    tab.click("#second-fork").await.unwrap();
+    wait(
+        &mut tab,
+        &format!("!location.hash.includes({})", js(&thread)),
+    )
+    .await;
+    wait(
+        &mut tab,
+        "document.getElementById('thread-title').textContent.includes('(fork)')",
+    )
+    .await;
+    let fork = tab
+        .eval("decodeURIComponent(location.hash.replace('#thread=', ''))")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(file(fork.clone(), "a.txt").await.1, "one\n");
+    assert_eq!(file(fork.clone(), "b.txt").await.0, 404);
+
+    // Back on the thread: rewind to where the second turn began, answering the dialog.
+    tab.click(&format!("#threads button[data-id={}]", js(&thread)))
+        .await
+        .unwrap();
+    wait(
+        &mut tab,
+        "document.querySelectorAll('#transcript .turn-actions').length === 2",
+    )
+    .await;
+    tab.eval("document.querySelectorAll('.turn-rewind')[1].id = 'second-rewind'")
+        .await
+        .unwrap();
+    tab.click("#second-rewind").await.unwrap();
+    wait(&mut tab, "document.getElementById('dialog').open").await;
+    tab.click("#dialog-actions button.danger").await.unwrap();
+    for t in [&mut tab, &mut other] {
+        // Both tabs show the thread from its start again: one turn, and the rewind.
+        wait(t, "document.querySelectorAll('#transcript .divider[data-run]').length === 1 && document.getElementById('transcript').textContent.includes('Rewound to')").await;
+        let transcript = text_of(t, "#transcript").await;
+        assert!(!transcript.contains("The second version."), "{transcript}");
+        assert!(transcript.contains("The first version."), "{transcript}");
+    }
+    picture(&mut tab, "rewound.png").await;
+    assert_eq!(file(thread.clone(), "a.txt").await.1, "one\n");
+    assert_eq!(file(thread.clone(), "b.txt").await.0, 404);
+    assert_eq!(count(&mut tab, "#transcript .turn-actions").await, 1);
+
+    // The thread goes on from there: the model is sent the first turn only.
+    llm.push(Turn::text("").call("complete", json!({"text": "another way"})));
+    let (status, said) = server
+        .post(
+            &format!("/v1/threads/{thread}/reply"),
+            json!({"text": "Another way."}),
+        )
+        .await;
+    assert_eq!(status, 202, "{said}");
+    wait(
+        &mut tab,
+        "document.getElementById('transcript').textContent.includes('another way')",
+    )
+    .await;
+    let request = llm.received().last().unwrap().all_text();
+    assert!(request.contains("The first version.") && request.contains("Another way."));
+    assert!(!request.contains("The second version."), "{request}");
+    tab.close().await;
+    other.close().await;
+    server.kill().await;
+}

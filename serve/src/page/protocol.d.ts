@@ -151,6 +151,12 @@ export type RunEvent = {
     type: "error";
   }
   | {
+    /** The branch number the messages left aside carry. */
+    branch?: number | null;
+    checkpoint: string;
+    type: "thread_rewound";
+  }
+  | {
     /** What those calls cost in US dollars; absent when the model's price is unknown. */
     cost?: number | null;
     /** From the run's start to its end. */
@@ -190,8 +196,56 @@ export type ThreadList = {
   threads: Array<ThreadView>;
 };
 
+/** The answer to `GET /v1/threads/{id}/checkpoints`. */
+export type ThreadCheckpoints = {
+  /** Oldest first. */
+  checkpoints: Array<ThreadCheckpointView>;
+};
+
+/** The answer to `GET /v1/checkpoints/{id}/diff`. */
+export type CheckpointDiff = {
+  added: number;
+  changed: number;
+  /** Sorted by path; folders that only hold changes are not listed themselves. */
+  changes: Array<PathChange>;
+  deleted: number;
+  from: string;
+  to: string;
+  /** Some diffs were cut (or left out) to keep the answer small. */
+  truncated: boolean;
+};
+
+/** The answer to `POST /v1/threads/{id}/fork`: the new thread. */
+export type ForkAnswer = {
+  checkpoint: string;
+  forked_from: string;
+  thread_id: string;
+};
+
+/** How a path differs between two points. */
+export type Change = "added" | "changed" | "deleted";
+
+/** What a path is. */
+export type EntryKind = "file" | "dir" | "symlink";
+
 /** Why one model answer ended. */
 export type FinishReason = "stop" | "length" | "tool_calls" | "xml_tool_limit_reached" | "agent_terminated";
+
+/** One path that differs. */
+export type PathChange = {
+  /** Content that is not UTF-8 text: named, not shown. */
+  binary: boolean;
+  change: Change;
+  /** A unified diff of a text file's content (capped), when it changed. */
+  diff?: string | null;
+  /** What it is at `to` (at `from` when deleted). */
+  kind: EntryKind;
+  /** Permission bits at `from` and `to` (octal), when it is there. */
+  mode_from?: string | null;
+  mode_to?: string | null;
+  /** Relative to the workspace root. */
+  path: string;
+};
 
 /** A version of a thread's plan. */
 export type Plan = {
@@ -222,6 +276,23 @@ export type RunStatus = "completed" | "paused" | "stopped" | "failed";
 
 /** Where a step stands. */
 export type StepStatus = "pending" | "in_progress" | "completed" | "skipped";
+
+/** A checkpoint of a thread's workspace, and where in its conversation it was taken. */
+export type ThreadCheckpointView = {
+  /** The thread's newest message when it was taken. */
+  after_message: number;
+  /** Paths changed since the checkpoint before it. */
+  changed: number;
+  /** The sandbox's id for it (`c12`). */
+  checkpoint: string;
+  /** When (ms since the epoch). */
+  created_at: number;
+  files: number;
+  /** `run start`, or the tools of the iteration it follows. */
+  reason: string;
+  /** The run that took it (empty for one taken by a fork). */
+  run_id: string;
+};
 
 /** Tokens of one or more model calls. */
 export type TokenUsage = {

@@ -23,4 +23,6 @@ export const S = {
   sending: false, // a task or message on its way
   uploading: 0, // files on their way
   drafts: new Map(), // thread id ('' for a new task) -> {text, attachments} left there
+  /** @type {import('./protocol').ThreadCheckpointView[]} */
+  checkpoints: [], // the open thread's, oldest first
 };

@@ -2,6 +2,7 @@
 // The threads: the list, the open thread's view, following its events.
 
 import { api, keyed, say, threadPath } from './api.js';
+import { loadCheckpoints } from './checkpoints.js';
 import { renderAttachments, updateComposer } from './composer.js';
 import { closeDialog, reconcile } from './dialogs.js';
 import { $, el } from './dom.js';
@@ -132,6 +133,7 @@ export function clearTranscript() {
   S.planCard = null;
   S.lastSeq = 0;
   S.caughtUp = false;
+  S.checkpoints = [];
   S.dialogFor = null;
   renderPlan();
 }
@@ -196,6 +198,7 @@ export async function selectThread(id) {
   if (S.current !== id) return;
   S.upTo = view.last_event;
   if (!document.hidden) follow(id);
+  loadCheckpoints(id);
   loadFiles();
   loadScreenshot();
 }

@@ -2,12 +2,13 @@
 // The conversation as its events arrive: text, tool cards, plans, requests, the end.
 
 import { keyed, threadPath } from './api.js';
+import { decorateTurns, loadCheckpoints } from './checkpoints.js';
 import { closeDialog, decide, openWaiting, takeover } from './dialogs.js';
 import { $, el } from './dom.js';
 import { filesChanged, loadScreenshot, previewFile } from './side.js';
 import { S } from './state.js';
 import { markdown } from './text.js';
-import { refreshView } from './threads.js';
+import { refreshView, selectThread } from './threads.js';
 
 // ---------------------------------------------------------------- the transcript
 
@@ -204,7 +205,14 @@ export function render(event) {
   switch (event.type) {
     case 'thread_run_start':
       endText();
-      add(el('div', { class: 'divider', text: 'run started · ' + event.model }));
+      add(el('div', { class: 'divider', 'data-run': event.run_id, text: 'run started · ' + event.model }));
+      decorateTurns();
+      break;
+    case 'thread_rewound':
+      flushText();
+      endText();
+      note('Rewound to ' + event.checkpoint + ': the thread goes on from here.', 'decision');
+      if (S.caughtUp) selectThread(S.current);
       break;
     case 'user_message':
       endText();
@@ -396,7 +404,10 @@ export function render(event) {
           card.stateNode.textContent = 'not finished';
         }
       }
-      if (S.caughtUp) filesChanged();
+      if (S.caughtUp) {
+        filesChanged();
+        loadCheckpoints(S.current);
+      }
       break;
     default:
       break;

@@ -45,7 +45,7 @@ impl Agent {
             return;
         }
         let reason = match moment {
-            Moment::RunStart => "run start".to_string(),
+            Moment::RunStart => cove_store::RUN_START.to_string(),
             Moment::After(tools) => {
                 let mut names: Vec<&str> = tools.iter().map(String::as_str).collect();
                 names.dedup();
