@@ -40,9 +40,20 @@ fn tree(root: &Path) -> BTreeMap<String, (char, u32, Vec<u8>)> {
 
 const FIRST: &str = "mkdir -p src empty && printf 'one\\ntwo\\n' > src/a.txt && chmod 600 src/a.txt \
     && ln -s src/a.txt link && python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(256)))'";
-const SECOND: &str = "sed -i 's/two/TWO/' src/a.txt && rm -rf empty && mv src/a.txt src/b.txt \
-    && chmod 755 src/b.txt && ln -sfn src/b.txt link && python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(255,-1,-1)))' \
-    && mkdir -p new/deeper";
+
+/// Ten turns of work through the shell alone.
+const TURNS: [&str; 10] = [
+    "mkdir -p src empty && printf 'one\\ntwo\\n' > src/a.txt && chmod 600 src/a.txt",
+    "ln -s src/a.txt link && python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(256)))'",
+    "sed -i 's/two/TWO/' src/a.txt",
+    "rm -rf empty",
+    "mv src/a.txt src/b.txt && ln -sfn src/b.txt link",
+    "chmod 755 src/b.txt",
+    "python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(255,-1,-1)))'",
+    "mkdir -p new/deeper/emptier && echo x > new/x",
+    "rm -rf new/deeper && ln -s /etc/hostname outside",
+    "rm -rf src && mkdir src && echo fresh > src/c.txt && chmod 400 src/c.txt",
+];
 
 #[tokio::test]
 async fn a_thread_goes_back_to_any_checkpoint_with_its_files_and_conversation() {
@@ -50,64 +61,83 @@ async fn a_thread_goes_back_to_any_checkpoint_with_its_files_and_conversation() 
         let cove = Cove::new(wire).await;
         let ws = cove.workspace.clone();
         let llm = &cove.llm;
-        let t0 = tree(&ws);
-        llm.push(Turn::text("Writing.").call("execute_command", json!({"command": FIRST})));
-        llm.push(Turn::text("").call("complete", json!({"text": "first done"})));
-        let out = cove.start_task("Make the first version.", "native").await;
-        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
-        let thread = thread_of(&events(&out));
-        let t1 = tree(&ws);
+        // trees[k]: the workspace after turn k (0: before the first).
+        let mut trees = vec![tree(&ws)];
+        let mut thread = String::new();
+        for (k, command) in TURNS.iter().enumerate() {
+            llm.push(Turn::text("Working.").call("execute_command", json!({"command": command})));
+            llm.push(
+                Turn::text("").call("complete", json!({"text": format!("turn {} done", k + 1)})),
+            );
+            let task = format!("Turn {}.", k + 1);
+            let out = if k == 0 {
+                cove.start_task(&task, "native").await
+            } else {
+                cove.run(&["--json", "reply", &thread, &task]).await
+            };
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "turn {}: {}",
+                k + 1,
+                explain(&out)
+            );
+            if k == 0 {
+                thread = thread_of(&events(&out));
+            }
+            trees.push(tree(&ws));
+        }
 
-        llm.push(Turn::text("Changing.").call("execute_command", json!({"command": SECOND})));
-        llm.push(Turn::text("").call("complete", json!({"text": "second done"})));
-        let out = cove
-            .run(&["--json", "reply", &thread, "Now the second version."])
-            .await;
-        assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
-        let t2 = tree(&ws);
-        assert_ne!(t1, t2);
-
-        // A checkpoint as each run started, and after each command; none after `complete`.
+        // A checkpoint as each run started and after each command; none after `complete`.
         let listed = events(&cove.run(&["--json", "checkpoints", &thread]).await);
-        let reasons: Vec<&str> = listed
-            .iter()
-            .map(|c| c["reason"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            reasons,
-            [
-                "run start",
-                "after execute_command",
-                "run start",
-                "after execute_command"
-            ],
-            "{wire:?}"
-        );
-        let id = |i: usize| listed[i]["checkpoint"].as_str().unwrap().to_string();
-        assert_eq!(
-            listed[1]["changed"], 3,
-            "a file, a link and a binary: {}",
-            listed[1]
-        );
+        assert_eq!(listed.len(), 20, "{wire:?}: {listed:?}");
+        let mut expected = Vec::new();
+        let mut turn = 0;
+        for row in &listed {
+            let reason = row["reason"].as_str().unwrap();
+            if reason == "run start" {
+                turn += 1;
+                expected.push((row["checkpoint"].as_str().unwrap().to_string(), turn - 1));
+            } else {
+                assert_eq!(reason, "after execute_command");
+                assert!(row["changed"].as_u64().unwrap() > 0, "{row}");
+                expected.push((row["checkpoint"].as_str().unwrap().to_string(), turn));
+            }
+        }
+        let id = |i: usize| expected[i].0.clone();
 
-        // What the second run changed.
-        let diff = cove.run(&["diff", &thread, &id(2)]).await;
+        // Every checkpoint gives back its whole tree, in any order.
+        let mut order: Vec<usize> = (0..expected.len()).rev().collect();
+        order.extend([3, 17, 0, 11]);
+        for i in order {
+            let (checkpoint, turn) = &expected[i];
+            let back = cove
+                .run(&["--json", "rewind", &thread, checkpoint, "--files-only"])
+                .await;
+            assert_eq!(back.status.code(), Some(0), "{}", explain(&back));
+            assert_eq!(
+                tree(&ws),
+                trees[*turn],
+                "{wire:?}: {checkpoint} is the workspace after turn {turn}"
+            );
+        }
+
+        // What turn 5 changed.
+        let diff = cove.run(&["diff", &thread, &id(8), &id(10)]).await;
         assert_eq!(diff.status.code(), Some(0), "{}", explain(&diff));
         let text = String::from_utf8_lossy(&diff.stdout);
         assert!(
-            text.contains("+ src/b.txt")
-                && text.contains("- src/a.txt")
-                && text.contains("- empty"),
+            text.contains("+ src/b.txt") && text.contains("- src/a.txt") && text.contains("~ link"),
             "{text}"
         );
 
-        // Back to where the second run began: the files of the first, the conversation too.
-        let back = cove.run(&["--json", "rewind", &thread, &id(2)]).await;
+        // Back to where turn 9 began, files and conversation: the later turns are aside.
+        let back = cove.run(&["--json", "rewind", &thread, &id(16)]).await;
         assert_eq!(back.status.code(), Some(0), "{}", explain(&back));
         assert_eq!(
             tree(&ws),
-            t1,
-            "{wire:?}: the files as the second run found them"
+            trees[8],
+            "{wire:?}: the files as turn 9 found them"
         );
         // (`show --json` prints the messages, then a line per run and per plan version.)
         let messages = |out: &Output| -> Vec<Value> {
@@ -118,70 +148,39 @@ async fn a_thread_goes_back_to_any_checkpoint_with_its_files_and_conversation() 
         };
         let shown = messages(&cove.run(&["--json", "show", &thread]).await);
         assert!(shown.iter().all(|m| m["branch"] == 0), "{shown:?}");
-        assert!(
-            !shown
-                .iter()
-                .any(|m| m.to_string().contains("Now the second version."))
-        );
+        assert!(!shown.iter().any(|m| m.to_string().contains("Turn 9.")));
+        assert!(shown.iter().any(|m| m.to_string().contains("Turn 8.")));
         let all = messages(&cove.run(&["--json", "show", &thread, "--all"]).await);
         assert!(
             all.iter()
-                .any(|m| m["branch"] == 1 && m.to_string().contains("Now the second version."))
+                .any(|m| m["branch"] == 1 && m.to_string().contains("Turn 10."))
         );
 
-        // The next reply goes on from there: the model never sees the branch left aside.
+        // As a person reads them.
+        let text = cove.run(&["checkpoints", &thread]).await;
+        let text = String::from_utf8_lossy(&text.stdout).into_owned();
+        assert!(text.lines().next().unwrap().contains("run start"), "{text}");
+        assert!(text.contains("after execute_command"), "{text}");
+        let show = cove.run(&["show", &thread]).await;
+        let show = String::from_utf8_lossy(&show.stdout).into_owned();
+        assert!(show.contains("left aside by a rewind: cove show"), "{show}");
+        let all = cove.run(&["show", &thread, "--all"]).await;
+        let all = String::from_utf8_lossy(&all.stdout).into_owned();
+        assert!(all.contains("[left by rewind 1]"), "{all}");
+
+        // The next reply goes on from there: the model never sees the turns left aside.
         llm.push(Turn::text("").call("complete", json!({"text": "other way"})));
         let out = cove
             .run(&["--json", "reply", &thread, "Try it another way."])
             .await;
         assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
         let request = llm.received().last().unwrap().all_text();
-        assert!(request.contains("Make the first version.") && request.contains("first done"));
+        assert!(request.contains("Turn 8.") && request.contains("turn 8 done"));
         assert!(request.contains("Try it another way."));
         assert!(
-            !request.contains("Now the second version.") && !request.contains("second done"),
+            !request.contains("Turn 9.") && !request.contains("turn 10 done"),
             "{request}"
         );
-
-        // As a person reads them.
-        let text = cove.run(&["checkpoints", &thread]).await;
-        let text = String::from_utf8_lossy(&text.stdout).into_owned();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 5, "{text}");
-        assert!(
-            lines[0].starts_with(&id(0)) && lines[0].contains("run start"),
-            "{text}"
-        );
-        assert!(
-            lines[1].contains("after execute_command") && lines[1].contains("3 changed"),
-            "{text}"
-        );
-        let shown = cove.run(&["show", &thread]).await;
-        let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
-        assert!(
-            shown.contains("left aside by a rewind: cove show"),
-            "{shown}"
-        );
-        assert!(!shown.contains("Now the second version."), "{shown}");
-        let all = cove.run(&["show", &thread, "--all"]).await;
-        let all = String::from_utf8_lossy(&all.stdout).into_owned();
-        assert!(all.contains("[left by rewind 1]"), "{all}");
-
-        // Each checkpoint gives back its tree: the end of the second run, the start.
-        let files = cove
-            .run(&["--json", "rewind", &thread, &id(3), "--files-only"])
-            .await;
-        assert_eq!(files.status.code(), Some(0), "{}", explain(&files));
-        assert_eq!(
-            tree(&ws),
-            t2,
-            "{wire:?}: the files after the second command"
-        );
-        let first = cove
-            .run(&["--json", "rewind", &thread, &id(0), "--files-only"])
-            .await;
-        assert_eq!(first.status.code(), Some(0), "{}", explain(&first));
-        assert_eq!(tree(&ws), t0, "{wire:?}: the workspace before anything");
 
         // A checkpoint the thread does not have, and a thread that does not exist.
         let missing = cove.run(&["rewind", &thread, "c999"]).await;

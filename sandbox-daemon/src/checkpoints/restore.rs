@@ -219,6 +219,7 @@ impl Restorer<'_> {
         let then = self.store.tree(&wanted.hash)?;
         self.dir(&child, rel, &now, &then)?;
         rustix::fs::fchmod(&child, Mode::from_raw_mode(wanted.mode)).map_err(failed(rel))?;
+        self.seen(fd, rel, name, Kind::Dir, [0; 32])?;
         // A folder counts as written when it was made or its mode changed, not for what
         // changed inside it.
         if was.is_none_or(|w| w.kind != Kind::Dir || w.mode != wanted.mode) {

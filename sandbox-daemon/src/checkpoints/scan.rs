@@ -250,6 +250,11 @@ impl Walker<'_> {
                 };
                 let folder = self.dir(&child, rel)?;
                 self.out.dirs += 1;
+                // Folders are in the index too (no hash of their own), so one made, removed
+                // or re-moded counts as a change.
+                self.out
+                    .index
+                    .insert(rel.clone(), seen(Kind::Dir, &st, [0; 32], self.racy_after));
                 Item::Dir {
                     name,
                     mode: mode_bits(&st),

@@ -67,7 +67,7 @@ pub struct Seen {
     pub racy: bool,
 }
 
-/// Every recorded path (files and symlinks) as the last checkpoint saw it.
+/// Every recorded path (files, symlinks and folders) as the last checkpoint saw it.
 pub type Index = HashMap<Vec<u8>, Seen>;
 
 /// The store, opened (and locked against a second daemon).
