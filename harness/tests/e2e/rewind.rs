@@ -395,3 +395,56 @@ async fn the_page_shows_a_turns_changes_rewinds_to_it_and_forks_from_it() {
     other.close().await;
     server.kill().await;
 }
+
+#[tokio::test]
+async fn a_running_thread_is_not_rewound_and_bad_checkpoints_are_refused() {
+    use super::serve::Server;
+    use cove_harness::llm::Chunking;
+
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.llm
+        .set_chunking(Chunking::Paced(Duration::from_millis(20)));
+    cove.llm.push(
+        Turn::text(&"Thinking it over, slowly. ".repeat(20))
+            .call("complete", json!({"text": "done"})),
+    );
+    let server = Server::start(&cove, &[]).await;
+    let thread = server.create(json!({"task": "Take your time."})).await;
+    let mut events = server.stream(&thread, None).await;
+    events.until("assistant_response_start").await;
+    let (status, listed) = server
+        .get(&format!("/v1/threads/{thread}/checkpoints"))
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    let first = listed["checkpoints"][0]["checkpoint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, refused) = server
+        .post(
+            &format!("/v1/threads/{thread}/rewind"),
+            json!({"checkpoint": first}),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("running")),
+        "{refused}"
+    );
+    events.until("thread_run_end").await;
+    for (body, code) in [
+        (json!({"checkpoint": "c999"}), 404),
+        (json!({"checkpoint": "nope"}), 404),
+        (json!({"checkpoint": first, "scope": "sideways"}), 400),
+    ] {
+        let (status, said) = server
+            .post(&format!("/v1/threads/{thread}/rewind"), body)
+            .await;
+        assert_eq!(status, code, "{said}");
+    }
+    let (status, said) = server
+        .get(&format!("/v1/threads/{thread}/checkpoints/c999/diff"))
+        .await;
+    assert_eq!(status, 404, "{said}");
+    server.kill().await;
+}
