@@ -405,7 +405,7 @@ async fn a_running_thread_is_not_rewound_and_bad_checkpoints_are_refused() {
     cove.llm
         .set_chunking(Chunking::Paced(Duration::from_millis(20)));
     cove.llm.push(
-        Turn::text(&"Thinking it over, slowly. ".repeat(20))
+        Turn::text("Thinking it over, slowly. ".repeat(20))
             .call("complete", json!({"text": "done"})),
     );
     let server = Server::start(&cove, &[]).await;
