@@ -5,6 +5,8 @@
 //!   beside `cp -a` of the same workspace in the same run (`copy_floor`): the store writes
 //!   every byte once, so on a filesystem without reflinks a copy is the floor, and both move
 //!   with how much the disk is still writing back (each is measured after a `sync`)
+//! - `checkpoint_unchanged_ms`: a checkpoint when nothing changed (every file's stat read,
+//!   none read), p50
 //! - `checkpoint_10_changed_ms`: a checkpoint after 10 files changed, p50 (target <= 50 ms)
 //! - `restore_10_changed_ms`: a restore to the checkpoint before 10 files changed (the
 //!   workspace recorded first, so the restore can be undone), p50 (target <= 100 ms)
@@ -113,6 +115,14 @@ async fn main() {
     let first = checkpoint(c).await;
     let first_ms = ms(started.elapsed());
 
+    let mut unchanged = Vec::new();
+    for _ in 0..RUNS {
+        let started = Instant::now();
+        let made = checkpoint(c).await;
+        unchanged.push(ms(started.elapsed()));
+        assert_eq!(made.changed, 0, "{made:?}");
+    }
+
     let mut creates = Vec::new();
     for round in 0..RUNS as u64 {
         change_ten(&root, round);
@@ -158,6 +168,7 @@ async fn main() {
             "ms": round(copy_ms),
             "mb_per_s": round(total_bytes / 1e6 / (copy_ms / 1000.0)),
         },
+        "checkpoint_unchanged_ms": summary(unchanged),
         "checkpoint_10_changed_ms": summary(creates),
         "restore_10_changed_ms": summary(restores),
         "store_growth": {

@@ -530,3 +530,50 @@ async fn a_restore_that_fails_midway_puts_the_workspace_back() {
         "v1 9\n"
     );
 }
+
+#[tokio::test]
+async fn the_store_stays_under_its_cap_by_dropping_the_oldest_checkpoints_not_kept() {
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .arg("--checkpoint-cap")
+        .arg("350000")
+        .spawn()
+        .await
+        .expect("coved starts");
+    let c = &d.client;
+    sh(c, "head -c 100000 /dev/urandom > a && cp a first").await;
+    let kept = c
+        .create_checkpoint(&CreateCheckpoint {
+            label: Some("kept".into()),
+            keep: true,
+        })
+        .await
+        .unwrap();
+    let mut made = Vec::new();
+    let mut dropped = Vec::new();
+    for round in 0..5 {
+        sh(c, "head -c 100000 /dev/urandom > a").await;
+        let next = checkpoint(c, &format!("round {round}")).await;
+        dropped.extend(next.dropped.clone());
+        made.push(next.checkpoint.id);
+    }
+    let list = c.checkpoints().await.unwrap();
+    assert_eq!(list.store_cap, 350_000);
+    assert!(list.store_bytes <= 350_000, "{list:?}");
+    // The oldest went first; the kept one and the newest never.
+    assert_eq!(dropped[..2], made[..2], "{dropped:?} of {made:?}");
+    let ids: Vec<&str> = list.checkpoints.iter().map(|k| k.id.as_str()).collect();
+    assert!(ids.contains(&kept.checkpoint.id.as_str()), "{ids:?}");
+    assert!(ids.contains(&made[4].as_str()), "{ids:?}");
+    assert!(dropped.iter().all(|gone| !ids.contains(&gone.as_str())));
+    let gone = c
+        .checkpoint_diff(&dropped[0], &DiffQuery::default())
+        .await
+        .unwrap_err();
+    assert_eq!(gone.code(), Some(&ErrorCode::NotFound), "{gone}");
+    // What the kept one holds survived the collection.
+    restore(c, &kept.checkpoint.id).await;
+    assert_eq!(
+        std::fs::read(d.workspace.join("a")).unwrap(),
+        std::fs::read(d.workspace.join("first")).unwrap()
+    );
+}
