@@ -7,6 +7,7 @@ pub mod archive;
 mod diff;
 pub mod http;
 mod ignore;
+mod index;
 mod pack;
 mod restore;
 mod scan;
@@ -24,7 +25,8 @@ use cove_protocol::checkpoints::{
 use serde::{Deserialize, Serialize};
 
 use ignore::Ignore;
-use store::{Index, Record, Store};
+use index::Index;
+use store::{Record, Store};
 
 /// The smallest cap on the store when none is set.
 const MIN_CAP: u64 = 1 << 30;

@@ -12,8 +12,9 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::CheckpointError;
 use super::ignore::Ignore;
+use super::index::{Index, Seen};
 use super::scan::{display, open_dir_at, push_name};
-use super::store::{Index, Object, Seen, Store};
+use super::store::{Object, Store};
 use super::tree::{Entry, Hash, Kind, Tree};
 
 /// Temporary names of files being written; a restore cut short may leave some, which the

@@ -13,7 +13,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
 use super::CheckpointError;
 use super::ignore::Ignore;
-use super::store::{Index, Seen, Store};
+use super::index::{Index, Seen};
+use super::store::Store;
 use super::tree::{self, Entry, Hash, Kind, Tree};
 
 /// Files changed this close (ns) to a scan's start may change again with the same times.
