@@ -7,7 +7,6 @@ use clap::Args;
 use cove_core::session::RewindScope;
 use cove_core::store::NewThread;
 use cove_protocol::checkpoints::{CURRENT, DiffQuery};
-use cove_sandbox::{Sandbox, SandboxSpec};
 use serde_json::json;
 
 use super::sandbox_choice::{self, SandboxArgs, coved_log};
@@ -71,17 +70,6 @@ pub(super) fn list(inv: &Invocation, thread: &str) -> Result<ExitCode, CliError>
     Ok(ExitCode::SUCCESS)
 }
 
-/// The thread's own sandbox, opened.
-async fn open_thread_sandbox(
-    inv: &Invocation,
-    sandbox: &str,
-    args: &SandboxArgs,
-) -> Result<Sandbox, CliError> {
-    let spec = SandboxSpec::from_label(sandbox);
-    let token = sandbox_choice::token_for(inv, args, &spec);
-    sandbox_choice::open(inv, spec, token, Some(&coved_log())).await
-}
-
 /// `cove diff THREAD [FROM] [TO]`
 pub(super) async fn diff(inv: &Invocation, args: DiffArgs) -> Result<ExitCode, CliError> {
     let thread = inv.store.thread(&args.thread)?;
@@ -101,7 +89,7 @@ pub(super) async fn diff(inv: &Invocation, args: DiffArgs) -> Result<ExitCode, C
         Some(to) if to != CURRENT => inv.engine().checkpoint(&thread.id, &to)?.checkpoint,
         _ => CURRENT.to_string(),
     };
-    let sandbox = open_thread_sandbox(inv, &thread.sandbox, &args.sandbox).await?;
+    let sandbox = sandbox_choice::open_thread(inv, &thread.sandbox, &args.sandbox).await?;
     let result = sandbox
         .client
         .checkpoint_diff(&from, &DiffQuery { to })
@@ -123,7 +111,7 @@ pub(super) async fn rewind(inv: &Invocation, args: RewindArgs) -> Result<ExitCod
     };
     // Checked before a sandbox is started for nothing.
     inv.engine().checkpoint(&thread.id, &args.checkpoint)?;
-    let sandbox = open_thread_sandbox(inv, &thread.sandbox, &args.sandbox).await?;
+    let sandbox = sandbox_choice::open_thread(inv, &thread.sandbox, &args.sandbox).await?;
     let done = inv
         .engine()
         .rewind(
@@ -168,39 +156,20 @@ pub(super) async fn rewind(inv: &Invocation, args: RewindArgs) -> Result<ExitCod
 pub(super) async fn fork(inv: &Invocation, args: ForkArgs) -> Result<ExitCode, CliError> {
     let thread = inv.store.thread(&args.thread)?;
     let new_id = NewThread::fresh_id();
-    let workspaces = inv
-        .file
-        .workspaces
-        .clone()
-        .unwrap_or_else(|| cove_core::config::data_dir().join("workspaces"));
-    let (spec, token) = sandbox_choice::choose(inv, &args.sandbox, || workspaces.join(&new_id))?;
+    let (spec, token) =
+        sandbox_choice::choose(inv, &args.sandbox, || inv.engine().workspace_of(&new_id))?;
     let label = spec.label();
-    if label == thread.sandbox {
-        return Err(CliError::Usage(format!(
-            "the fork would work in thread {}'s own sandbox ({label}); give it another with --sandbox or --workspace",
-            thread.id
-        )));
-    }
-    let source = open_thread_sandbox(inv, &thread.sandbox, &SandboxArgs::default()).await?;
+    inv.engine().check_fork_target(&thread, &label)?;
+    let source = sandbox_choice::open_thread(inv, &thread.sandbox, &SandboxArgs::default()).await?;
     let made = async {
         let from = inv
             .engine()
             .fork_source(&thread.id, args.checkpoint.as_deref(), &source.client)
             .await?;
         let target = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
-        let new = NewThread {
-            id: new_id.clone(),
-            title: format!("{} (fork)", thread.title)
-                .chars()
-                .take(200)
-                .collect(),
-            model: thread.model.clone(),
-            tool_mode: thread.tool_mode.clone(),
-            sandbox: label.clone(),
-        };
         let fork = inv
             .engine()
-            .fork(&from, &source.client, &target.client, new)
+            .fork(&from, &source.client, &target.client, new_id, label)
             .await;
         target.close().await;
         Ok::<_, CliError>((from, fork?))

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::plan_prompt::{self, PlanAnswer};
 use super::prompts::{PermissionPrompts, Typing};
 use super::render::Renderer;
-use super::sandbox_choice::{self, SandboxArgs, coved_log};
+use super::sandbox_choice::{self, SandboxArgs};
 use super::{CliError, Invocation, exit};
 use cove_core::agent::RunOutcome;
 use cove_core::llm::ChatMessage;
@@ -283,9 +283,7 @@ pub(super) async fn prepare(
     // The servers start while the sandbox does.
     let (mcp, notices) = session::start_mcp(&flags.mcp_config, project);
     inv.printer.say(&notices);
-    let spec = SandboxSpec::from_label(&thread.sandbox);
-    let token = sandbox_choice::token_for(inv, sandbox_args, &spec);
-    let sandbox = sandbox_choice::open(inv, spec, token, Some(&coved_log())).await?;
+    let sandbox = sandbox_choice::open_thread(inv, &thread.sandbox, sandbox_args).await?;
     let view = SandboxView {
         client: sandbox.client.clone(),
         walled: sandbox.walled(&inv.local),

@@ -66,6 +66,17 @@ pub(super) async fn open_for_command(
     open(inv, spec, token, Some(&coved_log())).await
 }
 
+/// Opens the sandbox a thread's label names (with its token; `args` may give one).
+pub(super) async fn open_thread(
+    inv: &Invocation,
+    label: &str,
+    args: &SandboxArgs,
+) -> Result<Sandbox, CliError> {
+    let spec = SandboxSpec::from_label(label);
+    let token = token_for(inv, args, &spec);
+    open(inv, spec, token, Some(&coved_log())).await
+}
+
 /// Opens `spec`'s sandbox; a Docker one is started first when it is not running.
 pub(super) async fn open(
     inv: &Invocation,

@@ -23,6 +23,7 @@ pub mod received;
 pub mod recorder;
 pub mod site;
 pub mod stats;
+pub mod tree;
 pub mod viewer;
 pub mod web_site;
 

@@ -126,25 +126,15 @@ pub(super) async fn fork(
 ) -> Result<(StatusCode, Json<ForkAnswer>), ApiError> {
     let thread = state.store.thread_exact(&id)?;
     let new_id = NewThread::fresh_id();
-    let workspaces = state
-        .file
-        .workspaces
-        .clone()
-        .unwrap_or_else(|| cove_core::config::data_dir().join("workspaces"));
     // A fork works apart: a local sandbox gets a workspace of its own even where the
     // server's threads share one (`--workspace`).
     let mut request = state.sandbox.clone();
     request.workspace = None;
     let (spec, token) = state
         .sandbox_layer()
-        .choose(&request, || workspaces.join(&new_id))?;
+        .choose(&request, || state.engine().workspace_of(&new_id))?;
     let label = spec.label();
-    if label == thread.sandbox {
-        return Err(ApiError::bad(format!(
-            "this server's sandbox is thread {}'s own ({label}): a fork needs one of its own",
-            thread.id
-        )));
-    }
+    state.engine().check_fork_target(&thread, &label)?;
     let source = sandbox_of(&state, &thread).await?;
     let from = state
         .engine()
@@ -154,19 +144,9 @@ pub(super) async fn fork(
         .sandbox_layer()
         .open(spec, token, Some(&coved_log()))
         .await?;
-    let new = NewThread {
-        id: new_id,
-        title: format!("{} (fork)", thread.title)
-            .chars()
-            .take(200)
-            .collect(),
-        model: thread.model.clone(),
-        tool_mode: thread.tool_mode.clone(),
-        sandbox: label,
-    };
     let made = state
         .engine()
-        .fork(&from, &source, &target.client, new)
+        .fork(&from, &source, &target.client, new_id, label)
         .await;
     target.close().await;
     let fork = made?;

@@ -43,15 +43,6 @@ impl ThreadCheckpoint {
 }
 
 impl Store {
-    /// The id of `thread`'s newest message (0 when it has none).
-    pub fn last_message_id(&self, thread: &str) -> Result<i64, StoreError> {
-        Ok(self.conn().query_row(
-            "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
-            params![thread],
-            |r| r.get(0),
-        )?)
-    }
-
     /// Keeps a checkpoint of `thread`'s workspace.
     pub fn add_checkpoint(
         &self,

@@ -80,6 +80,15 @@ fn insert(
     Ok(conn.last_insert_rowid())
 }
 
+/// The id of `thread`'s newest message (0 when it has none).
+pub(super) fn last_message_id(conn: &Connection, thread: &str) -> Result<i64, StoreError> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
+        params![thread],
+        |r| r.get(0),
+    )?)
+}
+
 /// Stores an LLM message under its role; returns its id.
 pub(super) fn insert_llm(
     conn: &Connection,
@@ -126,6 +135,11 @@ impl Store {
         content: &Value,
     ) -> Result<i64, StoreError> {
         insert(&self.conn(), thread, run, MessageKind::Status, content)
+    }
+
+    /// The id of `thread`'s newest message (0 when it has none).
+    pub fn last_message_id(&self, thread: &str) -> Result<i64, StoreError> {
+        last_message_id(&self.conn(), thread)
     }
 
     /// Every message of a thread, oldest first.

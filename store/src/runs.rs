@@ -178,11 +178,7 @@ impl Store {
     /// after which a reply would arrive.
     pub fn begin_wait(&self, thread: &str, run: &str) -> Result<i64, StoreError> {
         let conn = self.conn();
-        let after: i64 = conn.query_row(
-            "SELECT COALESCE(MAX(id), 0) FROM messages WHERE thread_id = ?1",
-            params![thread],
-            |r| r.get(0),
-        )?;
+        let after = super::messages::last_message_id(&conn, thread)?;
         // A wait left by a process that died is over: this one replaces it.
         super::requests::close_waiting(
             &conn,

@@ -28,6 +28,18 @@ pub struct Fork {
 }
 
 impl Engine<'_> {
+    /// Refuses a fork that would work in `thread`'s own sandbox (`label`): it needs one of its
+    /// own to go on apart.
+    pub fn check_fork_target(self, thread: &Thread, label: &str) -> Result<(), SessionError> {
+        if label == thread.sandbox {
+            return Err(SessionError::Invalid(format!(
+                "the fork would work in thread {}'s own sandbox ({label}); it needs one of its own",
+                thread.id
+            )));
+        }
+        Ok(())
+    }
+
     /// The point a fork of `thread` starts from: its checkpoint `id`, or, with none, the
     /// thread as it is now (a checkpoint taken now over its sandbox's `client`).
     pub async fn fork_source(
@@ -69,14 +81,15 @@ impl Engine<'_> {
     }
 
     /// Makes the fork: the checkpoint streamed from `source` into `target` and restored
-    /// there, then the thread `new` with the conversation up to the checkpoint. Nothing is
-    /// stored when the workspace could not be copied.
+    /// there, then thread `id` (in the sandbox `label` names) with the conversation up to the
+    /// checkpoint. Nothing is stored when the workspace could not be copied.
     pub async fn fork(
         self,
         from: &ForkSource,
         source: &CovedClient,
         target: &CovedClient,
-        new: NewThread,
+        id: String,
+        label: String,
     ) -> Result<Fork, SessionError> {
         let query = ImportQuery {
             label: Some(format!(
@@ -90,7 +103,16 @@ impl Engine<'_> {
         target
             .restore_checkpoint(&imported.checkpoint.id, &RestoreRequest::default())
             .await?;
-        let thread = self.store.create_thread(new)?;
+        let thread = self.store.create_thread(NewThread {
+            id,
+            title: format!("{} (fork)", from.thread.title)
+                .chars()
+                .take(200)
+                .collect(),
+            model: from.thread.model.clone(),
+            tool_mode: from.thread.tool_mode.clone(),
+            sandbox: label,
+        })?;
         let last = self.store.copy_conversation(
             &from.thread.id,
             &thread.id,

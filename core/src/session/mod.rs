@@ -140,12 +140,7 @@ impl Engine<'_> {
             .collect();
         // The id is drawn first so a local workspace can be named after the thread.
         let id = NewThread::fresh_id();
-        let workspaces = self
-            .file
-            .workspaces
-            .clone()
-            .unwrap_or_else(|| config::data_dir().join("workspaces"));
-        let sandbox = sandbox_label(workspaces.join(&id))?;
+        let sandbox = sandbox_label(self.workspace_of(&id))?;
         Ok(self
             .store
             .create_thread(NewThread {
@@ -174,6 +169,16 @@ impl Engine<'_> {
                     DefaultModelError::Choose(why) => SessionError::Invalid(why),
                 }),
         }
+    }
+
+    /// The workspace a local sandbox of thread `id` gets: `cove.toml`'s `workspaces` folder
+    /// (else Cove's data folder's), one per thread.
+    pub fn workspace_of(self, id: &str) -> PathBuf {
+        self.file
+            .workspaces
+            .clone()
+            .unwrap_or_else(|| config::data_dir().join("workspaces"))
+            .join(id)
     }
 
     /// The process whose run waits on the thread, if it is still alive; a wait left behind

@@ -4,39 +4,9 @@
 //! and its whole tree compared with what it was then; the conversation goes back with it,
 //! and the next reply's request holds the conversation as of the checkpoint.
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use cove_harness::tree::tree;
 
 use super::*;
-
-/// Every path under `root` as (kind, mode, content or link target), links not followed.
-fn tree(root: &Path) -> BTreeMap<String, (char, u32, Vec<u8>)> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (char, u32, Vec<u8>)>) {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let path = entry.path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.mode() & 0o7777;
-            if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).unwrap();
-                out.insert(rel, ('l', 0, target.into_os_string().into_encoded_bytes()));
-            } else if meta.is_dir() {
-                out.insert(rel, ('d', mode, Vec::new()));
-                walk(root, &path, out);
-            } else {
-                out.insert(rel, ('f', mode, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
 
 const FIRST: &str = "mkdir -p src empty && printf 'one\\ntwo\\n' > src/a.txt && chmod 600 src/a.txt \
     && ln -s src/a.txt link && python3 -c 'open(\"blob.bin\",\"wb\").write(bytes(range(256)))'";

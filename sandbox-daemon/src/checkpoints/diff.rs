@@ -65,15 +65,7 @@ fn octal(e: Option<&Entry>) -> Option<String> {
 
 impl Differ<'_> {
     fn dir(&mut self, rel: &mut Vec<u8>, a: &Tree, b: &Tree) -> Result<(), CheckpointError> {
-        let mut names: Vec<&[u8]> = a
-            .entries
-            .iter()
-            .chain(&b.entries)
-            .map(|e| e.name.as_slice())
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
+        for name in a.names_with(b) {
             let cut = push_name(rel, name);
             let done = self.entry(rel, a.get(name), b.get(name));
             rel.truncate(cut);

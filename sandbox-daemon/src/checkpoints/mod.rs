@@ -109,7 +109,8 @@ struct Journal {
     before: u64,
 }
 
-/// The daemon's checkpoints; the store is opened on first use.
+/// The daemon's checkpoints; the store is opened on first use. A clone shares the store.
+#[derive(Clone)]
 pub struct Checkpoints {
     workspace: PathBuf,
     settings: CheckpointSettings,
@@ -175,20 +176,10 @@ impl Checkpoints {
         &self,
         op: impl FnOnce(&Work<'_>, &mut Store) -> Result<T, CheckpointError> + Send + 'static,
     ) -> Result<T, CheckpointError> {
-        let store = self.store.clone();
-        let workspace = self.workspace.clone();
-        let settings = self.settings.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = lock(&store);
-            let work = Work {
-                workspace: &workspace,
-                settings: &settings,
-            };
-            let store = work.open(&mut guard)?;
-            op(&work, store)
-        })
-        .await
-        .map_err(|e| CheckpointError::Task(e.to_string()))?
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.blocking(op))
+            .await
+            .map_err(|e| CheckpointError::Task(e.to_string()))?
     }
 
     /// Records the workspace as it is.
@@ -283,24 +274,20 @@ impl Checkpoints {
         if !self.settings.dir.join(JOURNAL).exists() {
             return Ok(());
         }
-        let mut guard = lock(&self.store);
-        let work = Work {
-            workspace: &self.workspace,
-            settings: &self.settings,
-        };
-        let store = work.open(&mut guard)?;
-        let path = store.dir().join(JOURNAL);
-        let journal: Journal = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or(CheckpointError::Damaged("the restore journal"))?;
-        tracing::warn!(
-            target = %wire_id(journal.target),
-            before = %wire_id(journal.before),
-            "a restore was cut short; finishing it"
-        );
-        work.restore(store, journal.target, journal.before)
-            .map(|_| ())
+        self.blocking(|work, store| {
+            let path = store.dir().join(JOURNAL);
+            let journal: Journal = std::fs::read(&path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                .ok_or(CheckpointError::Damaged("the restore journal"))?;
+            tracing::warn!(
+                target = %wire_id(journal.target),
+                before = %wire_id(journal.before),
+                "a restore was cut short; finishing it"
+            );
+            work.restore(store, journal.target, journal.before)
+                .map(|_| ())
+        })
     }
 
     /// Runs `op` with the store open, on this thread (archive streams, imports).

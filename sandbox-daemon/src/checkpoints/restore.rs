@@ -12,8 +12,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::CheckpointError;
 use super::ignore::Ignore;
-use super::index::{Index, Seen};
-use super::scan::{display, open_dir_at, push_name};
+use super::index::Index;
+use super::scan::{display, open_dir_at, push_name, seen};
 use super::store::{Object, Store};
 use super::tree::{Entry, Hash, Kind, Tree};
 
@@ -139,15 +139,7 @@ impl Restorer<'_> {
         now: &Tree,
         then: &Tree,
     ) -> Result<(), CheckpointError> {
-        let mut names: Vec<&[u8]> = now
-            .entries
-            .iter()
-            .chain(&then.entries)
-            .map(|e| e.name.as_slice())
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
+        for name in now.names_with(then) {
             let cut = push_name(rel, name);
             let done = self.entry(fd, rel, name, now.get(name), then.get(name));
             rel.truncate(cut);
@@ -329,20 +321,9 @@ impl Restorer<'_> {
     ) -> Result<(), CheckpointError> {
         let st = rustix::fs::statat(fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(failed(rel))?;
-        self.index.insert(
-            rel.to_vec(),
-            Seen {
-                kind,
-                mode: st.st_mode & 0o7777,
-                size: st.st_size as u64,
-                mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec as i64,
-                ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec as i64,
-                ino: st.st_ino,
-                hash,
-                // Written just now: read again at the next checkpoint.
-                racy: true,
-            },
-        );
+        // Written just now: racy, so read again at the next checkpoint.
+        self.index
+            .insert(rel.to_vec(), seen(kind, &st, hash, i64::MIN));
         Ok(())
     }
 }

@@ -172,7 +172,8 @@ struct Read {
     stat: Stat,
 }
 
-fn seen(kind: Kind, st: &Stat, hash: Hash, racy_after: i64) -> Seen {
+/// What the index keeps of a path stat'ed as `st`; racy when it changed after `racy_after`.
+pub fn seen(kind: Kind, st: &Stat, hash: Hash, racy_after: i64) -> Seen {
     let (mtime_ns, ctime_ns) = times(st);
     Seen {
         kind,

@@ -70,6 +70,19 @@ impl Tree {
             .map(|i| &self.entries[i])
     }
 
+    /// The names of this tree and `other` together, sorted, each once.
+    pub fn names_with<'a>(&'a self, other: &'a Tree) -> Vec<&'a [u8]> {
+        let mut names: Vec<&[u8]> = self
+            .entries
+            .iter()
+            .chain(&other.entries)
+            .map(|e| e.name.as_slice())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// The bytes stored for it.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(8 + self.entries.len() * 64);

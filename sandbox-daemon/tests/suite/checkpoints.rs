@@ -5,9 +5,8 @@
 //! ends whole at the next start.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
+use cove_harness::tree::tree;
 use cove_harness::{DaemonBuilder, DaemonProcess};
 use cove_protocol::ErrorCode;
 use cove_protocol::checkpoints::{
@@ -15,53 +14,6 @@ use cove_protocol::checkpoints::{
 };
 use cove_protocol::client::CovedClient;
 use cove_protocol::shell::ExecRequest;
-
-/// What a path is, as a test compares it: kind, permission bits, content (short text as
-/// itself, else its length and hash) or link target.
-type Tree = BTreeMap<String, (char, u32, String)>;
-
-fn summary(bytes: &[u8]) -> String {
-    use std::hash::{DefaultHasher, Hasher};
-    match std::str::from_utf8(bytes) {
-        Ok(text) if text.len() <= 64 => text.to_string(),
-        _ => {
-            let mut h = DefaultHasher::new();
-            h.write(bytes);
-            format!("{} bytes #{:016x}", bytes.len(), h.finish())
-        }
-    }
-}
-
-/// Every path under `root`, read without following links.
-fn tree(root: &Path) -> Tree {
-    fn walk(root: &Path, dir: &Path, out: &mut Tree) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let path = entry.path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.mode() & 0o7777;
-            if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).unwrap();
-                out.insert(rel, ('l', 0, target.to_string_lossy().into_owned()));
-            } else if meta.is_dir() {
-                out.insert(rel, ('d', mode, String::new()));
-                walk(root, &path, out);
-            } else {
-                // Read as root does: a file of mode 000 still has content to compare.
-                out.insert(rel, ('f', mode, summary(&std::fs::read(&path).unwrap())));
-            }
-        }
-    }
-    let mut out = Tree::new();
-    walk(root, root, &mut out);
-    out
-}
 
 async fn daemon() -> DaemonProcess {
     DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
