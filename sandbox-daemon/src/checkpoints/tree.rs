@@ -117,6 +117,11 @@ impl Tree {
             let size = u64::from_le_bytes(r.array()?);
             let name_len = u16::from_le_bytes(r.array()?) as usize;
             let name = r.take(name_len)?.to_vec();
+            // A restore opens entries by name beneath their folder: a name that is empty, a
+            // step up or a path of its own would reach out of it (a store tampered with).
+            if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
+                return Err(Damaged("an entry's name is not a name"));
+            }
             let hash: Hash = r.array()?;
             let target = if kind == Kind::Symlink {
                 let len = u32::from_le_bytes(r.array()?) as usize;
@@ -214,6 +219,11 @@ mod tests {
         assert!(Tree::decode(&bytes[..bytes.len() - 1]).is_err());
         assert_eq!(tree.get(b"link").unwrap().target, b"a.txt");
         assert!(tree.get(b"nope").is_none());
+        for bad in [&b".."[..], b"a/b", b""] {
+            let mut evil = tree.clone();
+            evil.entries[0].name = bad.to_vec();
+            assert!(Tree::decode(&evil.encode()).is_err(), "{bad:?}");
+        }
         let h = hash(b"x");
         assert_eq!(from_hex(&hex(&h)), Some(h));
         assert_eq!(from_hex("zz"), None);
