@@ -32,6 +32,7 @@ use crate::takeover::{
     StartTakeover, TakeoverGrant, TakeoverQuery, TakeoverReleased, TakeoverStatus,
 };
 use crate::vision::{SeeImageRequest, SeeImageResponse};
+use crate::watches::{CreateWatch, EventList, EventsQuery, WatchInfo, WatchList};
 use crate::web::{FetchRequest, FetchResponse, SearchRequest, SearchResponse};
 
 /// The API version served under `/v1`.
@@ -89,6 +90,10 @@ pub enum Op {
     CheckpointsRestore,
     CheckpointsArchive,
     CheckpointsImport,
+    WatchesCreate,
+    WatchesList,
+    WatchesDelete,
+    Events,
     Mcp,
 }
 
@@ -604,6 +609,46 @@ pub const ENDPOINTS: &[Endpoint] = &[
         response: ResponseBody::Json(reference::<CheckpointCreated>),
     },
     Endpoint {
+        op: Op::WatchesCreate,
+        method: Method::Post,
+        path: "/v1/watches",
+        summary: "Register a one-shot watch: a command exiting, a line of its output matching, a port listening, a file changing, a timer. It fires one event (or `expired` when its lifetime ends first)",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<CreateWatch>),
+        response: ResponseBody::Json(reference::<WatchInfo>),
+    },
+    Endpoint {
+        op: Op::WatchesList,
+        method: Method::Get,
+        path: "/v1/watches",
+        summary: "The watches that have not fired yet",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<WatchList>),
+    },
+    Endpoint {
+        op: Op::WatchesDelete,
+        method: Method::Delete,
+        path: "/v1/watches/{id}",
+        summary: "Drop a watch that has not fired; it fires nothing",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<WatchInfo>),
+    },
+    Endpoint {
+        op: Op::Events,
+        method: Method::Get,
+        path: "/v1/events",
+        summary: "The events fired after `after` (a long poll: waits up to `wait_secs` for the first when there is none yet), resumable by id",
+        auth: true,
+        query: Some(inline::<EventsQuery>),
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<EventList>),
+    },
+    Endpoint {
         op: Op::Mcp,
         method: Method::Post,
         path: "/mcp",
@@ -775,7 +820,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 50, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 54, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

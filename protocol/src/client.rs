@@ -27,6 +27,9 @@ use crate::takeover::{
     StartTakeover, TakeoverGrant, TakeoverQuery, TakeoverReleased, TakeoverStatus,
 };
 use crate::vision::{SeeImageRequest, SeeImageResponse};
+use crate::watches::{
+    CreateWatch, EventList, EventsQuery, MAX_EVENTS_WAIT_SECS, WatchInfo, WatchList,
+};
 use crate::web::{FetchRequest, FetchResponse, SearchRequest, SearchResponse};
 
 /// How long a call that is not a blocking `exec` or a transfer may take.
@@ -462,6 +465,37 @@ impl CovedClient {
         let archive = self.checkpoint_archive(id).await?;
         let body = reqwest::Body::wrap_stream(archive.bytes_stream());
         target.import_checkpoint(query, body).await
+    }
+
+    /// `POST /v1/watches`.
+    pub async fn create_watch(&self, request: &CreateWatch) -> Result<WatchInfo, ClientError> {
+        self.post(&["v1", "watches"], request).await
+    }
+
+    /// `GET /v1/watches`.
+    pub async fn watches(&self) -> Result<WatchList, ClientError> {
+        self.call(Method::GET, &["v1", "watches"], |b| b).await
+    }
+
+    /// `DELETE /v1/watches/{id}`.
+    pub async fn delete_watch(&self, id: &str) -> Result<WatchInfo, ClientError> {
+        self.call(Method::DELETE, &["v1", "watches", id], |b| b)
+            .await
+    }
+
+    /// `GET /v1/events?after=&wait_secs=`: a long poll, waited for its whole length plus
+    /// slack.
+    pub async fn events(&self, after: u64, wait_secs: u64) -> Result<EventList, ClientError> {
+        let wait_secs = wait_secs.min(MAX_EVENTS_WAIT_SECS);
+        let query = EventsQuery {
+            after: Some(after),
+            wait_secs: Some(wait_secs),
+        };
+        self.call(Method::GET, &["v1", "events"], |b| {
+            b.query(&query)
+                .timeout(Duration::from_secs(wait_secs) + EXEC_SLACK)
+        })
+        .await
     }
 
     /// `PUT /v1/files/content`: streams `body` into the file.

@@ -142,6 +142,8 @@ error_codes! {
     /// The archive is not a checkpoint this daemon can take: not a tar, or it names a path
     /// outside the workspace (`..`, absolute) or a link out of it. Nothing was changed.
     InvalidArchive = "invalid_archive" => 400,
+    /// The daemon's limit on watches waiting at once is reached; delete one first.
+    TooManyWatches = "too_many_watches" => 429,
     /// The daemon failed in a way that is not the caller's fault.
     Internal = "internal" => 500,
 }

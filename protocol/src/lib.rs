@@ -16,6 +16,7 @@ pub mod serve;
 pub mod shell;
 pub mod takeover;
 pub mod vision;
+pub mod watches;
 pub mod web;
 
 #[cfg(feature = "client")]

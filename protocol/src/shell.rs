@@ -95,6 +95,9 @@ pub struct ExecResponse {
     pub truncated: bool,
     /// Session output offset just past `output`; pass it as `since` to read what follows.
     pub output_offset: u64,
+    /// The command's number in its session, for watches on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<u64>,
 }
 
 /// One shell session.

@@ -24,6 +24,7 @@ pub mod shell;
 pub mod takeover;
 pub mod timestamp;
 pub mod vision;
+pub mod watches;
 pub mod web;
 
 use std::future::Future;
@@ -195,6 +196,8 @@ pub struct App {
     pub mcp_shutdown: tokio_util::sync::CancellationToken,
     /// Checkpoints of the workspace.
     pub checkpoints: Arc<Checkpoints>,
+    /// What the agent waits for, and the events fired.
+    pub watches: watches::Watches,
 }
 
 /// Cheap handle on the [`App`].
@@ -309,6 +312,7 @@ impl Daemon {
                     "preview",
                     "web",
                     "checkpoints",
+                    "watches",
                 ]
                 .map(String::from)
                 .to_vec(),
@@ -331,6 +335,7 @@ impl Daemon {
             self_url: std::sync::OnceLock::new(),
             mcp_shutdown: tokio_util::sync::CancellationToken::new(),
             checkpoints: Arc::new(checkpoints),
+            watches: watches::Watches::new(root.clone()),
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),

@@ -20,7 +20,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
 use crate::{
-    AppState, auth, browser, checkpoints, files, info, mcp, preview, shell, takeover, vision, web,
+    AppState, auth, browser, checkpoints, files, info, mcp, preview, shell, takeover, vision, watches, web,
 };
 
 fn filter(method: Method) -> MethodFilter {
@@ -90,6 +90,10 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::CheckpointsRestore => on(m, checkpoints::http::restore),
         Op::CheckpointsArchive => on(m, checkpoints::http::archive),
         Op::CheckpointsImport => on(m, checkpoints::http::import),
+        Op::WatchesCreate => on(m, watches::http::create),
+        Op::WatchesList => on(m, watches::http::list),
+        Op::WatchesDelete => on(m, watches::http::delete),
+        Op::Events => on(m, watches::http::events),
     }
 }
 

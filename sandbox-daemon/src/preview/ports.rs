@@ -71,6 +71,14 @@ impl PortGuard {
     }
 }
 
+/// Whether anything in the sandbox listens on TCP `port` (any address, IPv4 or IPv6).
+pub fn is_listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| fs::read_to_string(table).ok())
+        .any(|text| parse_table(&text).iter().any(|l| l.addr.port() == port))
+}
+
 /// The verdict on every port something listens on.
 fn read_all(agent: &AgentProcesses) -> HashMap<u16, PortCheck> {
     let listening: Vec<Listening> = ["/proc/net/tcp", "/proc/net/tcp6"]

@@ -89,6 +89,8 @@ pub struct ShellManager {
     next_id: AtomicU64,
     tag_prefix: String,
     registry: Arc<ChildRegistry>,
+    /// Bumped whenever any session changes.
+    activity: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl ShellManager {
@@ -102,11 +104,22 @@ impl ShellManager {
             next_id: AtomicU64::new(1),
             tag_prefix: format!("{}-{}", std::process::id(), random_hex(4)),
             registry,
+            activity: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A receiver that sees a change whenever any session prints or reports.
+    pub fn activity(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.activity.subscribe()
+    }
+
+    /// The session called `name`.
+    pub fn session(&self, name: &str) -> Result<Arc<Session>, ShellError> {
+        self.get(name)
     }
 
     fn get(&self, name: &str) -> Result<Arc<Session>, ShellError> {
@@ -140,6 +153,7 @@ impl ShellManager {
                 session_dir(&self.runtime_dir, id),
                 self.settings.clone(),
                 self.registry.clone(),
+                self.activity.clone(),
             )
             .await?,
         );
@@ -219,6 +233,7 @@ impl ShellManager {
             timed_out: request.blocking && !view.completed,
             truncated: view.output.truncated,
             output_offset: view.end_offset,
+            command: Some(seq),
         })
     }
 

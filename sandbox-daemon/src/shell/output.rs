@@ -72,6 +72,11 @@ impl OutputLog {
     }
 
     /// Bytes of `[from, to)` that are still held.
+    pub fn slice(&self, from: u64, to: u64) -> Vec<u8> {
+        self.copy_range(from, to)
+    }
+
+    /// Bytes of `[from, to)` that are still held.
     fn copy_range(&self, from: u64, to: u64) -> Vec<u8> {
         let from = from.clamp(self.start, self.end());
         let to = to.clamp(from, self.end());

@@ -14,4 +14,5 @@ mod shell;
 mod state_picture;
 mod takeover;
 mod vision;
+mod watches;
 mod web;

@@ -98,6 +98,20 @@ pub struct OutputView {
     pub exit_code: Option<i32>,
 }
 
+/// Where a command stands, for a watch reading its output as it comes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Output (clean text) from the offset asked for; bytes the log no longer holds are
+    /// skipped.
+    pub text: Vec<u8>,
+    /// The offset to ask from next.
+    pub next: u64,
+    /// Set once the command has ended.
+    pub exit_code: Option<i32>,
+    /// The command's text.
+    pub command: String,
+}
+
 /// A summary for session listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionSummary {
@@ -218,6 +232,19 @@ impl State {
         });
     }
 
+    /// When [`settle`](Self::settle) may next finish the command by time alone (a grace
+    /// period running out) rather than on news from the shell; none when only news can.
+    fn next_grace(&self) -> Option<Instant> {
+        let running = self.running.as_ref()?;
+        if let Some((_, at)) = self.shell_exit {
+            return (!self.reader_done).then_some(at + EXIT_DRAIN_GRACE);
+        }
+        match (running.status, running.end) {
+            (Some((_, at)), None) => Some(at + MARKER_GRACE),
+            _ => None,
+        }
+    }
+
     fn last_exit_code(&self) -> Option<i32> {
         self.finished
             .back()
@@ -229,6 +256,9 @@ impl State {
 struct Shared {
     state: Mutex<State>,
     changed: watch::Sender<u64>,
+    /// Bumped on every change of every session of the daemon (what port watches look up
+    /// at).
+    activity: Arc<watch::Sender<u64>>,
 }
 
 impl Shared {
@@ -241,6 +271,7 @@ impl Shared {
 
     fn notify(&self) {
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
+        self.activity.send_modify(|v| *v = v.wrapping_add(1));
     }
 }
 
@@ -289,11 +320,14 @@ impl Session {
         dir: PathBuf,
         settings: Arc<SessionSettings>,
         registry: Arc<ChildRegistry>,
+        activity: Arc<watch::Sender<u64>>,
     ) -> Result<Session, ShellError> {
         let session = {
             let settings = settings.clone();
             let name = name.to_string();
-            crate::blocking::blocking(move || start_shell(name, tag, dir, settings, registry))
+            crate::blocking::blocking(move || {
+                start_shell(name, tag, dir, settings, registry, activity)
+            })
                 .await
                 .map_err(|e| ShellError::Unavailable(format!("cannot start the shell: {e}")))??
         };
@@ -395,22 +429,97 @@ impl Session {
 
     /// Waits until command `seq` has finished or `deadline` passes. True if it finished.
     pub async fn wait_for(&self, seq: u64, deadline: Instant) -> bool {
-        let mut changes = self.shared.changed.subscribe();
+        let mut changes = self.subscribe();
         loop {
             if self.is_finished(seq) {
                 return true;
             }
-            let now = Instant::now();
-            if now >= deadline {
+            if Instant::now() >= deadline {
                 return false;
             }
-            // Events wake the waiter at once; the short tick only serves the grace periods.
-            let tick = (deadline - now).min(Duration::from_millis(50));
-            if let Ok(Err(_)) = tokio::time::timeout(tick, changes.changed()).await {
-                // The sender is gone (cannot happen while the session lives); poll instead.
-                tokio::time::sleep(tick).await;
+            let _ = tokio::time::timeout_at(deadline.into(), self.next_change(&mut changes)).await;
+        }
+    }
+
+    /// A receiver of the session's changes, for [`next_change`](Self::next_change).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.changed.subscribe()
+    }
+
+    /// Resolves when the session changed (output, a report from the shell) since `changes`
+    /// last looked, or a grace period that can end its command ran out. Nothing ticks while
+    /// neither can happen.
+    pub async fn next_change(&self, changes: &mut watch::Receiver<u64>) {
+        let grace = self.shared.lock().next_grace();
+        match grace {
+            Some(at) => {
+                let _ = tokio::time::timeout_at(at.into(), changes.changed()).await;
+            }
+            None => {
+                if changes.changed().await.is_err() {
+                    // The sender lives as long as the session, which the caller holds.
+                    std::future::pending::<()>().await;
+                }
             }
         }
+    }
+
+    /// The command a watch means: `command` when the session still knows it, else the one
+    /// running, else the last one finished.
+    pub fn target(&self, command: Option<u64>) -> Result<u64, ShellError> {
+        let mut st = self.shared.lock();
+        st.settle();
+        let known = |seq: u64| {
+            st.running.as_ref().is_some_and(|r| r.seq == seq)
+                || st.finished.iter().any(|f| f.seq == seq)
+        };
+        match command {
+            Some(seq) if seq > 0 && known(seq) => Ok(seq),
+            Some(seq) => Err(ShellError::InvalidRequest(format!(
+                "session {:?} has no command {seq} (its last {HISTORY} finished commands and the running one are kept)",
+                self.name
+            ))),
+            None => st
+                .running
+                .as_ref()
+                .map(|r| r.seq)
+                .or_else(|| st.finished.back().map(|f| f.seq))
+                .filter(|seq| *seq > 0)
+                .ok_or_else(|| {
+                    ShellError::InvalidRequest(format!(
+                        "session {:?} has run no command yet",
+                        self.name
+                    ))
+                }),
+        }
+    }
+
+    /// Command `seq`'s output from offset `from` on (its start at the least) as far as it
+    /// is known, and whether it has ended. None once the session no longer remembers it.
+    pub fn progress(&self, seq: u64, from: u64) -> Option<Progress> {
+        let mut st = self.shared.lock();
+        st.settle();
+        let (start, end, exit_code, command) = if let Some(r) =
+            st.running.as_ref().filter(|r| r.seq == seq)
+        {
+            let end = if st.reader_done {
+                st.log.end()
+            } else {
+                st.log.stable_end()
+            };
+            (r.start, end, None, r.command.clone())
+        } else {
+            let f = st.finished.iter().find(|f| f.seq == seq)?;
+            (f.start, f.end, Some(f.exit_code), f.command.clone())
+        };
+        let end = end.max(start);
+        let from = from.clamp(start, end);
+        Some(Progress {
+            text: st.log.slice(from, end),
+            next: end,
+            exit_code,
+            command,
+        })
     }
 
     fn is_finished(&self, seq: u64) -> bool {

@@ -34,7 +34,10 @@ pub(super) fn write_init(
 }
 
 /// A new session's state: the shell's start-up counts as its first command.
-pub(super) fn starting_state(settings: &SessionSettings) -> Arc<Shared> {
+pub(super) fn starting_state(
+    settings: &SessionSettings,
+    activity: Arc<watch::Sender<u64>>,
+) -> Arc<Shared> {
     Arc::new(Shared {
         state: Mutex::new(State {
             log: OutputLog::new(settings.log_capacity),
@@ -55,6 +58,7 @@ pub(super) fn starting_state(settings: &SessionSettings) -> Arc<Shared> {
             reader_done: false,
         }),
         changed: watch::channel(0).0,
+        activity,
     })
 }
 
@@ -96,6 +100,7 @@ pub(super) fn start_shell(
     dir: PathBuf,
     settings: Arc<SessionSettings>,
     registry: Arc<ChildRegistry>,
+    activity: Arc<watch::Sender<u64>>,
 ) -> Result<Session, ShellError> {
     std::fs::create_dir_all(&dir)?;
     let fifo = dir.join("status.fifo");
@@ -108,7 +113,7 @@ pub(super) fn start_shell(
     let secret = random_hex(16);
     let dialect = Dialect::of(&settings.shell);
     let init_path = write_init(&dir, dialect, &secret, &fifo)?;
-    let shared = starting_state(&settings);
+    let shared = starting_state(&settings, activity);
 
     // The status FIFO is opened read-write so it never reports EOF between writers.
     let status_rx = tokio::net::unix::pipe::OpenOptions::new()
