@@ -20,7 +20,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
 use crate::{
-    AppState, auth, browser, checkpoints, files, info, mcp, preview, shell, takeover, vision, watches, web,
+    AppState, auth, browser, checkpoints, files, info, mcp, preview, shell, takeover, vision,
+    watches, web,
 };
 
 fn filter(method: Method) -> MethodFilter {

@@ -21,6 +21,7 @@ mod schema;
 mod screenshots;
 mod threads;
 mod usage;
+mod watches;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -38,6 +39,7 @@ pub use runs::{PauseKind, Run, RunState, Wait};
 pub use sandboxes::ManagedSandbox;
 pub use threads::{NewThread, Thread, ThreadStatus};
 pub use usage::{ModelCall, RunUsage};
+pub use watches::{EventWait, NewWatch, ThreadWatch, WatchState};
 
 /// What went wrong with the database, by what the caller should do about it.
 #[derive(Debug, thiserror::Error)]

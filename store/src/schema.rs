@@ -198,6 +198,32 @@ CREATE INDEX checkpoints_by_thread ON checkpoints(thread_id, created_at);
 ALTER TABLE messages ADD COLUMN branch INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN branch INTEGER NOT NULL DEFAULT 0;
 ",
+    // 10: the watches a thread's agent set in its sandbox (coved fires them; here, whether
+    // their event reached the model yet), and the wait a run is in for them (at most one per
+    // thread; gone once what fired is delivered, in the same transaction as its result).
+    "
+CREATE TABLE watches (
+    thread_id TEXT NOT NULL REFERENCES threads(id),
+    id TEXT NOT NULL,
+    label TEXT,
+    description TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    event TEXT,
+    PRIMARY KEY (thread_id, id)
+);
+CREATE TABLE event_waits (
+    thread_id TEXT PRIMARY KEY REFERENCES threads(id),
+    run_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    watches TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    deadline INTEGER NOT NULL
+);
+",
 ];
 
 /// The version this build writes.

@@ -183,6 +183,8 @@ impl Store {
             params![id],
         )?;
         for table in [
+            "event_waits",
+            "watches",
             "checkpoints",
             "screenshots",
             "events",

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use cove_protocol::conversation::ChatMessage;
 use cove_protocol::events::RunStatus;
 use cove_store::{
-    DecideError, Decision, MessageKind, NewRequest, NewThread, PauseKind, RequestKind, RunState,
-    Store, StoreError, ThreadStatus,
+    DecideError, Decision, EventWait, MessageKind, NewRequest, NewThread, NewWatch, PauseKind,
+    RequestKind, RunState, Store, StoreError, ThreadStatus, WatchState,
 };
 use rusqlite::Connection;
 use serde_json::json;
@@ -631,6 +631,114 @@ fn a_deleted_thread_leaves_nothing_behind_and_other_threads_as_they_were() {
         .query_row("SELECT COUNT(*) FROM model_calls", [], |r| r.get(0))
         .unwrap();
     assert_eq!(calls, 1, "only the kept thread's call");
+}
+
+#[test]
+fn an_event_wait_ends_with_its_result_and_its_watches_delivered_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cove.db");
+    let store = Store::open(&path).unwrap();
+    let thread = store
+        .create_thread(NewThread::new(
+            "Build",
+            "openai/gpt-4o",
+            "native",
+            "local:/ws",
+        ))
+        .unwrap();
+    let run = store.start_run(&thread.id).unwrap();
+    for (id, label) in [("wa", Some("the build")), ("wb", None), ("wc", None)] {
+        store
+            .add_watch(
+                &thread.id,
+                &NewWatch {
+                    id: id.into(),
+                    label: label.map(String::from),
+                    description: format!("watch {id}"),
+                    expires_at: 1,
+                },
+            )
+            .unwrap();
+    }
+    assert!(store.drop_watch(&thread.id, "wc").unwrap());
+    assert!(!store.drop_watch(&thread.id, "wc").unwrap(), "dropped once");
+    let pending = store.pending_watches(&thread.id).unwrap();
+    let titles: Vec<&str> = pending.iter().map(|w| w.title()).collect();
+    assert_eq!(titles, ["the build", "watch wb"]);
+    assert!(pending.iter().all(|w| w.state == WatchState::Pending));
+    let wait = EventWait {
+        thread_id: thread.id.clone(),
+        run_id: run.id.clone(),
+        call_id: "call_1".into(),
+        tool: "wait_for_events".into(),
+        summary: "the build".into(),
+        watches: vec!["wa".into()],
+        created_at: 5,
+        deadline: 10,
+    };
+    store.begin_event_wait(&wait).unwrap();
+    assert_eq!(
+        store.thread(&thread.id).unwrap().status,
+        ThreadStatus::Waiting
+    );
+    // Another process on the file sees the wait a killed run left.
+    let other = Store::open(&path).unwrap();
+    assert_eq!(other.event_wait(&thread.id).unwrap(), Some(wait));
+    let result = ChatMessage::tool_result("call_1", "wait_for_events", "exit code 3", false);
+    let id = store
+        .deliver_events(
+            &thread.id,
+            &run.id,
+            &result,
+            &[("wa".into(), "{\"id\":1}".into())],
+            &["wb".into()],
+        )
+        .unwrap();
+    assert_eq!(other.event_wait(&thread.id).unwrap(), None);
+    assert!(other.pending_watches(&thread.id).unwrap().is_empty());
+    assert_eq!(
+        other.thread(&thread.id).unwrap().status,
+        ThreadStatus::Running
+    );
+    let stored = other.llm_messages(&thread.id).unwrap();
+    assert_eq!(
+        stored.last().map(|(i, m)| (*i, m.text())),
+        Some((id, "exit code 3".into()))
+    );
+    // A stopped run forgets its wait without a result.
+    store
+        .begin_event_wait(&EventWait {
+            call_id: "call_2".into(),
+            ..other_wait(&thread.id, &run.id)
+        })
+        .unwrap();
+    store.end_event_wait(&thread.id).unwrap();
+    assert_eq!(store.event_wait(&thread.id).unwrap(), None);
+    assert_eq!(
+        store.thread(&thread.id).unwrap().status,
+        ThreadStatus::Running
+    );
+    store.delete_thread(&thread.id).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    for table in ["watches", "event_waits"] {
+        let left: i64 = conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+}
+
+fn other_wait(thread: &str, run: &str) -> EventWait {
+    EventWait {
+        thread_id: thread.into(),
+        run_id: run.into(),
+        call_id: String::new(),
+        tool: "wait_for_events".into(),
+        summary: "anything".into(),
+        watches: Vec::new(),
+        created_at: 1,
+        deadline: 2,
+    }
 }
 
 #[test]

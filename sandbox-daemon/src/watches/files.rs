@@ -52,7 +52,9 @@ impl Target {
     pub(super) fn resolve(workspace: &Path, raw: &str) -> Result<Target, WatchError> {
         let given = Path::new(raw.trim());
         if raw.trim().is_empty() || raw.contains('\0') {
-            return Err(WatchError::Invalid("path is empty or holds a NUL byte".into()));
+            return Err(WatchError::Invalid(
+                "path is empty or holds a NUL byte".into(),
+            ));
         }
         if given.components().any(|c| c == Component::ParentDir) {
             return Err(WatchError::Outside(format!("{raw:?} (it uses ..)")));
@@ -317,7 +319,10 @@ mod tests {
         std::fs::write(root.join("src/a.txt"), "a").unwrap();
         assert_eq!(Target::resolve(root, "src").unwrap().kind, Kind::Tree);
         assert_eq!(Target::resolve(root, "src/a.txt").unwrap().kind, Kind::File);
-        assert_eq!(Target::resolve(root, "out/report.json").unwrap().kind, Kind::Missing);
+        assert_eq!(
+            Target::resolve(root, "out/report.json").unwrap().kind,
+            Kind::Missing
+        );
         let inside = root.join("src").to_string_lossy().into_owned();
         assert_eq!(Target::resolve(root, &inside).unwrap().kind, Kind::Tree);
         for bad in ["../x", "src/../../etc", "/etc/passwd"] {
@@ -326,6 +331,9 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(matches!(Target::resolve(root, " "), Err(WatchError::Invalid(_))));
+        assert!(matches!(
+            Target::resolve(root, " "),
+            Err(WatchError::Invalid(_))
+        ));
     }
 }

@@ -111,7 +111,11 @@ impl Watches {
     }
 
     /// Registers a watch and starts waiting for it.
-    pub fn create(&self, request: CreateWatch, shell: &ShellManager) -> Result<WatchInfo, WatchError> {
+    pub fn create(
+        &self,
+        request: CreateWatch,
+        shell: &ShellManager,
+    ) -> Result<WatchInfo, WatchError> {
         let ttl = request.ttl_secs.unwrap_or(DEFAULT_TTL_SECS);
         if ttl == 0 || ttl > MAX_TTL_SECS {
             return Err(WatchError::Invalid(format!(

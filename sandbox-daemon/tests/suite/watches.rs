@@ -58,7 +58,11 @@ async fn a_background_build_fires_its_output_and_exit_watches() {
     )
     .unwrap();
     let started = c
-        .exec(&ExecRequest::new("bash build.sh").in_session("build").non_blocking())
+        .exec(
+            &ExecRequest::new("bash build.sh")
+                .in_session("build")
+                .non_blocking(),
+        )
         .await
         .unwrap();
     assert!(!started.completed);
@@ -216,11 +220,9 @@ async fn a_port_watch_fires_when_a_real_server_listens() {
     // Nothing yet.
     assert!(c.events(0, 1).await.unwrap().events.is_empty());
     c.exec(
-        &ExecRequest::new(format!(
-            "python3 -m http.server {port} --bind 127.0.0.1"
-        ))
-        .in_session("server")
-        .non_blocking(),
+        &ExecRequest::new(format!("python3 -m http.server {port} --bind 127.0.0.1"))
+            .in_session("server")
+            .non_blocking(),
     )
     .await
     .unwrap();

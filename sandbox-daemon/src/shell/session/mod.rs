@@ -328,8 +328,8 @@ impl Session {
             crate::blocking::blocking(move || {
                 start_shell(name, tag, dir, settings, registry, activity)
             })
-                .await
-                .map_err(|e| ShellError::Unavailable(format!("cannot start the shell: {e}")))??
+            .await
+            .map_err(|e| ShellError::Unavailable(format!("cannot start the shell: {e}")))??
         };
         if !session.wait_for(0, Instant::now() + STARTUP_TIMEOUT).await {
             let output = session.read_output(0).output.text;
@@ -499,19 +499,18 @@ impl Session {
     pub fn progress(&self, seq: u64, from: u64) -> Option<Progress> {
         let mut st = self.shared.lock();
         st.settle();
-        let (start, end, exit_code, command) = if let Some(r) =
-            st.running.as_ref().filter(|r| r.seq == seq)
-        {
-            let end = if st.reader_done {
-                st.log.end()
+        let (start, end, exit_code, command) =
+            if let Some(r) = st.running.as_ref().filter(|r| r.seq == seq) {
+                let end = if st.reader_done {
+                    st.log.end()
+                } else {
+                    st.log.stable_end()
+                };
+                (r.start, end, None, r.command.clone())
             } else {
-                st.log.stable_end()
+                let f = st.finished.iter().find(|f| f.seq == seq)?;
+                (f.start, f.end, Some(f.exit_code), f.command.clone())
             };
-            (r.start, end, None, r.command.clone())
-        } else {
-            let f = st.finished.iter().find(|f| f.seq == seq)?;
-            (f.start, f.end, Some(f.exit_code), f.command.clone())
-        };
         let end = end.max(start);
         let from = from.clamp(start, end);
         Some(Progress {
