@@ -30,6 +30,11 @@ pub(super) struct RunFlags {
     /// whose worst case would pass this (also `max_cost` in cove.toml).
     #[arg(long, value_name = "USD")]
     max_cost: Option<f64>,
+    /// The longest the agent may wait for events in the sandbox at once (wait_for_events:
+    /// a build to finish, a server to listen), in seconds (default 3600). The run waits
+    /// without a person, with --no-prompt too.
+    #[arg(long, value_name = "SECS")]
+    max_wait: Option<u64>,
     /// Run a batch of tool calls one after another instead of in parallel.
     #[arg(long)]
     sequential_tools: bool,
@@ -77,6 +82,7 @@ impl RunFlags {
         RunSettings {
             max_iterations: self.max_iterations,
             max_cost: self.max_cost,
+            max_wait: self.max_wait,
             sequential_tools: self.sequential_tools,
             context_window: self.context_window,
             max_tokens: self.max_tokens,

@@ -112,6 +112,17 @@ pub enum EventKind {
         reason: String,
         note: Option<String>,
     },
+    /// The run waits for watches in the sandbox to fire (`wait_for_events`): `waits_for`
+    /// says what in a few words; it wakes by itself, at the latest at `until` (milliseconds
+    /// since the epoch).
+    WaitingForEvents {
+        waits_for: String,
+        since: i64,
+        until: i64,
+    },
+    /// The wait ended: what fired (each watch's label and what happened), or that it timed
+    /// out; the run goes on with it.
+    WaitEnded { text: String, timed_out: bool },
     /// The agent proposed a plan (a new version); the run pauses until the user approves,
     /// edits or rejects it (`cove approve THREAD`, `cove reject THREAD "why"`).
     PlanProposed { plan: crate::plan::Plan },
@@ -238,6 +249,8 @@ impl EventKind {
             EventKind::Ask { .. } => "ask",
             EventKind::Takeover { .. } => "takeover",
             EventKind::TakeoverEnded { .. } => "takeover_ended",
+            EventKind::WaitingForEvents { .. } => "waiting_for_events",
+            EventKind::WaitEnded { .. } => "wait_ended",
             EventKind::PlanProposed { .. } => "plan_proposed",
             EventKind::PlanUpdated { .. } => "plan_updated",
             EventKind::PermissionRequest { .. } => "permission_request",

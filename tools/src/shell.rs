@@ -23,6 +23,9 @@ struct ExecuteCommand {
     /// Wait for the command to finish (true, the default) or return at once (false, for
     /// servers and other long-running processes).
     blocking: Option<bool>,
+    /// Start it and return at once (the same as blocking=false), for builds, test suites
+    /// and servers.
+    background: Option<bool>,
     /// Seconds to wait when blocking (default 60, at most 3600). A command still running then
     /// keeps running.
     timeout: Option<u64>,
@@ -35,7 +38,7 @@ async fn execute_command(env: &SandboxEnv, a: ExecuteCommand) -> ToolResult {
         .session_name
         .unwrap_or_else(|| DEFAULT_SESSION.to_string());
     let mut request = ExecRequest::new(a.command).in_session(session.clone());
-    request.blocking = a.blocking.unwrap_or(true);
+    request.blocking = a.blocking.unwrap_or(true) && !a.background.unwrap_or(false);
     request.timeout_secs = a.timeout.unwrap_or(60).min(3600);
     request.cwd = a.folder.map(|f| workspace_path(&f));
     match env.sandbox.exec(&request).await {
@@ -57,8 +60,12 @@ async fn execute_command(env: &SandboxEnv, a: ExecuteCommand) -> ToolResult {
                     request.timeout_secs
                 ))
             } else {
+                let number = out
+                    .command
+                    .map(|n| format!(" as command {n}"))
+                    .unwrap_or_default();
                 ToolResult::ok(format!(
-                    "Started in session {session:?} without waiting. Read its output with check_command_output.\n{body}"
+                    "Started in session {session:?}{number} without waiting. Read its output with check_command_output.\n{body}"
                 ))
             }
         }

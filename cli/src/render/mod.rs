@@ -260,6 +260,30 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 self.line(&text);
                 self.spinner.set(Some(&self.waiting_for_model));
             }
+            EventKind::WaitingForEvents {
+                waits_for,
+                since,
+                until,
+            } => {
+                let most = u64::try_from((until - since).max(0) / 1000).unwrap_or(0);
+                let text = self.paint(
+                    "35",
+                    &format!(
+                        "  ⏳ waiting for: {} (at most {})",
+                        first_line(waits_for, 100),
+                        cove_core::format::duration_words(most)
+                    ),
+                );
+                self.line(&text);
+                self.spinner
+                    .set(Some(&format!("waiting for: {}", first_line(waits_for, 40))));
+            }
+            EventKind::WaitEnded { text, timed_out } => {
+                let head = if *timed_out { "the wait ran out" } else { "woke" };
+                let shown = self.paint("35", &format!("  ⇦ {head}: {}", first_line(text, 140)));
+                self.line(&shown);
+                self.spinner.set(Some(&self.waiting_for_model));
+            }
             EventKind::PlanProposed { plan } => {
                 let head = self.paint("1;36", &format!("▤ Plan, version {}:", plan.version));
                 self.line(&format!("\n{head}"));

@@ -8,6 +8,9 @@ use crate::permissions::Policy;
 
 use crate::toolcall::ToolMode;
 
+/// The longest a `wait_for_events` waits unless `--max-wait` says otherwise.
+pub const DEFAULT_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// How long the first model call waits for MCP servers by default: long enough for a fast
 /// one, short enough that slow ones never hold up the start.
 pub const DEFAULT_MCP_FIRST_CALL_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
@@ -50,6 +53,8 @@ pub struct AgentConfig {
     pub(crate) price: Option<Price>,
     /// US dollars a run may spend on model calls.
     pub(crate) max_cost: Option<f64>,
+    /// The longest one `wait_for_events` waits, whatever the model asks.
+    pub(crate) max_wait: std::time::Duration,
 }
 
 impl AgentConfig {
@@ -68,6 +73,7 @@ impl AgentConfig {
         AgentConfig {
             price: PriceTable::default().price(&model),
             max_cost: None,
+            max_wait: DEFAULT_MAX_WAIT,
             model,
             model_label: label.into(),
             max_tokens: profile.max_output.min(profile.context_window / 2).max(256),
@@ -98,6 +104,12 @@ impl AgentConfig {
     /// whole prompt uncached, its full output cap) would take it past the limit.
     pub fn max_cost(mut self, usd: Option<f64>) -> Self {
         self.max_cost = usd;
+        self
+    }
+
+    /// The longest one `wait_for_events` waits (`--max-wait`).
+    pub fn max_wait(mut self, wait: std::time::Duration) -> Self {
+        self.max_wait = wait;
         self
     }
 

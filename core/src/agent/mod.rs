@@ -11,6 +11,7 @@ mod permission;
 pub mod prompt;
 mod run;
 pub mod takeover;
+mod wake;
 pub use crate::toolcall::xml;
 
 pub use crate::toolcall::ToolMode;

@@ -20,6 +20,8 @@ pub struct RunSettings {
     pub max_iterations: Option<u32>,
     /// US dollars the run may spend on model calls.
     pub max_cost: Option<f64>,
+    /// Seconds one `wait_for_events` may wait at most (default 3600).
+    pub max_wait: Option<u64>,
     /// Run a batch of tool calls one after another instead of in parallel.
     pub sequential_tools: bool,
     /// The model's context window (tokens), over what its server or name says.
@@ -112,6 +114,14 @@ pub fn agent_config(
         .context(context)
         .price(price)
         .max_cost(max_cost);
+    if let Some(secs) = settings.max_wait {
+        if secs == 0 {
+            return Err(SessionError::Invalid(
+                "--max-wait must be at least 1 second".into(),
+            ));
+        }
+        config = config.max_wait(std::time::Duration::from_secs(secs));
+    }
     if let Some(iterations) = settings.max_iterations.or(file.max_iterations) {
         config = config.max_iterations(iterations);
     }

@@ -12,6 +12,7 @@ mod mcp_result;
 mod message;
 mod plan;
 mod skill;
+mod watch;
 mod web;
 
 use std::sync::Arc;
@@ -25,7 +26,6 @@ pub use cove_tools::{
     describe_client_error, workspace_path,
 };
 pub use expand::{EXPAND_MESSAGE, MessageArchive};
-pub use plan::PlanBook;
 
 use crate::llm::ToolSpec;
 use crate::mcp::{McpHub, McpTool};
@@ -59,6 +59,14 @@ pub enum Control {
     /// The call did not run: it waits for the user's decision on permission request
     /// `request_id`, which no one can give while the run goes on, so the run pauses.
     AwaitsPermission { request_id: String, summary: String },
+    /// Wait until watches of the thread fire (`watches`, or any when empty), at most
+    /// `timeout_secs`; the run fills in the call this result belongs to.
+    WaitForEvents {
+        call_id: String,
+        tool: String,
+        timeout_secs: u64,
+        watches: Vec<String>,
+    },
 }
 
 /// What a tool call produced.
@@ -117,6 +125,13 @@ impl ToolOutput for ToolResult {
     }
 }
 
+/// What the tools that keep a thread's records reach: the store, and which thread.
+#[derive(Debug, Clone)]
+pub struct ThreadBook {
+    pub store: Arc<crate::store::Store>,
+    pub thread: String,
+}
+
 /// What one tool call can reach: the sandbox and what its run has shown the model, the
 /// thread's history and plan, the MCP servers and the skills.
 #[derive(Debug, Clone)]
@@ -125,8 +140,8 @@ pub struct ToolEnv {
     pub base: SandboxEnv,
     /// The thread's stored messages, for `expand_message`.
     pub archive: Option<MessageArchive>,
-    /// The thread's plan, for `update_plan`.
-    pub plans: Option<PlanBook>,
+    /// The thread's records (its plan, its watches), for `update_plan` and the watch tools.
+    pub book: Option<ThreadBook>,
     /// The MCP servers, for `mcp_search_tools`.
     pub mcp: Option<Arc<McpHub>>,
     /// The user's skills, for `load_skill`.
@@ -141,7 +156,7 @@ impl ToolEnv {
         ToolEnv {
             base: SandboxEnv::new(sandbox, vision),
             archive: None,
-            plans: None,
+            book: None,
             mcp: None,
             skills: Arc::default(),
             web: Arc::default(),
@@ -374,6 +389,7 @@ impl ToolRegistry {
             mcp::tools(),
             skill::tools(),
             web::tools(),
+            watch::tools(),
         ];
         tools.extend(own.into_iter().flatten().map(Tool::Own));
         ToolRegistry::of(tools)

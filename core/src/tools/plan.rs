@@ -1,22 +1,14 @@
 //! Plan tools: the agent proposes a plan for the user to approve (`create_plan`, which
 //! pauses the run), then reports each step's progress (`update_plan`).
 
-use std::sync::Arc;
-
 use cove_protocol::plan::{PlanStep, StepStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{Control, ToolDef, ToolEnv, ToolResult, tool};
-use crate::store::{PlanDraft, Store};
+use crate::store::PlanDraft;
 
-/// What the plan tools reach: the thread's plan in the store.
-#[derive(Debug, Clone)]
-pub struct PlanBook {
-    pub store: Arc<Store>,
-    pub thread: String,
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -73,7 +65,7 @@ struct UpdatePlan {
 }
 
 async fn update_plan(env: &ToolEnv, a: UpdatePlan) -> ToolResult {
-    let Some(book) = &env.plans else {
+    let Some(book) = &env.book else {
         return ToolResult::error("This run keeps no plan.");
     };
     match book

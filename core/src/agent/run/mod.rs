@@ -4,6 +4,7 @@
 mod checkpoint;
 mod turn;
 mod turn_control;
+mod wait;
 
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ use crate::store::{self, Decision, RequestKind, Store, Thread};
 use crate::toolcall::ToolMode;
 use crate::toolcall::xml;
 use crate::tools::{
-    Control, Image, MessageArchive, PlanBook, ReadOffsets, SandboxEnv, ToolEnv, ToolRegistry,
+    Control, Image, MessageArchive, ThreadBook, ReadOffsets, SandboxEnv, ToolEnv, ToolRegistry,
     ToolResult,
 };
 
@@ -265,6 +266,8 @@ impl Agent {
         // Calls a killed run left waiting for permission are taken up again (`replay`) when
         // the run has a gate; without one they are interrupted like the rest.
         let unapplied = self.store.unapplied_requests(thread)?;
+        // A wait for events a killed run left is taken up again: its call gets what fires.
+        let waiting = self.store.event_wait(thread)?.map(|w| w.call_id);
         let replayed: Vec<&str> = if self.config.permissions.is_some() {
             unapplied.iter().map(|r| r.call_id.as_str()).collect()
         } else {
@@ -279,7 +282,8 @@ impl Agent {
                     let answered = after
                         .iter()
                         .any(|(_, m)| m.tool_call_id.as_deref() == Some(&call.id));
-                    if !answered && !replayed.contains(&call.id.as_str()) {
+                    let waits = waiting.as_deref() == Some(call.id.as_str());
+                    if !answered && !replayed.contains(&call.id.as_str()) && !waits {
                         let result =
                             ChatMessage::tool_result(&call.id, &call.name, INTERRUPTED, true);
                         self.store.append_llm(thread, Some(run), &result)?;
@@ -295,7 +299,8 @@ impl Agent {
                     .iter()
                     .filter(|(_, m)| m.role == Role::User && xml::is_result(&m.text()))
                     .count();
-                let missing = calls.saturating_sub(results + replayed.len());
+                let missing =
+                    calls.saturating_sub(results + replayed.len() + usize::from(waiting.is_some()));
                 if missing > 0 {
                     let text = xml::result_text(
                         "(interrupted)",
@@ -516,6 +521,9 @@ impl Agent {
             }
             return Ok(awaits_permission(&held));
         }
+        if let Some(outcome) = self.resume_event_wait(&mut live, input.is_some()).await? {
+            return Ok(outcome);
+        }
         if let Some(message) = input {
             // The user's message answers the question, or the browser wait, the last run
             // ended on.
@@ -633,7 +641,7 @@ impl Agent {
                 snapshot_id: live.snapshot_id,
             },
             archive: Some(live.archive.clone()),
-            plans: Some(PlanBook {
+            book: Some(ThreadBook {
                 store: self.store.clone(),
                 thread: live.thread.id.clone(),
             }),

@@ -131,6 +131,12 @@ impl Agent {
         if !plan.is_empty() && !continuing {
             messages.push(ChatMessage::user(plan.trim_start()));
         }
+        if !continuing
+            && let Some(note) =
+                crate::agent::wake::pending_note(&self.store.pending_watches(&live.thread.id)?)
+        {
+            messages.push(ChatMessage::user(note));
+        }
         let images = std::mem::take(&mut live.images);
         messages.extend(temporary_message(
             browser.as_ref(),
@@ -358,13 +364,20 @@ impl Agent {
             .collect();
         let mut results: Vec<Option<ToolResult>> = vec![None; answer.calls.len()];
         let mut held = Vec::new();
-        while let Some((i, result)) = pending.next().await {
+        while let Some((i, mut result)) = pending.next().await {
             if let Some(Control::AwaitsPermission { summary, .. }) = &result.control {
                 // No result yet: the next run gives it, once the user has decided.
                 held.push(summary.clone());
                 continue;
             }
             let call = &answer.calls[i];
+            if let Some(Control::WaitForEvents { call_id, tool, .. }) = &mut result.control {
+                // Its result is what fires: stored when the wait ends.
+                call_id.clone_from(&call.id);
+                tool.clone_from(&call.name);
+                results[i] = Some(result);
+                continue;
+            }
             let message = tool_message(self.config.mode, &call.id, &call.name, &result);
             live.record(&self.store, message)?;
             if let Some(event) = &result.event {
@@ -436,8 +449,11 @@ fn merge_results(live: &mut LiveRun, results: Vec<Option<ToolResult>>) -> Option
             live.browser = Some(state);
         }
         live.images.extend(result.image);
-        if control.is_none() {
-            control = result.control;
+        // A wait's call has no result until it ends: it goes first, whatever else the
+        // answer asked (the run goes on after it, and the rest can be asked again).
+        let waits = matches!(result.control, Some(Control::WaitForEvents { .. }));
+        if control.is_none() || waits {
+            control = result.control.or(control);
         }
     }
     control

@@ -36,6 +36,19 @@ impl Agent {
             });
             return self.after_takeover(live, text, grant).await;
         }
+        if let Control::WaitForEvents {
+            call_id,
+            tool,
+            timeout_secs,
+            watches,
+        } = control
+        {
+            live.emitter.emit(EventKind::Finish {
+                finish_reason: finish,
+            });
+            let wait = self.new_event_wait(live, call_id, tool, timeout_secs, watches)?;
+            return self.await_events(live, wait).await;
+        }
         live.emitter.emit(EventKind::Finish {
             finish_reason: FinishReason::AgentTerminated,
         });
@@ -84,6 +97,8 @@ impl Agent {
                 attachments: Vec::new(),
             },
             Control::AwaitsPermission { summary, .. } => awaits_permission(&[summary]),
+            // Handled above; kept for exhaustiveness.
+            Control::WaitForEvents { .. } => return Ok(None),
             Control::Complete { text, attachments } => {
                 live.emitter.emit(EventKind::Complete {
                     text: text.clone(),
