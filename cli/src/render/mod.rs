@@ -279,7 +279,11 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     .set(Some(&format!("waiting for: {}", first_line(waits_for, 40))));
             }
             EventKind::WaitEnded { text, timed_out } => {
-                let head = if *timed_out { "the wait ran out" } else { "woke" };
+                let head = if *timed_out {
+                    "the wait ran out"
+                } else {
+                    "woke"
+                };
                 let shown = self.paint("35", &format!("  ⇦ {head}: {}", first_line(text, 140)));
                 self.line(&shown);
                 self.spinner.set(Some(&self.waiting_for_model));

@@ -103,11 +103,7 @@ pub(crate) async fn wait(
         }
         if left_ms == 0 || wait.deadline <= now_ms() {
             let secs = ((wait.deadline - wait.created_at).max(0) / 1000).max(1);
-            let mut woken = ended(
-                &pending,
-                &lost,
-                &format!("Nothing fired within {secs} s."),
-            );
+            let mut woken = ended(&pending, &lost, &format!("Nothing fired within {secs} s."));
             woken.timed_out = true;
             return Ok(woken);
         }

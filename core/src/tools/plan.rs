@@ -9,7 +9,6 @@ use serde_json::json;
 use super::{Control, ToolDef, ToolEnv, ToolResult, tool};
 use crate::store::PlanDraft;
 
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NewStep {

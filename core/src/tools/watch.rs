@@ -127,7 +127,9 @@ async fn watch(env: &ToolEnv, a: Watch) -> ToolResult {
     let expires_at = humantime::parse_rfc3339(&info.expires_at)
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(i64::MAX, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        .map_or(i64::MAX, |d| {
+            i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+        });
     let recorded = book.store.add_watch(
         &book.thread,
         &NewWatch {
@@ -264,11 +266,6 @@ mod tests {
         let a: Watch =
             serde_json::from_value(json!({"on": "file", "label": "x", "path": "/workspace/out"}))
                 .unwrap();
-        assert_eq!(
-            spec_of(&a).unwrap(),
-            WatchSpec::File {
-                path: "out".into()
-            }
-        );
+        assert_eq!(spec_of(&a).unwrap(), WatchSpec::File { path: "out".into() });
     }
 }

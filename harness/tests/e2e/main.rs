@@ -35,6 +35,7 @@ mod skills;
 mod static_coved;
 mod takeover;
 mod terminal;
+mod wake;
 mod web;
 
 pub(crate) use common::*;

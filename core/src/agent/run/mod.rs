@@ -31,7 +31,7 @@ use crate::store::{self, Decision, RequestKind, Store, Thread};
 use crate::toolcall::ToolMode;
 use crate::toolcall::xml;
 use crate::tools::{
-    Control, Image, MessageArchive, ThreadBook, ReadOffsets, SandboxEnv, ToolEnv, ToolRegistry,
+    Control, Image, MessageArchive, ReadOffsets, SandboxEnv, ThreadBook, ToolEnv, ToolRegistry,
     ToolResult,
 };
 
