@@ -81,6 +81,17 @@ pub struct WaitingRequest {
     pub decision: Option<String>,
 }
 
+/// A run's wait for its watches in the sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EventWaitView {
+    /// What it waits for, in a few words ("tests to finish").
+    pub summary: String,
+    /// Since when (milliseconds since the Unix epoch).
+    pub since: i64,
+    /// When it gives up at the latest.
+    pub until: i64,
+}
+
 /// A thread as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ThreadView {
@@ -100,6 +111,10 @@ pub struct ThreadView {
     pub running: bool,
     /// What it waits for from a person.
     pub waiting: Vec<WaitingRequest>,
+    /// What its run waits for in the sandbox (`wait_for_events`), while it does: it wakes
+    /// by itself, no person needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<EventWaitView>,
     /// The number of its newest event (0: none yet).
     pub last_event: u64,
 }

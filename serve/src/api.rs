@@ -9,9 +9,9 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use cove_protocol::serve::{
-    Accepted, MessageList, NewThreadRequest, PermitRequest, PermitResponse, PlanAnswer,
-    RejectRequest, ReplyRequest, ReplyResponse, ThreadList, ThreadView, Upload, UploadQuery,
-    WaitingRequest,
+    Accepted, EventWaitView, MessageList, NewThreadRequest, PermitRequest, PermitResponse,
+    PlanAnswer, RejectRequest, ReplyRequest, ReplyResponse, ThreadList, ThreadView, Upload,
+    UploadQuery, WaitingRequest,
 };
 
 use super::ServeState;
@@ -42,6 +42,16 @@ fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
             decision: r.decision.map(|d| d.as_str().to_string()),
         })
         .collect();
+    // A wait a run of this server is in; one a dead process left is taken up on resume.
+    let waiting_for = state
+        .store
+        .event_wait(&thread.id)?
+        .filter(|_| running)
+        .map(|w| EventWaitView {
+            summary: w.summary,
+            since: w.created_at,
+            until: w.deadline,
+        });
     Ok(ThreadView {
         id: thread.id.clone(),
         title: thread.title.clone(),
@@ -53,6 +63,7 @@ fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
         status: thread.status.as_str().to_string(),
         running,
         waiting,
+        waiting_for,
         last_event: state.store.last_event(&thread.id)?,
     })
 }

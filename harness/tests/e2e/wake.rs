@@ -215,3 +215,80 @@ async fn a_port_watch_and_a_timer_wake_the_run() {
     assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
     assert_eq!(completed_text(&events(&out)), "ok");
 }
+
+#[tokio::test]
+async fn the_page_shows_what_a_served_thread_waits_for_and_it_wakes_by_itself() {
+    use super::page::{open_page, picture, text_of, wait};
+    use super::serve::Server;
+
+    let cove = Cove::new(Wire::OpenAi).await;
+    let llm = &cove.llm;
+    llm.push(Turn::text("Running the tests.").call(
+        "execute_command",
+        json!({"command": "sleep 4; echo 'TESTS PASSED'", "session_name": "tests", "background": true}),
+    ));
+    llm.push(Turn::text("").call(
+        "watch",
+        json!({"on": "output", "session_name": "tests", "pattern": "TESTS (PASSED|FAILED)", "label": "tests to finish"}),
+    ));
+    llm.push(Turn::text("").call("wait_for_events", json!({"timeout": 120})));
+    llm.push_fn(|request| {
+        let text = if request.last_message_text().contains("TESTS PASSED") {
+            "The tests passed."
+        } else {
+            "NOT WOKEN BY THE TESTS"
+        };
+        Turn::text("").call("complete", json!({ "text": text }))
+    });
+    let server = Server::start(&cove, &[]).await;
+    let mut tab = open_page(&server).await;
+    let thread = server.create(json!({"task": "Run the tests."})).await;
+    wait(
+        &mut tab,
+        "document.querySelectorAll('#threads button').length === 1",
+    )
+    .await;
+    tab.click("#threads button").await.unwrap();
+    // While it waits: what for, and for how long, beside a status that does not ask the
+    // person for anything.
+    wait(
+        &mut tab,
+        "!document.getElementById('thread-waiting-for').hidden",
+    )
+    .await;
+    let line = text_of(&mut tab, "#thread-waiting-for").await;
+    assert!(
+        line.starts_with("waiting for: tests to finish (") && line.ends_with(" s)"),
+        "{line}"
+    );
+    assert_eq!(text_of(&mut tab, "#thread-status").await, "waiting");
+    assert!(
+        !tab.eval("document.getElementById('dialog').open")
+            .await
+            .unwrap()
+            .as_bool()
+            .unwrap()
+    );
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    assert_eq!(view["waiting_for"]["summary"], "tests to finish", "{view}");
+    assert_eq!(view["status"], "waiting");
+    picture(&mut tab, "waiting-for-events.png").await;
+    // No one does anything: the tests end and the thread goes on by itself.
+    wait(
+        &mut tab,
+        "(document.querySelector('.card.final') || {}).textContent?.includes('The tests passed.')",
+    )
+    .await;
+    wait(
+        &mut tab,
+        "document.getElementById('thread-waiting-for').hidden",
+    )
+    .await;
+    let notes = text_of(&mut tab, ".note").await;
+    assert!(
+        notes.contains("Waiting for: tests to finish.") && notes.contains("Woke: Watch"),
+        "{notes}"
+    );
+    tab.close().await;
+    server.kill().await;
+}

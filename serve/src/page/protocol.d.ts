@@ -78,6 +78,17 @@ export type RunEvent = {
     type: "takeover_ended";
   }
   | {
+    since: number;
+    type: "waiting_for_events";
+    until: number;
+    waits_for: string;
+  }
+  | {
+    text: string;
+    timed_out: boolean;
+    type: "wait_ended";
+  }
+  | {
     plan: Plan;
     type: "plan_proposed";
   }
@@ -188,6 +199,11 @@ export type ThreadView = {
   updated_at: number;
   /** What it waits for from a person. */
   waiting: Array<WaitingRequest>;
+  /**
+   * What its run waits for in the sandbox (`wait_for_events`), while it does: it wakes
+   * by itself, no person needed.
+   */
+  waiting_for?: EventWaitView | null;
 };
 
 /** `GET /v1/threads`. */
@@ -227,6 +243,16 @@ export type Change = "added" | "changed" | "deleted";
 
 /** What a path is. */
 export type EntryKind = "file" | "dir" | "symlink";
+
+/** A run's wait for its watches in the sandbox. */
+export type EventWaitView = {
+  /** Since when (milliseconds since the Unix epoch). */
+  since: number;
+  /** What it waits for, in a few words ("tests to finish"). */
+  summary: string;
+  /** When it gives up at the latest. */
+  until: number;
+};
 
 /** Why one model answer ended. */
 export type FinishReason = "stop" | "length" | "tool_calls" | "xml_tool_limit_reached" | "agent_terminated";

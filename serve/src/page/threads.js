@@ -17,6 +17,7 @@ export const STATUS_TEXT = {
   new: 'new',
   running: 'working',
   waiting: 'needs you',
+  sleeping: 'waiting',
   paused: 'needs you',
   completed: 'done',
   stopped: 'stopped',
@@ -27,6 +28,7 @@ export function statusOf(view) {
   if (!view) return 'new';
   const open = (view.waiting || []).filter((w) => !w.decision);
   if (open.length) return 'waiting';
+  if (view.running && view.waiting_for) return 'sleeping';
   if (view.running) return 'running';
   return view.status;
 }
@@ -95,6 +97,7 @@ export function setView(view) {
   badge.textContent = STATUS_TEXT[status] || status;
   badge.hidden = false;
   $('thread-title').textContent = view.title;
+  showWaitingFor();
   $('stop').hidden = !view.running;
   $('resume').hidden = view.running || !['stopped', 'failed'].includes(view.status);
   $('delete-thread').hidden = view.running;
@@ -102,6 +105,32 @@ export function setView(view) {
   $('takeover-why').hidden = view.running;
   updateComposer();
   reconcile();
+}
+
+/** A span of seconds as people say it: `45 s`, `3 min`, `2 h 5 min`. */
+export function durationWords(secs) {
+  if (secs < 60) return secs + ' s';
+  if (secs < 3600) return Math.floor(secs / 60) + ' min';
+  const h = Math.floor(secs / 3600);
+  const m = Math.floor((secs % 3600) / 60);
+  return m ? h + ' h ' + m + ' min' : h + ' h';
+}
+
+let waitingTimer = null;
+/** "waiting for: tests to finish (2 min)" beside the status while the run waits for its
+ *  watches, the time counting on; the run wakes by itself. */
+function showWaitingFor() {
+  clearInterval(waitingTimer);
+  const line = $('thread-waiting-for');
+  const wait = S.view && S.view.running ? S.view.waiting_for : null;
+  line.hidden = !wait;
+  if (!wait) return;
+  const draw = () => {
+    const secs = Math.max(0, Math.floor((Date.now() - wait.since) / 1000));
+    line.textContent = 'waiting for: ' + wait.summary + ' (' + durationWords(secs) + ')';
+  };
+  draw();
+  waitingTimer = setInterval(draw, 5000);
 }
 
 export let viewTimer = null;

@@ -285,6 +285,14 @@ export function render(event) {
       for (const card of S.takeoverCards) card.querySelectorAll('button').forEach((b) => (b.disabled = true));
       loadScreenshot();
       break;
+    case 'waiting_for_events':
+      flushText();
+      endText();
+      note('Waiting for: ' + event.waits_for + '. The agent wakes when it happens.');
+      break;
+    case 'wait_ended':
+      note((event.timed_out ? 'The wait ran out: ' : 'Woke: ') + event.text.split('\n')[0]);
+      break;
     case 'plan_proposed': {
       flushText();
       endText();
@@ -434,6 +442,8 @@ export const NEEDS_VIEW = new Set([
   'ask',
   'takeover',
   'takeover_ended',
+  'waiting_for_events',
+  'wait_ended',
   'plan_proposed',
   'plan_updated',
   'permission_request',
