@@ -41,7 +41,11 @@ fn now_ns() -> u128 {
         .as_nanos()
 }
 
-fn agent(llm: &ScriptedLlm, store: &Arc<Store>, sandbox: &cove_harness::DaemonProcess) -> Arc<Agent> {
+fn agent(
+    llm: &ScriptedLlm,
+    store: &Arc<Store>,
+    sandbox: &cove_harness::DaemonProcess,
+) -> Arc<Agent> {
     let provider = Arc::new(OpenAi::new(
         reqwest::Client::new(),
         &llm.openai_base_url(),
@@ -123,7 +127,12 @@ async fn wake_delays(daemon: &cove_harness::DaemonProcess, store: &Arc<Store>) -
         });
     }
     let thread = store
-        .create_thread(NewThread::new("wake", "openai/scripted", "native", "remote"))
+        .create_thread(NewThread::new(
+            "wake",
+            "openai/scripted",
+            "native",
+            "remote",
+        ))
         .unwrap();
     let run = agent(&llm, store, daemon)
         .start(&thread, Some(ChatMessage::user("Wait for each command.")))
@@ -143,10 +152,7 @@ async fn wake_delays(daemon: &cove_harness::DaemonProcess, store: &Arc<Store>) -
 }
 
 /// The controller's memory per run waiting on a timer, with `WAITING_RUNS` waiting.
-async fn memory_per_waiting_run(
-    daemon: &cove_harness::DaemonProcess,
-    store: &Arc<Store>,
-) -> f64 {
+async fn memory_per_waiting_run(daemon: &cove_harness::DaemonProcess, store: &Arc<Store>) -> f64 {
     let llm = ScriptedLlm::start().await.unwrap();
     for _ in 0..WAITING_RUNS {
         llm.push(Turn::text("").call(
@@ -164,7 +170,12 @@ async fn memory_per_waiting_run(
     for n in 0..WAITING_RUNS {
         threads.push(
             store
-                .create_thread(NewThread::new(&format!("w{n}"), "openai/scripted", "native", "remote"))
+                .create_thread(NewThread::new(
+                    &format!("w{n}"),
+                    "openai/scripted",
+                    "native",
+                    "remote",
+                ))
                 .unwrap(),
         );
     }
@@ -172,7 +183,11 @@ async fn memory_per_waiting_run(
     let before = procs::status_kib(me, "VmRSS").unwrap();
     let mut runs = Vec::new();
     for thread in &threads {
-        runs.push(agent.start(thread, Some(ChatMessage::user("Wait."))).unwrap());
+        runs.push(
+            agent
+                .start(thread, Some(ChatMessage::user("Wait.")))
+                .unwrap(),
+        );
     }
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

@@ -284,8 +284,18 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 } else {
                     "woke"
                 };
-                let shown = self.paint("35", &format!("  ⇦ {head}: {}", first_line(text, 140)));
+                let shown = self.paint("35", &format!("  ⇦ {head}"));
                 self.line(&shown);
+                const SHOWN_LINES: usize = 8;
+                for line in text.lines().take(SHOWN_LINES) {
+                    let line = self.paint("2", &format!("    │ {}", first_line(line, 140)));
+                    self.line(&line);
+                }
+                let more = text.lines().count().saturating_sub(SHOWN_LINES);
+                if more > 0 {
+                    let more = self.paint("2", &format!("    ⋮ {more} more lines"));
+                    self.line(&more);
+                }
                 self.spinner.set(Some(&self.waiting_for_model));
             }
             EventKind::PlanProposed { plan } => {

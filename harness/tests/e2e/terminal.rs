@@ -362,3 +362,68 @@ async fn a_folders_own_settings_are_shown_and_asked_about_before_use() {
         assert_eq!(marker.exists(), trusted, "{answer}: the folder's command");
     }
 }
+
+/// A wait for events at the terminal: what it waits for, the time counting, what woke it;
+/// Ctrl-C while it waits stops the run, and the resumed run is told the wait was cut short.
+#[tokio::test]
+async fn the_terminal_shows_a_wait_for_events_and_ctrl_c_ends_it() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let args = |task: &'static str| {
+        vec![
+            "run".to_string(),
+            task.to_string(),
+            "--model".into(),
+            "openai/scripted".into(),
+            "--workspace".into(),
+            ws.clone(),
+        ]
+    };
+    let llm = &cove.llm;
+    llm.push(Turn::text("").call(
+        "watch",
+        json!({"on": "after", "seconds": 3, "label": "a short pause"}),
+    ));
+    llm.push(Turn::text("").call("wait_for_events", json!({"timeout": 60})));
+    llm.push(Turn::text("").call("complete", json!({"text": "rested"})));
+    let argv = args("Rest a moment");
+    let mut term = Terminal::spawn(&cove, &strs(&argv), &[]);
+    term.until("waiting for: a short pause (at most 1 min)")
+        .await;
+    // The spinner counts the wait.
+    term.until("waiting for: a short pause · 2 s").await;
+    term.until("(a short pause): 3 s have passed").await;
+    assert!(term.screen.contains("⇦ woke"), "{}", term.screen);
+    term.until("rested").await;
+    assert!(term.wait().await.success());
+
+    // Stopped mid-wait: the call is answered as interrupted when the thread goes on.
+    llm.push(Turn::text("").call(
+        "watch",
+        json!({"on": "after", "seconds": 300, "label": "a long pause"}),
+    ));
+    llm.push(Turn::text("").call("wait_for_events", json!({"timeout": 600})));
+    let argv = args("Rest a long while");
+    let mut term = Terminal::spawn(&cove, &strs(&argv), &[]);
+    term.until("waiting for: a long pause").await;
+    term.control('c');
+    let status = term.wait().await;
+    assert_eq!(status.exit_code(), 130);
+    let threads = super::events(&cove.run(&["--json", "threads"]).await);
+    let thread = threads[0]["id"].as_str().unwrap().to_string();
+    assert_ne!(threads[0]["status"], "waiting", "{threads:?}");
+    llm.push_fn(|request| {
+        // (The last message is the note of the watch still pending.)
+        let text = request.all_text();
+        let interrupted = text.contains("interrupted") && text.contains("a long pause");
+        Turn::text("").call(
+            "complete",
+            json!({"text": if interrupted { "told" } else { "NOT TOLD" }}),
+        )
+    });
+    let out = cove.run(&["--json", "resume", &thread]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", super::explain(&out));
+    let done = super::events(&out);
+    let said = done.iter().find(|e| e["type"] == "complete").unwrap();
+    assert_eq!(said["text"], "told");
+}
