@@ -93,14 +93,55 @@ fn waiting_for(inv: &Invocation, thread: &Thread) -> Result<Option<String>, CliE
             said.push(name.to_string());
         }
     }
+    if let Some(wait) = inv.store.event_wait(&thread.id)? {
+        said.push(format!("events: {}", wait.summary));
+    }
     Ok((!said.is_empty()).then(|| said.join("; ")))
+}
+
+/// Threads with each sub-agent's thread right after its parent's (parents most recently
+/// updated first, children in the order they were started).
+fn parents_first(threads: Vec<Thread>) -> Vec<Thread> {
+    let ids: std::collections::HashSet<String> = threads.iter().map(|t| t.id.clone()).collect();
+    let (mut children, mut ordered): (Vec<Thread>, Vec<Thread>) = threads
+        .into_iter()
+        .partition(|t| t.parent_id.as_ref().is_some_and(|p| ids.contains(p)));
+    children.sort_by_key(|t| t.created_at);
+    let mut i = 0;
+    while i < ordered.len() {
+        let id = ordered[i].id.clone();
+        let mine: Vec<Thread> = children
+            .iter()
+            .filter(|c| c.parent_id.as_deref() == Some(id.as_str()))
+            .cloned()
+            .collect();
+        children.retain(|c| c.parent_id.as_deref() != Some(id.as_str()));
+        let at = i + 1;
+        ordered.splice(at..at, mine);
+        i += 1;
+    }
+    ordered
+}
+
+/// How deep `thread` is under parents in `rows` (0: a thread of its own).
+fn depth_of(rows: &[ThreadRow], thread: &Thread) -> usize {
+    let mut depth = 0;
+    let mut parent = thread.parent_id.clone();
+    while let Some(id) = parent {
+        match rows.iter().find(|r| r.thread.id == id) {
+            Some(row) if depth < 8 => {
+                depth += 1;
+                parent = row.thread.parent_id.clone();
+            }
+            _ => break,
+        }
+    }
+    depth
 }
 
 /// `cove threads`: every thread, most recently updated first, with what it waits for.
 pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
-    let rows = inv
-        .store
-        .threads()?
+    let rows = parents_first(inv.store.threads()?)
         .into_iter()
         .map(|thread| {
             let waiting_for = waiting_for(inv, &thread)?;
@@ -117,6 +158,10 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
         "No threads yet. Start one with: cove run \"...\"",
         |row: &ThreadRow| {
             let t = &row.thread;
+            let indent = match depth_of(&rows, t) {
+                0 => String::new(),
+                depth => format!("{}└ ", "  ".repeat(depth)),
+            };
             let when = clock(t.updated_at);
             let waits = row
                 .waiting_for
@@ -135,7 +180,7 @@ pub(super) fn list(inv: &Invocation) -> Result<ExitCode, CliError> {
                 )
             };
             format!(
-                "{}  {:<9}  {when}  {}{waits}{spent}",
+                "{indent}{}  {:<9}  {when}  {}{waits}{spent}",
                 t.id, t.status, t.title
             )
         },

@@ -123,6 +123,31 @@ pub enum EventKind {
     /// The wait ended: what fired (each watch's label and what happened), or that it timed
     /// out; the run goes on with it.
     WaitEnded { text: String, timed_out: bool },
+    /// The agent started a sub-agent (`spawn_agents`): a thread of its own, `agent` its
+    /// number in the call (from 1).
+    AgentSpawned {
+        agent: u32,
+        thread: String,
+        task: String,
+    },
+    /// A sub-agent is doing something (a tool it started).
+    AgentProgress {
+        agent: u32,
+        thread: String,
+        doing: String,
+    },
+    /// A sub-agent's run ended: `status` is the run's, `answer` what it said it did.
+    AgentFinished {
+        agent: u32,
+        thread: String,
+        status: String,
+        answer: Option<String>,
+        /// Tokens its model calls took (in and out).
+        tokens: u64,
+        /// What they cost in US dollars, when the model's price is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
+    },
     /// The agent proposed a plan (a new version); the run pauses until the user approves,
     /// edits or rejects it (`cove approve THREAD`, `cove reject THREAD "why"`).
     PlanProposed { plan: crate::plan::Plan },
@@ -251,6 +276,9 @@ impl EventKind {
             EventKind::TakeoverEnded { .. } => "takeover_ended",
             EventKind::WaitingForEvents { .. } => "waiting_for_events",
             EventKind::WaitEnded { .. } => "wait_ended",
+            EventKind::AgentSpawned { .. } => "agent_spawned",
+            EventKind::AgentProgress { .. } => "agent_progress",
+            EventKind::AgentFinished { .. } => "agent_finished",
             EventKind::PlanProposed { .. } => "plan_proposed",
             EventKind::PlanUpdated { .. } => "plan_updated",
             EventKind::PermissionRequest { .. } => "permission_request",

@@ -200,7 +200,8 @@ ALTER TABLE events ADD COLUMN branch INTEGER NOT NULL DEFAULT 0;
 ",
     // 10: the watches a thread's agent set in its sandbox (coved fires them; here, whether
     // their event reached the model yet), and the wait a run is in for them (at most one per
-    // thread; gone once what fired is delivered, in the same transaction as its result).
+    // thread; gone once what fired is delivered, in the same transaction as its result);
+    // the parent of a sub-agent's thread.
     "
 CREATE TABLE watches (
     thread_id TEXT NOT NULL REFERENCES threads(id),
@@ -223,6 +224,8 @@ CREATE TABLE event_waits (
     created_at INTEGER NOT NULL,
     deadline INTEGER NOT NULL
 );
+-- The thread whose agent started this one (spawn_agents), if any.
+ALTER TABLE threads ADD COLUMN parent_id TEXT;
 ",
 ];
 

@@ -45,6 +45,9 @@ pub struct Thread {
     /// Where its sandbox is: `local:<workspace path>`, `docker:<name>` or a daemon URL.
     pub sandbox: String,
     pub status: ThreadStatus,
+    /// The thread whose agent started this one as a sub-agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 /// What a new thread is made of. The id can be drawn first (`NewThread::fresh_id`), so that
@@ -56,6 +59,8 @@ pub struct NewThread {
     pub model: String,
     pub tool_mode: String,
     pub sandbox: String,
+    /// The thread whose agent starts it (a sub-agent's).
+    pub parent: Option<String>,
 }
 
 impl NewThread {
@@ -67,7 +72,14 @@ impl NewThread {
             model: model.to_string(),
             tool_mode: tool_mode.to_string(),
             sandbox: sandbox.to_string(),
+            parent: None,
         }
+    }
+
+    /// The same thread, a sub-agent of `parent`.
+    pub fn child_of(mut self, parent: &str) -> NewThread {
+        self.parent = Some(parent.to_string());
+        self
     }
 
     /// A fresh thread id.
@@ -77,7 +89,8 @@ impl NewThread {
 }
 
 /// A `threads` row, selected in the column order of [`Thread`].
-const THREAD_COLUMNS: &str = "id, title, created_at, updated_at, model, tool_mode, sandbox, status";
+const THREAD_COLUMNS: &str =
+    "id, title, created_at, updated_at, model, tool_mode, sandbox, status, parent_id";
 
 fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
     Ok(Thread {
@@ -89,6 +102,7 @@ fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
         tool_mode: r.get(5)?,
         sandbox: r.get(6)?,
         status: r.get(7)?,
+        parent_id: r.get(8)?,
     })
 }
 
@@ -105,10 +119,11 @@ impl Store {
             tool_mode: new.tool_mode,
             sandbox: new.sandbox,
             status: ThreadStatus::New,
+            parent_id: new.parent,
         };
         self.conn().execute(
             &format!(
-                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
             ),
             params![
                 thread.id,
@@ -118,7 +133,8 @@ impl Store {
                 thread.model,
                 thread.tool_mode,
                 thread.sandbox,
-                thread.status
+                thread.status,
+                thread.parent_id
             ],
         )?;
         Ok(thread)

@@ -29,6 +29,8 @@ pub struct Renderer<O: Write, E: Write> {
     waiting_for_model: String,
     /// Permission requests are answered at this terminal too.
     asks_here: bool,
+    /// Sub-agents started and not yet finished.
+    agents_working: u32,
 }
 
 /// Columns a permission request is wrapped to.
@@ -101,6 +103,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
             mid_line: false,
             last_compression: None,
             waiting_for_model: "waiting for the model".into(),
+            agents_working: 0,
             asks_here: false,
         }
     }
@@ -116,6 +119,16 @@ impl<O: Write, E: Write> Renderer<O, E> {
     fn into_inner(self) -> (O, E) {
         let Renderer { out, err, .. } = self;
         (out, err)
+    }
+
+    /// The spinner while sub-agents work: how many still do.
+    fn agents_spinner(&mut self) {
+        if self.agents_working > 0 {
+            let label = format!("sub-agents working: {}", self.agents_working);
+            self.spinner.set(Some(&label));
+        } else {
+            self.spinner.set(Some(&self.waiting_for_model));
+        }
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
@@ -297,6 +310,55 @@ impl<O: Write, E: Write> Renderer<O, E> {
                     self.line(&more);
                 }
                 self.spinner.set(Some(&self.waiting_for_model));
+            }
+            EventKind::AgentSpawned {
+                agent,
+                thread,
+                task,
+            } => {
+                self.agents_working += 1;
+                let text = self.paint(
+                    "36",
+                    &format!(
+                        "    ↳ agent {agent} · {} (thread {thread})",
+                        first_line(task, 100)
+                    ),
+                );
+                self.line(&text);
+                self.agents_spinner();
+            }
+            EventKind::AgentProgress { agent, doing, .. } => {
+                let text = self.paint(
+                    "2",
+                    &format!("    ↳ agent {agent}: {}", first_line(doing, 120)),
+                );
+                self.line(&text);
+                self.agents_spinner();
+            }
+            EventKind::AgentFinished {
+                agent,
+                status,
+                answer,
+                tokens,
+                cost,
+                ..
+            } => {
+                self.agents_working = self.agents_working.saturating_sub(1);
+                let cost = cost.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+                let said = answer
+                    .as_deref()
+                    .map(|a| format!(": {}", first_line(a, 100)))
+                    .unwrap_or_default();
+                let colour = if status == "completed" { "32" } else { "33" };
+                let text = self.paint(
+                    colour,
+                    &format!(
+                        "    ↳ agent {agent} {status} · {} tokens{cost}{said}",
+                        cove_core::format::thousands(*tokens)
+                    ),
+                );
+                self.line(&text);
+                self.agents_spinner();
             }
             EventKind::PlanProposed { plan } => {
                 let head = self.paint("1;36", &format!("▤ Plan, version {}:", plan.version));

@@ -55,6 +55,12 @@ pub struct AgentConfig {
     pub(crate) max_cost: Option<f64>,
     /// The longest one `wait_for_events` waits, whatever the model asks.
     pub(crate) max_wait: std::time::Duration,
+    /// How deep this run is among sub-agents (0: the user's own run).
+    pub(crate) depth: u32,
+    /// How deep sub-agents may go (1: the user's run may start them, they may not).
+    pub(crate) max_depth: u32,
+    /// Sub-agents working at once, at most.
+    pub(crate) max_children: usize,
 }
 
 impl AgentConfig {
@@ -74,6 +80,9 @@ impl AgentConfig {
             price: PriceTable::default().price(&model),
             max_cost: None,
             max_wait: DEFAULT_MAX_WAIT,
+            depth: 0,
+            max_depth: 1,
+            max_children: 4,
             model,
             model_label: label.into(),
             max_tokens: profile.max_output.min(profile.context_window / 2).max(256),
@@ -104,6 +113,14 @@ impl AgentConfig {
     /// whole prompt uncached, its full output cap) would take it past the limit.
     pub fn max_cost(mut self, usd: Option<f64>) -> Self {
         self.max_cost = usd;
+        self
+    }
+
+    /// How deep sub-agents may go (default 1: the user's run may start them, they may not)
+    /// and how many work at once (default 4).
+    pub fn sub_agents(mut self, max_depth: u32, max_children: usize) -> Self {
+        self.max_depth = max_depth;
+        self.max_children = max_children.max(1);
         self
     }
 

@@ -5,6 +5,7 @@ pub mod answer;
 mod config;
 mod control;
 pub mod events;
+mod family;
 mod handle;
 mod outcome;
 mod permission;

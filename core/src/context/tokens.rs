@@ -18,6 +18,8 @@ pub const MESSAGE_OVERHEAD: usize = 4;
 #[derive(Clone, Copy)]
 pub struct TokenCounter {
     bpe: Option<&'static CoreBPE>,
+    /// The tokenizer is the model's own.
+    exact: bool,
 }
 
 impl std::fmt::Debug for TokenCounter {
@@ -30,23 +32,36 @@ impl std::fmt::Debug for TokenCounter {
 
 impl TokenCounter {
     /// The counter for `model` (`gpt-4o`, `openai/gpt-4.1` through OpenRouter, `claude-…`):
-    /// tiktoken where OpenAI publishes the tokenizer, the estimate elsewhere.
+    /// tiktoken where OpenAI publishes the tokenizer; elsewhere o200k too, as the nearest
+    /// published tokenizer (the models' own are byte-pair encodings of like size), its
+    /// counts calibrated against what the provider reports. It is far nearer than a
+    /// character estimate on JSON, such as the tools' descriptions, which would else be
+    /// counted at almost twice their size and skew the calibration of everything else.
     pub fn for_model(model: &str) -> Self {
         let name = model.rsplit('/').next().unwrap_or(model);
-        let bpe = get_tokenizer(name).map(tiktoken_rs::bpe_for_tokenizer);
-        TokenCounter {
-            bpe: bpe.and_then(Result::ok),
+        match get_tokenizer(name).map(tiktoken_rs::bpe_for_tokenizer) {
+            Some(Ok(bpe)) => TokenCounter {
+                bpe: Some(bpe),
+                exact: true,
+            },
+            _ => TokenCounter {
+                bpe: Some(tiktoken_rs::o200k_base_singleton()),
+                exact: false,
+            },
         }
     }
 
-    /// The estimate only (models whose tokenizer Cove does not have).
+    /// The character estimate only, no tokenizer.
     pub fn estimate() -> Self {
-        TokenCounter { bpe: None }
+        TokenCounter {
+            bpe: None,
+            exact: false,
+        }
     }
 
     /// Whether counts come from the model's own tokenizer.
     pub fn is_exact(&self) -> bool {
-        self.bpe.is_some()
+        self.exact
     }
 
     /// Tokens of `text`.
@@ -142,11 +157,21 @@ pub fn estimate(text: &str) -> usize {
 }
 
 /// The ratio between what a provider reports and what Cove counted, learnt call by call.
+///
+/// The prompt's fixed start (the system prompt and the tools' JSON, the same in every call)
+/// is learnt apart from the rest when Cove knows its size: where counts are estimates, JSON
+/// and prose are off by different ratios, and one ratio over both would be wrong for the
+/// part that changes as soon as the mix changes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
+    /// The ratio of the part after the fixed start (or of the whole, before it is known).
     factor: f64,
     /// The ratio the call before the last one showed.
     previous: f64,
+    /// Tokens of the fixed start, as Cove counts them.
+    fixed: usize,
+    /// Its ratio, once a call made mostly of it showed it.
+    fixed_factor: Option<f64>,
 }
 
 impl Default for Calibration {
@@ -154,11 +179,23 @@ impl Default for Calibration {
         Calibration {
             factor: 1.0,
             previous: 0.0,
+            fixed: 0,
+            fixed_factor: None,
         }
     }
 }
 
+/// Clamped: a provider that reports nonsense must not make Cove send 10x too much.
+fn clamp_ratio(ratio: f64) -> f64 {
+    ratio.clamp(0.5, 4.0)
+}
+
 impl Calibration {
+    /// Tells it how many of every prompt's tokens (as Cove counts them) are its fixed start.
+    pub fn set_fixed(&mut self, tokens: usize) {
+        self.fixed = tokens;
+    }
+
     /// Learns from one call: Cove counted `counted` prompt tokens, the provider reported
     /// `reported`. Small prompts say little about the ratio and are ignored, as are reports
     /// of zero (servers that do not report usage).
@@ -166,8 +203,21 @@ impl Calibration {
         if reported == 0 || counted < 256 {
             return;
         }
-        // Clamped: a provider that reports nonsense must not make Cove send 10x too much.
-        let ratio = (reported as f64 / counted as f64).clamp(0.5, 4.0);
+        let whole = clamp_ratio(reported as f64 / counted as f64);
+        let rest = counted.saturating_sub(self.fixed);
+        let ratio = if self.fixed == 0 || counted < self.fixed {
+            whole
+        } else if self.fixed_factor.is_none() || rest * 20 < counted {
+            // A prompt that is nearly all its fixed start (the first call: the task alone
+            // after it) tells that part's ratio.
+            self.fixed_factor = Some(whole);
+            whole
+        } else if rest < 256 {
+            return;
+        } else {
+            let fixed = self.fixed as f64 * self.fixed_factor.unwrap_or(whole);
+            clamp_ratio((reported as f64 - fixed).max(0.0) / rest as f64)
+        };
         // The dearer of the last two: a prompt whose mix of messages changed since (a cut)
         // may count differently, and running short costs a refused call.
         self.factor = ratio.max(self.previous);
@@ -177,14 +227,21 @@ impl Calibration {
     /// Counts more conservatively after the provider refused a prompt as too long.
     pub fn tighten(&mut self) {
         self.factor = (self.factor * 1.25).min(4.0);
+        self.fixed_factor = self.fixed_factor.map(|f| (f * 1.25).min(4.0));
     }
 
-    /// `tokens` as the provider would count them.
+    /// `tokens` (a prompt, or its fixed start and more) as the provider would count them.
     pub fn apply(&self, tokens: usize) -> usize {
-        (tokens as f64 * self.factor).ceil() as usize
+        match self.fixed_factor {
+            Some(fixed_factor) if tokens >= self.fixed => {
+                let rest = (tokens - self.fixed) as f64 * self.factor;
+                (self.fixed as f64 * fixed_factor + rest).ceil() as usize
+            }
+            _ => (tokens as f64 * self.factor).ceil() as usize,
+        }
     }
 
-    /// The factor in use.
+    /// The factor in use for what follows the fixed start.
     pub fn factor(&self) -> f64 {
         self.factor
     }
@@ -266,5 +323,28 @@ mod tests {
         assert_eq!(c.factor(), 4.0, "the dearer of the last two");
         c.observe(1000, 900);
         assert_eq!(c.apply(1000), 900);
+    }
+
+    #[test]
+    fn the_fixed_start_is_learnt_apart_from_the_rest() {
+        // Cove's estimate counts the tools' JSON 25% high and the rest 10% low.
+        let mut c = Calibration::default();
+        c.set_fixed(4000);
+        // The first prompt is mostly the fixed start: 4,000 + 300 counted.
+        c.observe(4300, 3000 + 330);
+        // Then a long tool result: 4,000 + 8,000 counted, the provider says 3,000 + 8,800.
+        c.observe(12_000, 11_800);
+        assert!(
+            c.apply(12_000).abs_diff(11_800) <= 1,
+            "both parts at their own ratio: {}",
+            c.apply(12_000)
+        );
+        // One ratio over the whole would have counted the next, longer prompt short.
+        let one_ratio = 12_000.0 * (11_800.0 / 12_000.0);
+        assert!(c.apply(16_000) as f64 > one_ratio + 4000.0 * (11_800.0 / 12_000.0));
+        // Without the fixed start known, the whole is one ratio, as before.
+        let mut plain = Calibration::default();
+        plain.observe(1000, 1300);
+        assert_eq!(plain.apply(1000), 1300);
     }
 }

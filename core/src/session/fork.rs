@@ -112,6 +112,7 @@ impl Engine<'_> {
             model: from.thread.model.clone(),
             tool_mode: from.thread.tool_mode.clone(),
             sandbox: label,
+            parent: None,
         })?;
         let last = self.store.copy_conversation(
             &from.thread.id,

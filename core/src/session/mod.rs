@@ -149,6 +149,7 @@ impl Engine<'_> {
                 model: model.label(),
                 tool_mode: mode.as_str().to_string(),
                 sandbox,
+                parent: None,
             })
             .map_err(SessionError::from)?)
     }

@@ -6,6 +6,7 @@
 //! is a [`ToolDef`] with a JSON schema (derived from its argument type), an example for the XML
 //! documentation, and an async function that runs it.
 
+mod agents;
 mod expand;
 mod mcp;
 mod mcp_result;
@@ -67,6 +68,38 @@ pub enum Control {
         timeout_secs: u64,
         watches: Vec<String>,
     },
+    /// Run these sub-agents, at most `max_parallel` at once, and answer the call with what
+    /// each did; the run fills in the call.
+    SpawnAgents {
+        call_id: String,
+        tool: String,
+        agents: Vec<ChildTask>,
+        max_parallel: usize,
+    },
+}
+
+impl Control {
+    /// Whether this control's call gets its result only once the run has done what it
+    /// asks (waited, run the sub-agents); if so, it learns the call it belongs to.
+    pub fn deferred_for(&mut self, id: &str, name: &str) -> bool {
+        match self {
+            Control::WaitForEvents { call_id, tool, .. }
+            | Control::SpawnAgents { call_id, tool, .. } => {
+                id.clone_into(call_id);
+                name.clone_into(tool);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One sub-agent `spawn_agents` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildTask {
+    pub task: String,
+    /// The tools it may use (none: the parent's, less those a sub-agent never has).
+    pub tools: Option<Vec<String>>,
 }
 
 /// What a tool call produced.
@@ -390,6 +423,7 @@ impl ToolRegistry {
             skill::tools(),
             web::tools(),
             watch::tools(),
+            agents::tools(),
         ];
         tools.extend(own.into_iter().flatten().map(Tool::Own));
         ToolRegistry::of(tools)
@@ -416,6 +450,28 @@ impl ToolRegistry {
     /// Whether only the compact set is offered.
     pub fn is_compact(&self) -> bool {
         self.compact.is_some()
+    }
+
+    /// The registry a sub-agent gets: these tools (only those `allowed` names, when it
+    /// names some, and `complete`), less what a sub-agent never has (asking the user,
+    /// plans, a takeover), with `spawn_agents` only when it `may_spawn`.
+    pub fn for_child(&self, allowed: Option<&[String]>, may_spawn: bool) -> ToolRegistry {
+        /// A sub-agent has no one to ask and no plan to propose.
+        const NOT_FOR_CHILDREN: &[&str] =
+            &["ask", "web_browser_takeover", "create_plan", "update_plan"];
+        let mut child = self.clone();
+        child.tools.retain(|t| {
+            let name = t.name();
+            let listed = allowed.is_none_or(|a| name == "complete" || a.iter().any(|x| x == name));
+            listed
+                && !NOT_FOR_CHILDREN.contains(&name)
+                && (may_spawn || name != agents::SPAWN_AGENTS)
+        });
+        if allowed.is_some() {
+            // Named tools are Cove's and the sandbox's; MCP tools come with the whole set.
+            child.mcp = None;
+        }
+        child
     }
 
     /// The same tools, searching and making images with `web`'s providers.

@@ -21,7 +21,12 @@ const READS: &[&str] = &[
     "mcp_search_tools",
     "read_file",
     "see_image",
+    // Sub-agents' changes are checkpointed once they have all ended.
+    "spawn_agents",
+    "unwatch",
     "update_plan",
+    "wait_for_events",
+    "watch",
     "web_search",
 ];
 

@@ -2,6 +2,7 @@
 //! done, asks, or hits the iteration cap. Everything one run holds lives in [`LiveRun`].
 
 mod checkpoint;
+mod children;
 mod turn;
 mod turn_control;
 mod wait;
@@ -18,6 +19,7 @@ use super::answer::{AnswerSettings, ToolTasks, announce_not_run, run_announced};
 use super::config::AgentConfig;
 use super::control::RunControl;
 use super::events::Emitter;
+use super::family::Family;
 use super::handle::RunHandle;
 use super::outcome::{RunError, RunOutcome, awaits_permission};
 use super::permission::{Gate, NotRun};
@@ -44,6 +46,8 @@ pub struct Agent {
     sandbox: CovedClient,
     /// Shell output already shown, by session: the sandbox's, so shared by its runs.
     read_offsets: ReadOffsets,
+    /// A sub-agent's: what it shares with the run that started it.
+    family: Option<Arc<Family>>,
 }
 
 /// MCP tools are deferred when their specs would take more than 1/this of the window.
@@ -90,8 +94,10 @@ struct LiveRun {
     calibration: Calibration,
     /// How the history was cut for the calls so far.
     cuts: Cuts,
-    /// US dollars the run's model calls cost so far (the priced ones).
-    spent: f64,
+    /// What the run and its sub-agents (or the run that started it) spent and took.
+    family: Arc<Family>,
+    /// The worst case of this run's model call under way, set aside in the family's budget.
+    reserved: f64,
     /// Kept in step with the store rather than reloaded each iteration: every message is
     /// stored first, then added here, counted once.
     history: Vec<Entry>,
@@ -139,6 +145,7 @@ impl Agent {
             registry: Arc::new(ToolRegistry::standard()),
             sandbox,
             read_offsets: ReadOffsets::default(),
+            family: None,
         }
     }
 
@@ -467,9 +474,14 @@ impl Agent {
                 max_calls: self.config.max_calls_per_answer,
                 retry: self.config.retry,
             },
-            calibration: Calibration::default(),
+            calibration: {
+                let mut calibration = Calibration::default();
+                calibration.set_fixed(fixed);
+                calibration
+            },
             cuts: Cuts::default(),
-            spent: 0.0,
+            family: self.family.clone().unwrap_or_default(),
+            reserved: 0.0,
             history,
             browser: None,
             images: Vec::new(),
@@ -542,6 +554,16 @@ impl Agent {
             live.record(&self.store, message)?;
         }
         for iteration in 1..=self.config.max_iterations {
+            if live.family.take_iteration() > self.config.max_iterations {
+                emitter.emit(EventKind::Error {
+                    message: format!(
+                        "the run stopped: with its sub-agents it took {} iterations; `cove resume` continues it",
+                        self.config.max_iterations
+                    ),
+                    fatal: false,
+                });
+                return Ok(RunOutcome::Stopped);
+            }
             if let Some(outcome) = self.iterate(&mut live, iteration).await? {
                 return Ok(outcome);
             }
@@ -679,28 +701,34 @@ impl Agent {
         let cost = self.config.price.map(|p| p.cost(usage));
         self.store
             .record_call(&live.run_id, iteration, &self.config.model, usage, cost)?;
-        live.spent += cost.unwrap_or(0.0);
+        live.family
+            .settle(std::mem::take(&mut live.reserved), cost.unwrap_or(0.0));
         Ok(())
     }
 
-    /// Why the next call may not be made, when its worst case would take the run past its
-    /// cost limit.
+    /// Why the next call may not be made, when its worst case would take the run (and its
+    /// family of sub-agents) past its cost limit; otherwise the worst case is set aside in
+    /// the family's budget until the call is accounted for.
     fn over_cost_limit(
         &self,
-        live: &LiveRun,
+        live: &mut LiveRun,
         prompt_tokens: usize,
         max_tokens: u32,
     ) -> Option<String> {
         let (limit, price) = (self.config.max_cost?, self.config.price?);
+        live.family.settle(std::mem::take(&mut live.reserved), 0.0);
         // Cove's count of a prompt not yet sent may be off by a little: 5% more.
         let prompt_tokens = prompt_tokens + prompt_tokens / 20;
         let worst = price.worst_case(prompt_tokens as u64, u64::from(max_tokens));
-        (live.spent + worst > limit).then(|| {
-            format!(
-                "the run stopped before its next model call, which could cost up to ${worst:.4} (a prompt of {prompt_tokens} tokens, up to {max_tokens} tokens of answer) and take the run past its limit of ${limit:.4} (spent so far: ${:.4}); `cove resume` continues it, with a higher --max-cost",
-                live.spent
-            )
-        })
+        match live.family.reserve(worst, limit) {
+            Ok(()) => {
+                live.reserved = worst;
+                None
+            }
+            Err(spent) => Some(format!(
+                "the run stopped before its next model call, which could cost up to ${worst:.4} (a prompt of {prompt_tokens} tokens, up to {max_tokens} tokens of answer) and take the run past its limit of ${limit:.4} (spent so far, sub-agents included: ${spent:.4}); `cove resume` continues it, with a higher --max-cost"
+            )),
+        }
     }
 
     /// With `--context summarize`: when the history no longer fits, has the model summarize
@@ -727,7 +755,7 @@ impl Agent {
                 budget.window as u64,
                 (budget.window / 8).clamp(256, 4_000) as u64,
             );
-            if live.spent + worst > limit {
+            if live.family.spent() + worst > limit {
                 live.emitter.emit(EventKind::Error {
                     message: format!(
                         "summarizing could cost up to ${worst:.4} and take the run past its limit of ${limit:.4}; truncating instead"

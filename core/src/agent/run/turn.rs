@@ -105,6 +105,7 @@ impl Agent {
                 self.plan_pending(&live.thread.id)?,
                 &live.counter,
             );
+            live.calibration.set_fixed(live.fixed);
             self.announce_mcp(live);
         }
         Ok(())
@@ -178,9 +179,8 @@ impl Agent {
         let mut refusals: u8 = 0;
         loop {
             let (mut messages, max_tokens, counted) = self.fitted(live, budget)?;
-            if let Some(reason) =
-                self.over_cost_limit(live, live.calibration.apply(counted), max_tokens)
-            {
+            let prompt = live.calibration.apply(counted);
+            if let Some(reason) = self.over_cost_limit(live, prompt, max_tokens) {
                 live.emitter.emit(EventKind::Error {
                     message: reason,
                     fatal: false,
@@ -219,14 +219,19 @@ impl Agent {
             )
             .await
             {
+                // What was set aside for the call is settled when it is accounted for.
                 Ok(answer) => return Ok(Sampled::Answer(answer, counted)),
                 Err(e @ LlmError::ContextTooLong { .. })
                     if self.config.context.mode != ContextMode::Off && refusals < 2 =>
                 {
                     refusals += 1;
+                    live.family.settle(std::mem::take(&mut live.reserved), 0.0);
                     self.refused_for_length(live, &mut budget, &e, refusals);
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    live.family.settle(std::mem::take(&mut live.reserved), 0.0);
+                    return Err(e.into());
+                }
             }
         }
     }
@@ -371,10 +376,10 @@ impl Agent {
                 continue;
             }
             let call = &answer.calls[i];
-            if let Some(Control::WaitForEvents { call_id, tool, .. }) = &mut result.control {
-                // Its result is what fires: stored when the wait ends.
-                call_id.clone_from(&call.id);
-                tool.clone_from(&call.name);
+            if let Some(control) = &mut result.control
+                && control.deferred_for(&call.id, &call.name)
+            {
+                // Its result is what the wait or the sub-agents bring: stored then.
                 results[i] = Some(result);
                 continue;
             }
@@ -451,7 +456,10 @@ fn merge_results(live: &mut LiveRun, results: Vec<Option<ToolResult>>) -> Option
         live.images.extend(result.image);
         // A wait's call has no result until it ends: it goes first, whatever else the
         // answer asked (the run goes on after it, and the rest can be asked again).
-        let waits = matches!(result.control, Some(Control::WaitForEvents { .. }));
+        let waits = matches!(
+            result.control,
+            Some(Control::WaitForEvents { .. } | Control::SpawnAgents { .. })
+        );
         if control.is_none() || waits {
             control = result.control.or(control);
         }

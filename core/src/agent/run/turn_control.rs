@@ -49,6 +49,20 @@ impl Agent {
             let wait = self.new_event_wait(live, call_id, tool, timeout_secs, watches)?;
             return self.await_events(live, wait).await;
         }
+        if let Control::SpawnAgents {
+            call_id,
+            tool,
+            agents,
+            max_parallel,
+        } = control
+        {
+            live.emitter.emit(EventKind::Finish {
+                finish_reason: finish,
+            });
+            return self
+                .run_children(live, (call_id, tool), agents, max_parallel)
+                .await;
+        }
         live.emitter.emit(EventKind::Finish {
             finish_reason: FinishReason::AgentTerminated,
         });
@@ -98,7 +112,7 @@ impl Agent {
             },
             Control::AwaitsPermission { summary, .. } => awaits_permission(&[summary]),
             // Handled above; kept for exhaustiveness.
-            Control::WaitForEvents { .. } => return Ok(None),
+            Control::WaitForEvents { .. } | Control::SpawnAgents { .. } => return Ok(None),
             Control::Complete { text, attachments } => {
                 live.emitter.emit(EventKind::Complete {
                     text: text.clone(),

@@ -1,0 +1,258 @@
+//! Sub-agents (`spawn_agents`): each a run of a thread of its own, linked to the parent's,
+//! in the parent's sandbox and workspace, started side by side (at most `max_children`
+//! at once) and sharing the parent's family budget. Their progress is told in the parent's
+//! events; stopping the parent stops them (dropping a run's handle stops the run).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cove_protocol::events::EventKind;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use super::checkpoint::Moment;
+use super::{Agent, LiveRun, tool_message};
+use crate::agent::family::Family;
+use crate::agent::outcome::{RunError, RunOutcome};
+use crate::format::thousands;
+use crate::llm::ChatMessage;
+use crate::store::{NewThread, Thread};
+use crate::tools::{ChildTask, ReadOffsets, ToolResult};
+
+/// Tools whose summary is a path they write.
+const WRITES: &[&str] = &[
+    "create_file",
+    "str_replace",
+    "full_file_rewrite",
+    "delete_file",
+];
+
+/// What one sub-agent came to.
+struct Report {
+    n: u32,
+    thread: Thread,
+    outcome: Result<RunOutcome, RunError>,
+    run_id: Option<String>,
+    wrote: BTreeSet<String>,
+    secs: f64,
+}
+
+/// The first message of a sub-agent's thread.
+fn brief(n: u32, of: usize, task: &str) -> String {
+    format!(
+        "You are sub-agent {n} of {of}, started by another agent to do one part of a larger task. Others may be working in the same workspace at the same time: change only what your task needs. No one can answer questions: decide for yourself, and when you are done call complete with what you did, what you found, and anything left undone.\n\nYour task:\n{task}"
+    )
+}
+
+impl Agent {
+    /// An agent for a sub-agent: the same model, store and sandbox, one level deeper, the
+    /// tools it may have, the family's budget.
+    fn child_agent(&self, tools: Option<&[String]>, family: Arc<Family>) -> Arc<Agent> {
+        let mut config = self.config.clone();
+        config.depth += 1;
+        // The parent checkpoints once they have all ended; no one can answer a child.
+        config.checkpoints = false;
+        config.pause_for_permission = true;
+        config.plan_first = false;
+        let may_spawn = config.depth < config.max_depth;
+        Arc::new(Agent {
+            config,
+            provider: self.provider.clone(),
+            store: self.store.clone(),
+            registry: Arc::new(self.registry.for_child(tools, may_spawn)),
+            sandbox: self.sandbox.clone(),
+            read_offsets: ReadOffsets::default(),
+            family: Some(family),
+        })
+    }
+
+    /// Runs the sub-agents a `spawn_agents` call asked for and answers the call with what
+    /// each did; the run goes on.
+    pub(super) async fn run_children(
+        &self,
+        live: &mut LiveRun,
+        call: (String, String),
+        agents: Vec<ChildTask>,
+        max_parallel: usize,
+    ) -> Result<Option<RunOutcome>, RunError> {
+        let (call_id, tool) = call;
+        let text = if self.config.depth >= self.config.max_depth {
+            Err(format!(
+                "sub-agents may not start sub-agents of their own (at most {} level deep)",
+                self.config.max_depth
+            ))
+        } else {
+            Ok(self.work_children(live, agents, max_parallel).await?)
+        };
+        let result = match text {
+            Ok(text) => ToolResult::ok(text),
+            Err(why) => ToolResult::error(why),
+        };
+        let message = tool_message(self.config.mode, &call_id, &tool, &result);
+        live.record(&self.store, message)?;
+        self.checkpoint(live, Moment::After(&[tool])).await;
+        Ok(None)
+    }
+
+    async fn work_children(
+        &self,
+        live: &mut LiveRun,
+        agents: Vec<ChildTask>,
+        max_parallel: usize,
+    ) -> Result<String, RunError> {
+        let limit = max_parallel.clamp(1, self.config.max_children);
+        let turns = Arc::new(tokio::sync::Semaphore::new(limit));
+        let of = agents.len();
+        let mut running = FuturesUnordered::new();
+        for (i, child) in agents.into_iter().enumerate() {
+            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let title: String = child
+                .task
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(80)
+                .collect();
+            let thread = self.store.create_thread(
+                NewThread::new(
+                    &title,
+                    &live.thread.model,
+                    &live.thread.tool_mode,
+                    &live.thread.sandbox,
+                )
+                .child_of(&live.thread.id),
+            )?;
+            live.emitter.emit(EventKind::AgentSpawned {
+                agent: n,
+                thread: thread.id.clone(),
+                task: child.task.clone(),
+            });
+            let agent = self.child_agent(child.tools.as_deref(), live.family.clone());
+            let emitter = live.emitter.clone();
+            let turns = turns.clone();
+            let input = ChatMessage::user(brief(n, of, &child.task));
+            running.push(async move {
+                let started = Instant::now();
+                let mut report = Report {
+                    n,
+                    thread,
+                    outcome: Ok(RunOutcome::Interrupted),
+                    run_id: None,
+                    wrote: BTreeSet::new(),
+                    secs: 0.0,
+                };
+                let Ok(_turn) = turns.acquire_owned().await else {
+                    return report;
+                };
+                let mut handle = match agent.start(&report.thread, Some(input)) {
+                    Ok(handle) => handle,
+                    Err(e) => {
+                        report.outcome = Err(e);
+                        return report;
+                    }
+                };
+                report.run_id = Some(handle.run_id().to_string());
+                while let Some(event) = handle.next_event().await {
+                    if let EventKind::ToolStarted { tool, summary, .. } = &event.kind {
+                        let about = summary.clone().unwrap_or_default();
+                        if WRITES.contains(&tool.as_str()) && !about.is_empty() {
+                            report.wrote.insert(about.clone());
+                        }
+                        emitter.emit(EventKind::AgentProgress {
+                            agent: n,
+                            thread: report.thread.id.clone(),
+                            doing: format!("{tool} {about}").trim().to_string(),
+                        });
+                    }
+                }
+                report.outcome = handle.outcome().await;
+                report.secs = started.elapsed().as_secs_f64();
+                report
+            });
+        }
+        let mut reports = Vec::new();
+        while let Some(report) = running.next().await {
+            self.announce_finished(live, &report);
+            reports.push(report);
+        }
+        reports.sort_by_key(|r| r.n);
+        Ok(reports
+            .iter()
+            .map(|r| self.report_text(r))
+            .collect::<Vec<_>>()
+            .join("\n\n"))
+    }
+
+    fn usage_of(&self, report: &Report) -> (u64, Option<f64>) {
+        let Some(run) = &report.run_id else {
+            return (0, None);
+        };
+        match self.store.run_usage(run) {
+            Ok(usage) => (
+                usage.tokens.input_tokens + usage.tokens.output_tokens,
+                usage.cost.filter(|_| self.config.price.is_some()),
+            ),
+            Err(_) => (0, None),
+        }
+    }
+
+    fn announce_finished(&self, live: &LiveRun, report: &Report) {
+        let (tokens, cost) = self.usage_of(report);
+        let (status, answer) = status_of(&report.outcome);
+        live.emitter.emit(EventKind::AgentFinished {
+            agent: report.n,
+            thread: report.thread.id.clone(),
+            status: status.to_string(),
+            answer,
+            tokens,
+            cost,
+        });
+    }
+
+    /// What the parent's model reads of one sub-agent.
+    fn report_text(&self, report: &Report) -> String {
+        let (tokens, cost) = self.usage_of(report);
+        let (status, answer) = status_of(&report.outcome);
+        let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+        let mut text = format!(
+            "Agent {} (thread {}): {status} after {:.1} s, {} tokens{cost}.",
+            report.n,
+            report.thread.id,
+            report.secs,
+            thousands(tokens)
+        );
+        match answer {
+            Some(answer) => text.push_str(&format!("\n{answer}")),
+            None => text.push_str("\nIt gave no answer."),
+        }
+        if !report.wrote.is_empty() {
+            let files: Vec<&str> = report.wrote.iter().map(String::as_str).collect();
+            text.push_str(&format!(
+                "\nFiles its file tools wrote: {}.",
+                files.join(", ")
+            ));
+        }
+        text
+    }
+}
+
+/// A sub-agent's run's status, and what it said.
+fn status_of(outcome: &Result<RunOutcome, RunError>) -> (&'static str, Option<String>) {
+    match outcome {
+        Ok(RunOutcome::Completed { text, .. }) => ("completed", text.clone()),
+        Ok(RunOutcome::Paused { text, .. }) => (
+            "paused",
+            Some(format!(
+                "It stopped to wait for {text}, which no one can give it here."
+            )),
+        ),
+        Ok(RunOutcome::Stopped) => (
+            "stopped",
+            Some("It reached the family's limit (cost or iterations) before it was done.".into()),
+        ),
+        Ok(RunOutcome::Interrupted) => ("interrupted", None),
+        Err(e) => ("failed", Some(e.to_string())),
+    }
+}

@@ -1,0 +1,250 @@
+//! Sub-agents (`spawn_agents`) in the shared workspace: three work at once (their commands
+//! overlap in time, measured in the sandbox), each a thread of its own listed under its
+//! parent, and the parent reads what each did; a cost limit stops the whole family;
+//! stopping the parent stops its sub-agents.
+
+use super::*;
+
+/// The sub-agent number a request is for (`[[agent N]]` opening the task of its brief), or
+/// 0 for the parent (whose own calls name the tasks too).
+fn agent_of(text: &str) -> u32 {
+    text.split("Your task:\n[[agent ")
+        .nth(1)
+        .and_then(|rest| rest.split("]]").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The model: the parent spawns three sub-agents; each writes when it starts and ends a
+/// second-long command, then completes; the parent then completes with what it read.
+fn script_family(llm: &ScriptedLlm, tasks: usize) {
+    for _ in 0..(tasks * 2 + 2) {
+        llm.push_fn(move |request| {
+            let text = request.all_text();
+            let n = agent_of(&text);
+            if n == 0 {
+                if !text.contains("Agent 1 (thread") {
+                    let agents: Vec<Value> = (1..=tasks)
+                        .map(|n| json!({"task": format!("[[agent {n}]] Time a second of work.")}))
+                        .collect();
+                    return Turn::text("Splitting the work.")
+                        .call("spawn_agents", json!({ "agents": agents }));
+                }
+                let done = (1..=tasks)
+                    .filter(|n| {
+                        text.contains(&format!("Agent {n} (thread"))
+                            && text.contains(&format!("agent {n} done"))
+                    })
+                    .count();
+                return Turn::text("").call(
+                    "complete",
+                    json!({"text": format!("{done} agents reported")}),
+                );
+            }
+            if text.contains("exit code 0") {
+                Turn::text("").call("complete", json!({"text": format!("agent {n} done")}))
+            } else {
+                Turn::text("").call(
+                    "execute_command",
+                    json!({
+                        "command": format!("date +%s%N > start-{n}; sleep 1; date +%s%N > end-{n}"),
+                        "session_name": format!("agent-{n}"),
+                    }),
+                )
+            }
+        });
+    }
+}
+
+fn stamp(ws: &std::path::Path, name: &str) -> u128 {
+    std::fs::read_to_string(ws.join(name))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn three_sub_agents_work_at_once_in_threads_of_their_own() {
+    for (wire, mode) in [(Wire::OpenAi, "native"), (Wire::Anthropic, "xml")] {
+        let cove = Cove::new(wire).await;
+        script_family(&cove.llm, 3);
+        let out = cove.start_task("Do three things.", mode).await;
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", explain(&out));
+        let seen = events(&out);
+        let spawned: Vec<&Value> = seen
+            .iter()
+            .filter(|e| e["type"] == "agent_spawned")
+            .collect();
+        let finished: Vec<&Value> = seen
+            .iter()
+            .filter(|e| e["type"] == "agent_finished")
+            .collect();
+        assert_eq!(
+            (spawned.len(), finished.len()),
+            (3, 3),
+            "{:?}",
+            kinds(&seen)
+        );
+        assert!(
+            finished
+                .iter()
+                .all(|e| e["status"] == "completed" && e["tokens"].as_u64() > Some(0)),
+            "{finished:?}"
+        );
+        assert!(seen.iter().any(|e| e["type"] == "agent_progress"
+            && e["doing"].as_str().unwrap().starts_with("execute_command")));
+        let complete = seen.iter().find(|e| e["type"] == "complete").unwrap();
+        assert_eq!(complete["text"], "3 agents reported", "{wire:?}");
+
+        // All three ran at once: each started before any had ended.
+        let ws = &cove.workspace;
+        let last_start = (1..=3)
+            .map(|n| stamp(ws, &format!("start-{n}")))
+            .max()
+            .unwrap();
+        let first_end = (1..=3)
+            .map(|n| stamp(ws, &format!("end-{n}")))
+            .min()
+            .unwrap();
+        assert!(
+            last_start < first_end,
+            "{wire:?}: the sub-agents' seconds of work did not overlap"
+        );
+
+        // Each is a thread of its own, listed under its parent, its transcript readable.
+        let parent = thread_of(&seen);
+        let listed = events(&cove.run(&["--json", "threads"]).await);
+        assert_eq!(listed.len(), 4);
+        assert_eq!(
+            listed[0]["id"],
+            parent.as_str(),
+            "the parent first: {listed:?}"
+        );
+        for row in &listed[1..] {
+            assert_eq!(row["parent_id"], parent.as_str(), "{row}");
+        }
+        let text = String::from_utf8_lossy(&cove.run(&["threads"]).await.stdout).into_owned();
+        assert_eq!(text.matches("└ ").count(), 3, "{text}");
+        let child = spawned[1]["thread"].as_str().unwrap();
+        let shown = cove.run(&["show", child]).await;
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("[[agent 2]] Time a second of work.") && shown.contains("agent 2 done"),
+            "{shown}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_cost_limit_stops_the_whole_family() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    // $100 per million tokens: a call of some 5,000 prompt tokens costs about half a dollar.
+    std::fs::write(
+        config.join("cove.toml"),
+        "[prices.scripted]\ninput = 100.0\noutput = 100.0\n",
+    )
+    .unwrap();
+    // Sub-agents that never finish on their own: each call runs another command.
+    for _ in 0..40 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            if agent_of(&text) == 0 {
+                let agents: Vec<Value> = (1..=2)
+                    .map(|n| json!({"task": format!("[[agent {n}]] Keep counting.")}))
+                    .collect();
+                Turn::text("").call("spawn_agents", json!({ "agents": agents }))
+            } else {
+                Turn::text("").call("execute_command", json!({"command": "echo counting"}))
+            }
+        });
+    }
+    let out = cove
+        .start_task_with(
+            "Count forever.",
+            "native",
+            &["--max-cost", "5", "--max-tokens", "1000"],
+            &[],
+        )
+        .await;
+    let seen = events(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "the parent stops: {}",
+        explain(&out)
+    );
+    let finished: Vec<&Value> = seen
+        .iter()
+        .filter(|e| e["type"] == "agent_finished")
+        .collect();
+    assert_eq!(finished.len(), 2, "{:?}", kinds(&seen));
+    assert!(
+        finished.iter().all(|e| e["status"] == "stopped"),
+        "{finished:?}"
+    );
+    // What the family spent stayed within the limit.
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    let spent: f64 = threads
+        .iter()
+        .flat_map(|t| t["runs"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r["cost"].as_f64())
+        .sum();
+    assert!(
+        spent > 1.0 && spent <= 5.0,
+        "the family spent ${spent}: {threads:?}"
+    );
+}
+
+#[tokio::test]
+async fn stopping_the_parent_stops_its_sub_agents() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    for _ in 0..4 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            if agent_of(&text) == 0 {
+                let agents: Vec<Value> = (1..=2)
+                    .map(|n| json!({"task": format!("[[agent {n}]] Wait a long time.")}))
+                    .collect();
+                Turn::text("").call("spawn_agents", json!({ "agents": agents }))
+            } else {
+                Turn::text("").call(
+                    "execute_command",
+                    json!({"command": "sleep 60", "timeout": 120}),
+                )
+            }
+        });
+    }
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Wait.",
+            "--model",
+            "anthropic/scripted",
+            "--workspace",
+            &ws,
+            "--no-prompt",
+        ])
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    reader.until("agent_progress").await;
+    reader.until("agent_progress").await;
+    // Ctrl-C, as a person stops a run.
+    let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("cove stopped")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let threads = events(&cove.run(&["--json", "threads"]).await);
+    assert_eq!(threads.len(), 3, "{threads:?}");
+    for thread in &threads {
+        assert_eq!(thread["status"], "stopped", "{thread}");
+    }
+}
