@@ -105,6 +105,9 @@ pub struct ThreadView {
     pub tool_mode: String,
     /// `local:<workspace>`, `docker:<name>` or a daemon's URL.
     pub sandbox: String,
+    /// The thread whose agent started this one as a sub-agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
     /// `new`, `running`, `waiting`, `paused`, `completed`, `stopped` or `failed`.
     pub status: String,
     /// A run of this server works on it now.

@@ -60,6 +60,7 @@ fn view(state: &ServeState, thread: &Thread) -> Result<ThreadView, ApiError> {
         model: thread.model.clone(),
         tool_mode: thread.tool_mode.clone(),
         sandbox: thread.sandbox.clone(),
+        parent_id: thread.parent_id.clone(),
         status: thread.status.as_str().to_string(),
         running,
         waiting,

@@ -40,6 +40,11 @@ const READS: &[&str] = &[
     "web_search",
     "web_fetch",
     "scrape_webpage",
+    // Waiting changes nothing; a sub-agent's own calls pass the gate one by one.
+    "watch",
+    "unwatch",
+    "wait_for_events",
+    "spawn_agents",
 ];
 
 /// Whether `tool` changes anything, whatever its arguments.

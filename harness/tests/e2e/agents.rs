@@ -248,3 +248,70 @@ async fn stopping_the_parent_stops_its_sub_agents() {
         assert_eq!(thread["status"], "stopped", "{thread}");
     }
 }
+
+#[tokio::test]
+async fn the_page_lists_sub_agents_under_their_parent_and_opens_their_transcripts() {
+    use super::page::{open_page, picture, text_of, wait};
+    use super::serve::Server;
+
+    let cove = Cove::new(Wire::OpenAi).await;
+    script_family(&cove.llm, 2);
+    let server = Server::start(&cove, &[]).await;
+    let mut tab = open_page(&server).await;
+    server.create(json!({"task": "Do two things."})).await;
+    wait(
+        &mut tab,
+        "document.querySelectorAll('#threads button').length === 3",
+    )
+    .await;
+    tab.click("#threads button").await.unwrap();
+    // The parent's transcript names each sub-agent and how it ended.
+    wait(
+        &mut tab,
+        "(document.querySelector('.card.final') || {}).textContent?.includes('2 agents reported')",
+    )
+    .await;
+    wait(
+        &mut tab,
+        "Array.from(document.querySelectorAll('.note.agent')).filter(n => n.textContent.includes('completed')).length === 2",
+    )
+    .await;
+    let notes = text_of(&mut tab, ".note.agent").await;
+    assert!(
+        notes.contains("Sub-agent 1: [[agent 1]] Time a second of work.")
+            && notes.contains("agent 1 done"),
+        "{notes}"
+    );
+    // The list: the parent first, its two sub-agents under it.
+    let order = tab
+        .eval("Array.from(document.querySelectorAll('#threads li')).map(li => (li.classList.contains('child') ? 'child:' : '') + li.querySelector('.title').textContent)")
+        .await
+        .unwrap();
+    assert_eq!(
+        order,
+        json!([
+            "Do two things.",
+            "child:[[agent 1]] Time a second of work.",
+            "child:[[agent 2]] Time a second of work."
+        ]),
+    );
+    picture(&mut tab, "sub-agents.png").await;
+    // A person opens the second sub-agent's thread: its own transcript.
+    tab.click(".note.agent:nth-of-type(2) button, .note.agent ~ .note.agent button")
+        .await
+        .unwrap();
+    wait(
+        &mut tab,
+        "document.getElementById('thread-title').textContent.includes('[[agent 2]]')",
+    )
+    .await;
+    wait(
+        &mut tab,
+        "(document.querySelector('.card.final') || {}).textContent?.includes('agent 2 done')",
+    )
+    .await;
+    let asked = text_of(&mut tab, ".msg.user").await;
+    assert!(asked.contains("You are sub-agent 2 of 2"), "{asked}");
+    tab.close().await;
+    server.kill().await;
+}

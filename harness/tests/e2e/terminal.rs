@@ -427,3 +427,69 @@ async fn the_terminal_shows_a_wait_for_events_and_ctrl_c_ends_it() {
     let said = done.iter().find(|e| e["type"] == "complete").unwrap();
     assert_eq!(said["text"], "told");
 }
+
+/// A sub-agent's permission request is asked at the parent's terminal, answered once there,
+/// and the sub-agent goes on.
+#[tokio::test]
+async fn a_sub_agents_permission_request_is_answered_at_the_parents_terminal() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    for _ in 0..4 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            if text.contains("Your task:\n[[helper]]") {
+                return if text.contains("exit code 0") {
+                    Turn::text("").call("complete", json!({"text": "helper wrote it"}))
+                } else {
+                    Turn::text("").call(
+                        "execute_command",
+                        json!({"command": "echo from the helper > helper.txt"}),
+                    )
+                };
+            }
+            if text.contains("Agent 1 (thread") {
+                let said = if text.contains("helper wrote it") {
+                    "done"
+                } else {
+                    "NO ANSWER"
+                };
+                Turn::text("").call("complete", json!({ "text": said }))
+            } else {
+                Turn::text("").call(
+                    "spawn_agents",
+                    json!({"agents": [{"task": "[[helper]] Write helper.txt."}]}),
+                )
+            }
+        });
+    }
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut term = Terminal::spawn(
+        &cove,
+        &[
+            "run",
+            "Have a helper write a file",
+            "--model",
+            "openai/scripted",
+            "--workspace",
+            &ws,
+            "--permissions",
+            "ask",
+        ],
+        &[],
+    );
+    term.until("Allow request").await;
+    assert!(
+        term.screen.contains("echo from the helper > helper.txt"),
+        "the helper's command is asked about: {}",
+        term.screen
+    );
+    term.type_line("o");
+    term.until("Done.").await;
+    let screen = term.screen.clone();
+    assert_eq!(screen.matches("Allow request").count(), 1, "{screen}");
+    assert!(screen.contains("↳ agent 1 completed"), "{screen}");
+    assert!(term.wait().await.success(), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(cove.workspace.join("helper.txt")).unwrap(),
+        "from the helper\n"
+    );
+}

@@ -89,6 +89,29 @@ export type RunEvent = {
     type: "wait_ended";
   }
   | {
+    agent: number;
+    task: string;
+    thread: string;
+    type: "agent_spawned";
+  }
+  | {
+    agent: number;
+    doing: string;
+    thread: string;
+    type: "agent_progress";
+  }
+  | {
+    agent: number;
+    answer?: string | null;
+    /** What they cost in US dollars, when the model's price is known. */
+    cost?: number | null;
+    status: string;
+    thread: string;
+    /** Tokens its model calls took (in and out). */
+    tokens: number;
+    type: "agent_finished";
+  }
+  | {
     plan: Plan;
     type: "plan_proposed";
   }
@@ -188,6 +211,8 @@ export type ThreadView = {
   last_event: number;
   /** `provider/model`. */
   model: string;
+  /** The thread whose agent started this one as a sub-agent. */
+  parent_id?: string | null;
   /** A run of this server works on it now. */
   running: boolean;
   /** `local:<workspace>`, `docker:<name>` or a daemon's URL. */

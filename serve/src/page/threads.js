@@ -46,7 +46,21 @@ export async function loadThreads() {
   } catch (e) {
     return;
   }
-  S.threads = list.threads;
+  // Each sub-agent's thread right after its parent's, indented.
+  const byParent = new Map();
+  for (const t of list.threads) {
+    if (t.parent_id && list.threads.some((p) => p.id === t.parent_id)) {
+      if (!byParent.has(t.parent_id)) byParent.set(t.parent_id, []);
+      byParent.get(t.parent_id).push(t);
+    }
+  }
+  const ordered = [];
+  const place = (t) => {
+    ordered.push(t);
+    for (const child of (byParent.get(t.id) || []).sort((a, b) => a.created_at - b.created_at)) place(child);
+  };
+  for (const t of list.threads) if (!(t.parent_id && list.threads.some((p) => p.id === t.parent_id))) place(t);
+  S.threads = ordered;
   // Updated in place: focus and a screen reader's place in the list stay where they are.
   const ul = $('threads');
   const items = new Map(Array.from(ul.children).map((li) => [li.dataset.id, li]));
@@ -66,6 +80,7 @@ export async function loadThreads() {
         ),
       );
     }
+    li.classList.toggle('child', !!thread.parent_id);
     const button = li.firstChild;
     button.setAttribute('aria-current', thread.id === S.current ? 'true' : 'false');
     const [title, badge] = button.children;

@@ -293,6 +293,29 @@ export function render(event) {
     case 'wait_ended':
       note((event.timed_out ? 'The wait ran out: ' : 'Woke: ') + event.text.split('\n')[0]);
       break;
+    case 'agent_spawned': {
+      flushText();
+      endText();
+      const line = add(el('div', { class: 'note agent', 'data-agent-thread': event.thread }));
+      line.append(
+        '↳ Sub-agent ' + event.agent + ': ' + event.task.split('\n')[0] + ' ',
+        el('button', { type: 'button', class: 'link', text: 'Open its thread', onclick: () => selectThread(event.thread) }),
+        el('span', { class: 'agent-state', text: ' · working' }),
+      );
+      break;
+    }
+    case 'agent_progress': {
+      const state = document.querySelector('[data-agent-thread="' + event.thread + '"] .agent-state');
+      if (state) state.textContent = ' · ' + event.doing.split('\n')[0].slice(0, 80);
+      break;
+    }
+    case 'agent_finished': {
+      const state = document.querySelector('[data-agent-thread="' + event.thread + '"] .agent-state');
+      const cost = typeof event.cost === 'number' ? ' · $' + event.cost.toFixed(4) : '';
+      const said = event.answer ? ': ' + event.answer.split('\n')[0] : '';
+      if (state) state.textContent = ' · ' + event.status + ' · ' + Number(event.tokens).toLocaleString('en-US') + ' tokens' + cost + said;
+      break;
+    }
     case 'plan_proposed': {
       flushText();
       endText();

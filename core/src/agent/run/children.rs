@@ -12,8 +12,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use super::checkpoint::Moment;
-use super::{Agent, LiveRun, tool_message};
-use crate::agent::family::Family;
+use super::{Agent, LiveRun, Surface, tool_message};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::format::thousands;
 use crate::llm::ChatMessage;
@@ -48,13 +47,19 @@ fn brief(n: u32, of: usize, task: &str) -> String {
 impl Agent {
     /// An agent for a sub-agent: the same model, store and sandbox, one level deeper, the
     /// tools it may have, the family's budget.
-    fn child_agent(&self, tools: Option<&[String]>, family: Arc<Family>) -> Arc<Agent> {
+    fn child_agent(&self, tools: Option<&[String]>, live: &LiveRun) -> Arc<Agent> {
         let mut config = self.config.clone();
         config.depth += 1;
-        // The parent checkpoints once they have all ended; no one can answer a child.
+        // The parent checkpoints once they have all ended, and its plan is theirs.
         config.checkpoints = false;
-        config.pause_for_permission = true;
         config.plan_first = false;
+        let surface = Surface {
+            thread_id: live.thread.id.clone(),
+            control: live.control.clone(),
+            emitter: live.emitter.clone(),
+            hold: self.config.pause_for_permission,
+            plan_first: self.config.plan_first,
+        };
         let may_spawn = config.depth < config.max_depth;
         Arc::new(Agent {
             config,
@@ -63,7 +68,8 @@ impl Agent {
             registry: Arc::new(self.registry.for_child(tools, may_spawn)),
             sandbox: self.sandbox.clone(),
             read_offsets: ReadOffsets::default(),
-            family: Some(family),
+            family: Some(live.family.clone()),
+            surface: Some(surface),
         })
     }
 
@@ -129,7 +135,7 @@ impl Agent {
                 thread: thread.id.clone(),
                 task: child.task.clone(),
             });
-            let agent = self.child_agent(child.tools.as_deref(), live.family.clone());
+            let agent = self.child_agent(child.tools.as_deref(), live);
             let emitter = live.emitter.clone();
             let turns = turns.clone();
             let input = ChatMessage::user(brief(n, of, &child.task));

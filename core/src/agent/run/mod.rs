@@ -48,6 +48,19 @@ pub struct Agent {
     read_offsets: ReadOffsets,
     /// A sub-agent's: what it shares with the run that started it.
     family: Option<Arc<Family>>,
+    /// A sub-agent's: where its permission requests go (the parent's thread and run).
+    surface: Option<Surface>,
+}
+
+/// Where a sub-agent's permission requests are asked: its parent's thread, whose person
+/// answers them with the parent's own, through the parent's run.
+#[derive(Debug, Clone)]
+pub(crate) struct Surface {
+    thread_id: String,
+    control: Arc<RunControl>,
+    emitter: Arc<Emitter>,
+    hold: bool,
+    plan_first: bool,
 }
 
 /// MCP tools are deferred when their specs would take more than 1/this of the window.
@@ -146,6 +159,7 @@ impl Agent {
             sandbox,
             read_offsets: ReadOffsets::default(),
             family: None,
+            surface: None,
         }
     }
 
@@ -442,16 +456,34 @@ impl Agent {
                     .with_workspace(self.config.workspace_label.as_str()),
             )
         });
-        let gate = (policy.is_some() || self.config.plan_first).then(|| {
+        // A sub-agent asks through its parent's thread: the person answers it there, once,
+        // as they answer the parent's own requests.
+        let (asks_thread, asks_control, asks_emitter, hold, plan_first) = match &self.surface {
+            Some(parent) => (
+                parent.thread_id.clone(),
+                parent.control.clone(),
+                parent.emitter.clone(),
+                parent.hold,
+                parent.plan_first,
+            ),
+            None => (
+                thread.id.clone(),
+                control.clone(),
+                emitter.clone(),
+                self.config.pause_for_permission,
+                self.config.plan_first,
+            ),
+        };
+        let gate = (policy.is_some() || plan_first).then(|| {
             Arc::new(Gate {
                 policy,
-                plan_first: self.config.plan_first,
+                plan_first,
                 store: self.store.clone(),
-                thread_id: thread.id.clone(),
+                thread_id: asks_thread,
                 run_id: run_id.to_string(),
-                control: control.clone(),
-                emitter: emitter.clone(),
-                hold: self.config.pause_for_permission,
+                control: asks_control,
+                emitter: asks_emitter,
+                hold,
                 sandbox: self.sandbox.clone(),
             })
         });
