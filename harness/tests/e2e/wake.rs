@@ -292,3 +292,34 @@ async fn the_page_shows_what_a_served_thread_waits_for_and_it_wakes_by_itself() 
     tab.close().await;
     server.kill().await;
 }
+
+#[tokio::test]
+async fn max_wait_bounds_a_wait_whatever_the_model_asks() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let llm = &cove.llm;
+    llm.push(Turn::text("").call(
+        "watch",
+        json!({"on": "after", "seconds": 600, "label": "a long pause"}),
+    ));
+    llm.push(Turn::text("").call("wait_for_events", json!({"timeout": 600})));
+    llm.push_fn(|request| {
+        // (The last message is the note of the watch still pending.)
+        let text = request.all_text();
+        let said = if text.contains("Nothing fired within 1 s.") && text.contains("Still pending") {
+            "bounded"
+        } else {
+            "NOT BOUNDED"
+        };
+        Turn::text("").call("complete", json!({ "text": said }))
+    });
+    let started = std::time::Instant::now();
+    let out = cove
+        .start_task_with("Wait a long time.", "native", &["--max-wait", "1"], &[])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let seen = events(&out);
+    assert_eq!(completed_text(&seen), "bounded");
+    let ended = seen.iter().find(|e| e["type"] == "wait_ended").unwrap();
+    assert_eq!(ended["timed_out"], true);
+    assert!(started.elapsed() < Duration::from_secs(60));
+}

@@ -67,6 +67,21 @@ impl Target {
         } else {
             workspace.join(given)
         };
+        // Where the folders on the way really lead, as far as they exist: a symlinked folder
+        // must not take the watch out of the workspace (a link itself is watched as a name
+        // in its folder, never followed).
+        let existing = path
+            .parent()
+            .into_iter()
+            .flat_map(Path::ancestors)
+            .find(|a| a.exists())
+            .and_then(|a| std::fs::canonicalize(a).ok());
+        let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        if existing.is_some_and(|real| !real.starts_with(&root)) {
+            return Err(WatchError::Outside(format!(
+                "{raw:?} (through a symbolic link)"
+            )));
+        }
         let kind = match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() => Kind::Tree,
             Ok(_) => Kind::File,
@@ -335,5 +350,14 @@ mod tests {
             Target::resolve(root, " "),
             Err(WatchError::Invalid(_))
         ));
+        std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+        for bad in ["etc/ssh", "etc/nothing/here"] {
+            assert!(
+                matches!(Target::resolve(root, bad), Err(WatchError::Outside(_))),
+                "{bad}"
+            );
+        }
+        // The link itself, a name in the workspace, may be watched.
+        assert_eq!(Target::resolve(root, "etc").unwrap().kind, Kind::File);
     }
 }
