@@ -22,6 +22,7 @@ use crate::files::{
     ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
     ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
+use crate::forks::{ApplyResponse, CreateFork, ForkInfo, ForkList};
 use crate::info::{HealthResponse, InfoResponse};
 use crate::preview::{ExposeRequest, ExposeResponse};
 use crate::shell::{
@@ -94,6 +95,11 @@ pub enum Op {
     WatchesList,
     WatchesDelete,
     Events,
+    ForksCreate,
+    ForksList,
+    ForksChanges,
+    ForksApply,
+    ForksDelete,
     Mcp,
 }
 
@@ -649,6 +655,56 @@ pub const ENDPOINTS: &[Endpoint] = &[
         response: ResponseBody::Json(reference::<EventList>),
     },
     Endpoint {
+        op: Op::ForksCreate,
+        method: Method::Post,
+        path: "/v1/forks",
+        summary: "Make a copy of the workspace from a checkpoint (one taken now by default), inside this sandbox: requests with the header `x-cove-fork: ID` then work on the copy, with its own shells, files and browser",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<CreateFork>),
+        response: ResponseBody::Json(reference::<ForkInfo>),
+    },
+    Endpoint {
+        op: Op::ForksList,
+        method: Method::Get,
+        path: "/v1/forks",
+        summary: "The forks of the workspace",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<ForkList>),
+    },
+    Endpoint {
+        op: Op::ForksChanges,
+        method: Method::Get,
+        path: "/v1/forks/{id}/changes",
+        summary: "What the fork changed since it began, with unified diffs of text files",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<CheckpointDiff>),
+    },
+    Endpoint {
+        op: Op::ForksApply,
+        method: Method::Post,
+        path: "/v1/forks/{id}/apply",
+        summary: "Merge the fork's changes into the workspace, file by file: taken where the workspace did not change the file since the fork began, merged where both changed different lines of a text file, and otherwise left alone and named as a conflict (never merged silently)",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<ApplyResponse>),
+    },
+    Endpoint {
+        op: Op::ForksDelete,
+        method: Method::Delete,
+        path: "/v1/forks/{id}",
+        summary: "Remove a fork: its processes are killed and its copy deleted",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<ForkInfo>),
+    },
+    Endpoint {
         op: Op::Mcp,
         method: Method::Post,
         path: "/mcp",
@@ -820,7 +876,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 54, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 59, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::files::{
     ContentQuery, CreateRequest, DeleteQuery, DeleteResponse, ListQuery, ListResponse, ReadRequest,
     ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
+use crate::forks::{ApplyResponse, CreateFork, FORK_HEADER, ForkInfo, ForkList};
 use crate::info::{HealthResponse, InfoResponse};
 use crate::preview::{ExposeRequest, ExposeResponse};
 use crate::shell::{
@@ -465,6 +466,62 @@ impl CovedClient {
         let archive = self.checkpoint_archive(id).await?;
         let body = reqwest::Body::wrap_stream(archive.bytes_stream());
         target.import_checkpoint(query, body).await
+    }
+
+    /// `POST /v1/forks`.
+    pub async fn create_fork(&self, request: &CreateFork) -> Result<ForkInfo, ClientError> {
+        self.call(Method::POST, &["v1", "forks"], |b| {
+            b.json(request).timeout(CHECKPOINT_TIMEOUT)
+        })
+        .await
+    }
+
+    /// `GET /v1/forks`.
+    pub async fn forks(&self) -> Result<ForkList, ClientError> {
+        self.call(Method::GET, &["v1", "forks"], |b| b).await
+    }
+
+    /// `GET /v1/forks/{id}/changes`.
+    pub async fn fork_changes(&self, id: &str) -> Result<CheckpointDiff, ClientError> {
+        self.call(Method::GET, &["v1", "forks", id, "changes"], |b| {
+            b.timeout(CHECKPOINT_TIMEOUT)
+        })
+        .await
+    }
+
+    /// `POST /v1/forks/{id}/apply`.
+    pub async fn apply_fork(&self, id: &str) -> Result<ApplyResponse, ClientError> {
+        self.call(Method::POST, &["v1", "forks", id, "apply"], |b| {
+            b.timeout(CHECKPOINT_TIMEOUT)
+        })
+        .await
+    }
+
+    /// `DELETE /v1/forks/{id}`.
+    pub async fn delete_fork(&self, id: &str) -> Result<ForkInfo, ClientError> {
+        self.call(Method::DELETE, &["v1", "forks", id], |b| b).await
+    }
+
+    /// A client of fork `id` of this daemon: every call works on the fork's copy.
+    pub fn for_fork(&self, id: &str) -> Result<CovedClient, ClientError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let value = reqwest::header::HeaderValue::from_str(id)
+            .map_err(|_| ClientError::InvalidInput(format!("fork id {id:?}")))?;
+        headers.insert(FORK_HEADER, value);
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(20))
+            .default_headers(headers)
+            .build()
+            .map_err(|source| ClientError::Transport {
+                url: self.base.to_string(),
+                source,
+            })?;
+        Ok(CovedClient {
+            http,
+            base: self.base.clone(),
+            token: self.token.clone(),
+        })
     }
 
     /// `POST /v1/watches`.

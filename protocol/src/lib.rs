@@ -9,6 +9,7 @@ pub mod conversation;
 pub mod error;
 pub mod events;
 pub mod files;
+pub mod forks;
 pub mod info;
 pub mod plan;
 pub mod preview;

@@ -12,6 +12,7 @@ pub mod egress;
 pub mod error;
 pub mod extract;
 pub mod files;
+pub mod forks;
 pub mod info;
 pub mod mcp;
 pub mod net;
@@ -104,6 +105,8 @@ pub struct DaemonConfig {
     /// Where checkpoints are kept (outside the workspace) and the store's cap; by default
     /// in the state folder, one store per workspace.
     pub checkpoints: Option<CheckpointSettings>,
+    /// Whether forks of the workspace may be made (a fork's own daemon makes none).
+    pub forks: bool,
 }
 
 impl DaemonConfig {
@@ -131,6 +134,7 @@ impl DaemonConfig {
             server: ServerLimits::default(),
             web: web::WebSettings::default(),
             checkpoints: None,
+            forks: true,
         }
     }
 }
@@ -198,6 +202,8 @@ pub struct App {
     pub checkpoints: Arc<Checkpoints>,
     /// What the agent waits for, and the events fired.
     pub watches: watches::Watches,
+    /// Copies of the workspace for sub-agents.
+    pub forks: forks::Forks,
 }
 
 /// Cheap handle on the [`App`].
@@ -287,6 +293,11 @@ impl Daemon {
         if let Err(e) = checkpoints.recover() {
             tracing::error!(error = %e, "a restore left under way could not be finished");
         }
+        let forks = if config.forks {
+            forks::Forks::new(&checkpoints, config.clone())
+        } else {
+            forks::Forks::none(config.clone())
+        };
         let openapi = serde_json::to_vec_pretty(&openapi_document(VERSION))
             .map(Bytes::from)
             .unwrap_or_default();
@@ -336,6 +347,7 @@ impl Daemon {
             mcp_shutdown: tokio_util::sync::CancellationToken::new(),
             checkpoints: Arc::new(checkpoints),
             watches: watches::Watches::new(root.clone()),
+            forks,
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),
@@ -375,6 +387,7 @@ impl Daemon {
                 shutdown.await;
                 tracing::info!("shutting down: killing shell sessions and the browser");
                 state.mcp_shutdown.cancel();
+                state.forks.shutdown().await;
                 state.shell.shutdown().await;
                 state.browser.shutdown().await;
             }

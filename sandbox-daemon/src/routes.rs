@@ -20,8 +20,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
 use crate::{
-    AppState, auth, browser, checkpoints, files, info, mcp, preview, shell, takeover, vision,
-    watches, web,
+    AppState, auth, browser, checkpoints, files, forks, info, mcp, preview, shell, takeover,
+    vision, watches, web,
 };
 
 fn filter(method: Method) -> MethodFilter {
@@ -95,6 +95,11 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::WatchesList => on(m, watches::http::list),
         Op::WatchesDelete => on(m, watches::http::delete),
         Op::Events => on(m, watches::http::events),
+        Op::ForksCreate => on(m, forks::http::create),
+        Op::ForksList => on(m, forks::http::list),
+        Op::ForksChanges => on(m, forks::http::changes),
+        Op::ForksApply => on(m, forks::http::apply),
+        Op::ForksDelete => on(m, forks::http::delete),
     }
 }
 
@@ -134,6 +139,11 @@ pub fn router(state: AppState) -> Router {
     let protected = protected
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
+        // A request for a fork goes to the fork's daemon, once its token is checked here.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            forks::dispatch,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

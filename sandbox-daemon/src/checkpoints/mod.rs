@@ -260,6 +260,11 @@ impl Checkpoints {
             .await
     }
 
+    /// Where the store is.
+    pub fn dir(&self) -> &Path {
+        &self.settings.dir
+    }
+
     /// An unnamed file beside the store, for an archive coming in.
     pub fn spool(&self) -> Result<std::fs::File, CheckpointError> {
         let dir = self.settings.dir.join("tmp");
@@ -532,6 +537,34 @@ impl Work<'_> {
     ) -> Result<(), CheckpointError> {
         let root = self.record(store, id)?.root()?;
         archive::export(store, &root, out)
+    }
+
+    /// The content of regular file `path` (relative, `/`-separated) at checkpoint `id`;
+    /// none when it is not a regular file there.
+    pub fn file_at(
+        &self,
+        store: &Store,
+        id: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, CheckpointError> {
+        let mut tree = store.tree(&self.record(store, id)?.root()?)?;
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let Some(entry) = tree.get(part.as_bytes()).cloned() else {
+                return Ok(None);
+            };
+            if i + 1 == parts.len() {
+                return match entry.kind {
+                    tree::Kind::File => store.read_object(&entry.hash).map(Some),
+                    _ => Ok(None),
+                };
+            }
+            if entry.kind != tree::Kind::Dir {
+                return Ok(None);
+            }
+            tree = store.tree(&entry.hash)?;
+        }
+        Ok(None)
     }
 
     /// Checks that `id` names a checkpoint.

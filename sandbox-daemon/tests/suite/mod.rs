@@ -5,6 +5,7 @@ mod checkpoints;
 mod confinement;
 mod dialogs;
 mod files;
+mod forks;
 mod hostile_web;
 mod mcp;
 mod preview;
