@@ -224,8 +224,10 @@ CREATE TABLE event_waits (
     created_at INTEGER NOT NULL,
     deadline INTEGER NOT NULL
 );
--- The thread whose agent started this one (spawn_agents), if any.
+-- The thread whose agent started this one (spawn_agents), if any, and the fork of the
+-- sandbox's workspace it works in, if it has one.
 ALTER TABLE threads ADD COLUMN parent_id TEXT;
+ALTER TABLE threads ADD COLUMN fork TEXT;
 ",
 ];
 

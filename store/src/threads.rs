@@ -48,6 +48,9 @@ pub struct Thread {
     /// The thread whose agent started this one as a sub-agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
+    /// The fork of the sandbox's workspace it works in (a sub-agent's own copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<String>,
 }
 
 /// What a new thread is made of. The id can be drawn first (`NewThread::fresh_id`), so that
@@ -61,6 +64,8 @@ pub struct NewThread {
     pub sandbox: String,
     /// The thread whose agent starts it (a sub-agent's).
     pub parent: Option<String>,
+    /// The fork of the workspace it works in.
+    pub fork: Option<String>,
 }
 
 impl NewThread {
@@ -73,6 +78,7 @@ impl NewThread {
             tool_mode: tool_mode.to_string(),
             sandbox: sandbox.to_string(),
             parent: None,
+            fork: None,
         }
     }
 
@@ -82,15 +88,35 @@ impl NewThread {
         self
     }
 
+    /// The same thread, working in fork `fork` of the sandbox's workspace.
+    pub fn in_fork(mut self, fork: Option<String>) -> NewThread {
+        self.fork = fork;
+        self
+    }
+
     /// A fresh thread id.
     pub fn fresh_id() -> String {
         new_id(4)
     }
 }
 
+/// Now, in milliseconds, but always after the last thread this process made: sub-agents'
+/// threads are made within a millisecond of each other, and their order is their creation's.
+fn creation_ms() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = now_ms();
+    let previous = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(now.max(last + 1))
+        })
+        .unwrap_or(now);
+    now.max(previous + 1)
+}
+
 /// A `threads` row, selected in the column order of [`Thread`].
 const THREAD_COLUMNS: &str =
-    "id, title, created_at, updated_at, model, tool_mode, sandbox, status, parent_id";
+    "id, title, created_at, updated_at, model, tool_mode, sandbox, status, parent_id, fork";
 
 fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
     Ok(Thread {
@@ -103,13 +129,14 @@ fn thread_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Thread> {
         sandbox: r.get(6)?,
         status: r.get(7)?,
         parent_id: r.get(8)?,
+        fork: r.get(9)?,
     })
 }
 
 impl Store {
     /// Creates a thread.
     pub fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
-        let now = now_ms();
+        let now = creation_ms();
         let thread = Thread {
             id: new.id,
             title: new.title.chars().take(200).collect(),
@@ -120,10 +147,11 @@ impl Store {
             sandbox: new.sandbox,
             status: ThreadStatus::New,
             parent_id: new.parent,
+            fork: new.fork,
         };
         self.conn().execute(
             &format!(
-                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
             ),
             params![
                 thread.id,
@@ -134,7 +162,8 @@ impl Store {
                 thread.tool_mode,
                 thread.sandbox,
                 thread.status,
-                thread.parent_id
+                thread.parent_id,
+                thread.fork
             ],
         )?;
         Ok(thread)
@@ -168,6 +197,18 @@ impl Store {
             .next()
             .transpose()?
             .ok_or_else(|| StoreError::NoThread(id.to_string()))
+    }
+
+    /// The sub-agents' threads `parent` started, oldest first.
+    pub fn children(&self, parent: &str) -> Result<Vec<Thread>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {THREAD_COLUMNS} FROM threads WHERE parent_id = ?1 ORDER BY created_at, rowid"
+        ))?;
+        let rows = stmt
+            .query_map(params![parent], thread_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     /// Every thread, newest first.

@@ -113,6 +113,7 @@ impl Engine<'_> {
             tool_mode: from.thread.tool_mode.clone(),
             sandbox: label,
             parent: None,
+            fork: None,
         })?;
         let last = self.store.copy_conversation(
             &from.thread.id,

@@ -150,6 +150,7 @@ impl Engine<'_> {
                 tool_mode: mode.as_str().to_string(),
                 sandbox,
                 parent: None,
+                fork: None,
             })
             .map_err(SessionError::from)?)
     }

@@ -19,6 +19,9 @@ const MAX_AGENTS: usize = 16;
 enum Isolation {
     /// It works in your workspace, as you do (the others too, at the same time).
     Shared,
+    /// It works in its own copy of your workspace; its changes come back as a patch you
+    /// apply with apply_changes (conflicts reported by file).
+    Fork,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -28,7 +31,8 @@ struct AgentTask {
     task: String,
     /// The tools it may use (default: yours, except asking the user, plans and sub-agents).
     tools: Option<Vec<String>>,
-    /// Where it works: `shared` (your workspace; the default, and for now the only one).
+    /// Where it works: `shared` (your workspace, the default) or `fork` (its own copy; for
+    /// agents that may touch the same files).
     isolation: Option<Isolation>,
 }
 
@@ -53,12 +57,6 @@ async fn spawn_agents(_env: &ToolEnv, a: SpawnAgents) -> ToolResult {
     if let Some(empty) = a.agents.iter().position(|t| t.task.trim().is_empty()) {
         return ToolResult::error(format!("agent {} has no task", empty + 1));
     }
-    for task in &a.agents {
-        // One kind of isolation for now: every sub-agent works in the shared workspace.
-        match task.isolation {
-            None | Some(Isolation::Shared) => {}
-        }
-    }
     let n = a.agents.len();
     let mut result = ToolResult::ok(format!("Starting {n} sub-agents."));
     result.control = Some(Control::SpawnAgents {
@@ -70,6 +68,7 @@ async fn spawn_agents(_env: &ToolEnv, a: SpawnAgents) -> ToolResult {
             .map(|t| ChildTask {
                 task: t.task,
                 tools: t.tools,
+                fork: matches!(t.isolation, Some(Isolation::Fork)),
             })
             .collect(),
         max_parallel: a.max_parallel.unwrap_or(usize::MAX).max(1),
@@ -77,15 +76,90 @@ async fn spawn_agents(_env: &ToolEnv, a: SpawnAgents) -> ToolResult {
     result
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ApplyChanges {
+    /// The sub-agent whose changes to merge: its thread id, as spawn_agents named it.
+    agent: String,
+}
+
+async fn apply_changes(env: &ToolEnv, a: ApplyChanges) -> ToolResult {
+    let Some(book) = &env.book else {
+        return ToolResult::error("sub-agents need a stored thread");
+    };
+    let children = match book.store.children(&book.thread) {
+        Ok(children) => children,
+        Err(e) => return ToolResult::error(e.to_string()),
+    };
+    let wanted = a.agent.trim();
+    let Some(child) = children.iter().find(|c| c.id == wanted) else {
+        return ToolResult::error(format!(
+            "no sub-agent of this thread has the thread id {wanted:?}; spawn_agents named each one's thread"
+        ));
+    };
+    let Some(fork) = &child.fork else {
+        return ToolResult::error(format!(
+            "sub-agent {wanted} worked in your workspace: its changes are there already"
+        ));
+    };
+    let applied = match env.sandbox.apply_fork(fork).await {
+        Ok(applied) => applied,
+        Err(e) => return ToolResult::from_client(&e),
+    };
+    let mut lines = vec![format!("Changes of sub-agent {wanted}:")];
+    for (what, paths) in [
+        ("Applied", &applied.applied),
+        (
+            "Merged with changes made here since (different lines)",
+            &applied.merged,
+        ),
+        ("Already as the sub-agent left them", &applied.unchanged),
+    ] {
+        if !paths.is_empty() {
+            lines.push(format!("{what}: {}.", paths.join(", ")));
+        }
+    }
+    if applied.conflicts.is_empty() {
+        // Nothing is left in the copy that is not here now.
+        if let Err(e) = env.sandbox.delete_fork(fork).await {
+            tracing::debug!(error = %e, "the fork was not deleted");
+        }
+    } else {
+        lines.push("Not applied, left as your workspace has them (conflicts):".into());
+        for conflict in &applied.conflicts {
+            lines.push(format!("- {}: {}", conflict.path, conflict.reason));
+        }
+        lines.push(
+            "The sub-agent's diff of each is in the spawn_agents result: make those changes by hand where they still make sense."
+                .into(),
+        );
+    }
+    if lines.len() == 1 {
+        lines.push("none; it changed nothing.".into());
+    }
+    ToolResult::ok(lines.join("\n"))
+}
+
 /// The sub-agent tools.
 pub fn tools() -> Vec<ToolDef> {
-    vec![tool! {
-        name: "spawn_agents",
-        args: SpawnAgents,
-        summary: None,
-        raw: &[],
-        description: "Start sub-agents that work on independent parts of the task at the same time, each with its own context and history, in your workspace. Returns when all have ended, with each one's answer, the files its file tools wrote, its tokens and cost. Give each a whole task: they see nothing of this conversation and cannot ask the user. Their spending counts against your limits.",
-        example: json!({"agents": [{"task": "Write tests for src/parse.rs in tests/parse.rs"}, {"task": "Document the CLI flags in docs/cli.md"}]}),
-        run: spawn_agents,
-    }]
+    vec![
+        tool! {
+            name: "spawn_agents",
+            args: SpawnAgents,
+            summary: None,
+            raw: &[],
+            description: "Start sub-agents that work on parts of the task at the same time, each with its own context and history: in your workspace (isolation shared), or each in its own copy (isolation fork; its changes come back as a patch you merge with apply_changes). Returns when all have ended, with each one's answer, what it changed, its tokens and cost. Give each a whole task: they see nothing of this conversation. Their spending counts against your limits.",
+            example: json!({"agents": [{"task": "Write tests for src/parse.rs in tests/parse.rs"}, {"task": "Document the CLI flags in docs/cli.md"}]}),
+            run: spawn_agents,
+        },
+        tool! {
+            name: "apply_changes",
+            args: ApplyChanges,
+            summary: Some("agent"),
+            raw: &[],
+            description: "Merge what a sub-agent that worked in its own copy (isolation fork) changed into your workspace, file by file: taken where you did not change the file meanwhile, merged where you both changed different lines, and otherwise left as you have it and reported as a conflict.",
+            example: json!({"agent": "3f9a2c1b"}),
+            run: apply_changes,
+        },
+    ]
 }

@@ -100,6 +100,8 @@ pub struct ChildTask {
     pub task: String,
     /// The tools it may use (none: the parent's, less those a sub-agent never has).
     pub tools: Option<Vec<String>>,
+    /// It works in its own copy of the workspace, its changes handed back as a patch.
+    pub fork: bool,
 }
 
 /// What a tool call produced.

@@ -315,3 +315,91 @@ async fn the_page_lists_sub_agents_under_their_parent_and_opens_their_transcript
     tab.close().await;
     server.kill().await;
 }
+
+/// The thread ids of the sub-agents a request's conversation reports, in their order.
+fn reported_threads(text: &str) -> Vec<String> {
+    (1..=3)
+        .filter_map(|n| {
+            let at =
+                text.find(&format!("Agent {n} (thread "))? + format!("Agent {n} (thread ").len();
+            Some(text[at..].split(')').next()?.to_string())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn three_forked_sub_agents_edit_one_file_and_two_of_their_patches_apply() {
+    for (wire, mode) in [(Wire::Anthropic, "native"), (Wire::OpenAi, "xml")] {
+        let cove = Cove::new(wire).await;
+        std::fs::write(
+            cove.workspace.join("shared.txt"),
+            "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n",
+        )
+        .unwrap();
+        let edits = ["s/^1$/one/", "s/^9$/nine/", "s/^1$/uno/"];
+        for _ in 0..12 {
+            cove.llm.push_fn(move |request| {
+                let text = request.all_text();
+                let n = agent_of(&text);
+                if n > 0 {
+                    return if text.contains("exit code 0") {
+                        Turn::text("").call("complete", json!({"text": format!("agent {n} edited")}))
+                    } else {
+                        let edit = edits[n as usize - 1];
+                        Turn::text("").call(
+                            "execute_command",
+                            json!({"command": format!("date +%s%N > start-{n}; sleep 1; sed -i '{edit}' shared.txt; date +%s%N > end-{n}")}),
+                        )
+                    };
+                }
+                let threads = reported_threads(&text);
+                if threads.is_empty() {
+                    let agents: Vec<Value> = (1..=3)
+                        .map(|n| json!({"task": format!("[[agent {n}]] Edit shared.txt."), "isolation": "fork"}))
+                        .collect();
+                    return Turn::text("Each in its own copy.").call("spawn_agents", json!({ "agents": agents }));
+                }
+                // Each apply's result opens with the sub-agent it merged.
+                let done = text.matches("Changes of sub-agent ").count();
+                if done < 3 {
+                    Turn::text("").call("apply_changes", json!({"agent": threads[done]}))
+                } else {
+                    let told = text.contains("shared.txt: changed here and in the fork in the same lines");
+                    Turn::text("").call("complete", json!({"text": if told { "two applied, one conflict" } else { "NOT TOLD" }}))
+                }
+            });
+        }
+        let out = cove.start_task("Edit the file three ways.", mode).await;
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", explain(&out));
+        let seen = events(&out);
+        let complete = seen
+            .iter()
+            .find(|e| e["type"] == "complete")
+            .unwrap_or_else(|| panic!("{wire:?}: {}", explain(&out)));
+        assert_eq!(
+            complete["text"],
+            "two applied, one conflict",
+            "{wire:?}: {:?}",
+            kinds(&seen)
+        );
+        let ws = &cove.workspace;
+        assert_eq!(
+            std::fs::read_to_string(ws.join("shared.txt")).unwrap(),
+            "one\n2\n3\n4\n5\n6\n7\n8\nnine\n10\n",
+            "{wire:?}: the first two merged, the third left out"
+        );
+        // They worked at once, each in its copy (their stamps came back with their changes).
+        let last_start = (1..=3)
+            .map(|n| stamp(ws, &format!("start-{n}")))
+            .max()
+            .unwrap();
+        let first_end = (1..=3)
+            .map(|n| stamp(ws, &format!("end-{n}")))
+            .min()
+            .unwrap();
+        assert!(
+            last_start < first_end,
+            "{wire:?}: the forked sub-agents did not overlap"
+        );
+    }
+}

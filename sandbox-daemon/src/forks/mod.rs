@@ -86,6 +86,8 @@ pub struct Forks {
     /// The settings a fork's daemon starts from.
     template: DaemonConfig,
     forks: Mutex<HashMap<String, Arc<Fork>>>,
+    /// One merge at a time: each compares with the workspace as the one before left it.
+    merging: tokio::sync::Mutex<()>,
 }
 
 impl Forks {
@@ -95,6 +97,7 @@ impl Forks {
             root: Some(checkpoints.dir().join("forks")),
             template,
             forks: Mutex::default(),
+            merging: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -104,6 +107,7 @@ impl Forks {
             root: None,
             template,
             forks: Mutex::default(),
+            merging: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -232,6 +236,7 @@ impl Forks {
         workspace_root: PathBuf,
     ) -> Result<ApplyResponse, ForkError> {
         let fork = self.get(id)?;
+        let _one_at_a_time = self.merging.lock().await;
         let changes = self.changes(id).await?;
         let own = fork.daemon.state().checkpoints.clone();
         let fork_root = fork.daemon.state().workspace.root_path().to_path_buf();

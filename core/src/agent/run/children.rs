@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+use cove_protocol::checkpoints::{Change, CreateCheckpoint};
+use cove_protocol::client::CovedClient;
 use cove_protocol::events::EventKind;
+use cove_protocol::forks::CreateFork;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
@@ -35,19 +38,76 @@ struct Report {
     run_id: Option<String>,
     wrote: BTreeSet<String>,
     secs: f64,
+    /// A forked sub-agent's changes, as its report shows them.
+    changes: Option<String>,
 }
 
 /// The first message of a sub-agent's thread.
-fn brief(n: u32, of: usize, task: &str) -> String {
+fn brief(n: u32, of: usize, task: &str, fork: bool) -> String {
+    let place = if fork {
+        "You work in your own copy of the workspace: what you change there is handed to the agent that started you, who merges it."
+    } else {
+        "Others may be working in the same workspace at the same time: change only what your task needs."
+    };
     format!(
-        "You are sub-agent {n} of {of}, started by another agent to do one part of a larger task. Others may be working in the same workspace at the same time: change only what your task needs. No one can answer questions: decide for yourself, and when you are done call complete with what you did, what you found, and anything left undone.\n\nYour task:\n{task}"
+        "You are sub-agent {n} of {of}, started by another agent to do one part of a larger task. {place} No one can answer questions: decide for yourself, and when you are done call complete with what you did, what you found, and anything left undone.\n\nYour task:\n{task}"
     )
+}
+
+/// Characters of a forked sub-agent's diffs its report carries.
+const DIFF_CHARS: usize = 4_000;
+
+/// What a forked sub-agent changed in its copy, for the parent's model.
+async fn fork_changes(sandbox: &CovedClient, fork: &str, thread: &str) -> String {
+    let changes = match sandbox.fork_changes(fork).await {
+        Ok(changes) => changes,
+        Err(e) => return format!("\nIts changes could not be read: {e}."),
+    };
+    if changes.changes.is_empty() {
+        if let Err(e) = sandbox.delete_fork(fork).await {
+            tracing::debug!(error = %e, "an unchanged fork was not deleted");
+        }
+        return "\nIt changed nothing in its copy.".into();
+    }
+    let mut text = format!(
+        "\nIts changes, in its own copy (apply_changes {{\"agent\": \"{thread}\"}} merges them into your workspace):"
+    );
+    let mut diffs = String::new();
+    for change in &changes.changes {
+        let mark = match change.change {
+            Change::Added => "A",
+            Change::Changed => "M",
+            Change::Deleted => "D",
+        };
+        text.push_str(&format!("\n  {mark} {}", change.path));
+        if let Some(diff) = &change.diff {
+            diffs.push_str(diff);
+            if !diff.ends_with('\n') {
+                diffs.push('\n');
+            }
+        }
+    }
+    if !diffs.is_empty() {
+        let shown: String = diffs.chars().take(DIFF_CHARS).collect();
+        let cut = if shown.len() < diffs.len() {
+            "\n[… the rest cut]"
+        } else {
+            ""
+        };
+        text.push_str(&format!("\n```diff\n{shown}{cut}\n```"));
+    }
+    text
 }
 
 impl Agent {
     /// An agent for a sub-agent: the same model, store and sandbox, one level deeper, the
     /// tools it may have, the family's budget.
-    fn child_agent(&self, tools: Option<&[String]>, live: &LiveRun) -> Arc<Agent> {
+    fn child_agent(
+        &self,
+        tools: Option<&[String]>,
+        live: &LiveRun,
+        sandbox: CovedClient,
+    ) -> Arc<Agent> {
         let mut config = self.config.clone();
         config.depth += 1;
         // The parent checkpoints once they have all ended, and its plan is theirs.
@@ -66,7 +126,7 @@ impl Agent {
             provider: self.provider.clone(),
             store: self.store.clone(),
             registry: Arc::new(self.registry.for_child(tools, may_spawn)),
-            sandbox: self.sandbox.clone(),
+            sandbox,
             read_offsets: ReadOffsets::default(),
             family: Some(live.family.clone()),
             surface: Some(surface),
@@ -101,16 +161,54 @@ impl Agent {
         Ok(None)
     }
 
+    /// Where a sub-agent works: the sandbox as it is, or a fork of its workspace (all made
+    /// from one checkpoint, taken for the first).
+    async fn place(
+        &self,
+        fork: bool,
+        base: &mut Option<String>,
+    ) -> Result<(CovedClient, Option<String>), String> {
+        if !fork {
+            return Ok((self.sandbox.clone(), None));
+        }
+        let checkpoint = match base {
+            Some(id) => id.clone(),
+            None => {
+                let request = CreateCheckpoint {
+                    label: Some("sub-agents begin".into()),
+                    keep: false,
+                };
+                let made = self
+                    .sandbox
+                    .create_checkpoint(&request)
+                    .await
+                    .map_err(|e| format!("its copy of the workspace could not be made: {e}"))?;
+                base.insert(made.checkpoint.id).clone()
+            }
+        };
+        let made = self
+            .sandbox
+            .create_fork(&CreateFork {
+                checkpoint: Some(checkpoint),
+            })
+            .await
+            .map_err(|e| format!("its copy of the workspace could not be made: {e}"))?;
+        let client = self.sandbox.for_fork(&made.id).map_err(|e| e.to_string())?;
+        Ok((client, Some(made.id)))
+    }
+
     async fn work_children(
         &self,
         live: &mut LiveRun,
         agents: Vec<ChildTask>,
         max_parallel: usize,
     ) -> Result<String, RunError> {
+        let mut base = None;
         let limit = max_parallel.clamp(1, self.config.max_children);
         let turns = Arc::new(tokio::sync::Semaphore::new(limit));
         let of = agents.len();
         let mut running = FuturesUnordered::new();
+        let mut failed = Vec::new();
         for (i, child) in agents.into_iter().enumerate() {
             let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
             let title: String = child
@@ -121,6 +219,17 @@ impl Agent {
                 .chars()
                 .take(80)
                 .collect();
+            let (sandbox, fork) = match self.place(child.fork, &mut base).await {
+                Ok(place) => place,
+                Err(why) => {
+                    live.emitter.emit(EventKind::Error {
+                        message: format!("sub-agent {n} did not start: {why}"),
+                        fatal: false,
+                    });
+                    failed.push(format!("Agent {n}: did not start: {why}."));
+                    continue;
+                }
+            };
             let thread = self.store.create_thread(
                 NewThread::new(
                     &title,
@@ -128,17 +237,19 @@ impl Agent {
                     &live.thread.tool_mode,
                     &live.thread.sandbox,
                 )
-                .child_of(&live.thread.id),
+                .child_of(&live.thread.id)
+                .in_fork(fork.clone()),
             )?;
             live.emitter.emit(EventKind::AgentSpawned {
                 agent: n,
                 thread: thread.id.clone(),
                 task: child.task.clone(),
             });
-            let agent = self.child_agent(child.tools.as_deref(), live);
+            let agent = self.child_agent(child.tools.as_deref(), live, sandbox);
             let emitter = live.emitter.clone();
             let turns = turns.clone();
-            let input = ChatMessage::user(brief(n, of, &child.task));
+            let main = self.sandbox.clone();
+            let input = ChatMessage::user(brief(n, of, &child.task, fork.is_some()));
             running.push(async move {
                 let started = Instant::now();
                 let mut report = Report {
@@ -148,6 +259,7 @@ impl Agent {
                     run_id: None,
                     wrote: BTreeSet::new(),
                     secs: 0.0,
+                    changes: None,
                 };
                 let Ok(_turn) = turns.acquire_owned().await else {
                     return report;
@@ -175,6 +287,9 @@ impl Agent {
                 }
                 report.outcome = handle.outcome().await;
                 report.secs = started.elapsed().as_secs_f64();
+                if let Some(fork) = &fork {
+                    report.changes = Some(fork_changes(&main, fork, &report.thread.id).await);
+                }
                 report
             });
         }
@@ -184,11 +299,9 @@ impl Agent {
             reports.push(report);
         }
         reports.sort_by_key(|r| r.n);
-        Ok(reports
-            .iter()
-            .map(|r| self.report_text(r))
-            .collect::<Vec<_>>()
-            .join("\n\n"))
+        let mut texts: Vec<String> = reports.iter().map(|r| self.report_text(r)).collect();
+        texts.extend(failed);
+        Ok(texts.join("\n\n"))
     }
 
     fn usage_of(&self, report: &Report) -> (u64, Option<f64>) {
