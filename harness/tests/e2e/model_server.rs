@@ -167,8 +167,10 @@ async fn a_small_window_the_server_states_gets_the_compact_tools_and_says_so() {
         request.prompt_tokens()
     );
 
-    // --tools full asks for every tool, whose descriptions alone fill this window: refused
-    // before the call, saying how to send less.
+    // On a server started with -c 5000, --tools full asks for every tool, whose descriptions
+    // and instructions alone (some 6,000 tokens) fill the window: refused before the call,
+    // saying how to send less.
+    cove.llm.serve_window(5_000);
     let ws = cove.workspace.to_str().unwrap().to_string();
     let mut cmd = cove.command(&[
         "run",
@@ -185,7 +187,7 @@ async fn a_small_window_the_server_states_gets_the_compact_tools_and_says_so() {
     assert_eq!(out.status.code(), Some(1), "{}", explain(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("cannot fit the model's window of 8192 tokens")
+        err.contains("cannot fit the model's window of 5000 tokens")
             && err.contains("--tools compact"),
         "{}",
         explain(&out)
