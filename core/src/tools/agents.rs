@@ -14,34 +14,30 @@ pub const SPAWN_AGENTS: &str = "spawn_agents";
 /// Sub-agents one call may start.
 const MAX_AGENTS: usize = 16;
 
+// Variants without doc comments: the tool's description says what each means, once.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Isolation {
-    /// It works in your workspace, as you do (the others too, at the same time).
     Shared,
-    /// It works in its own copy of your workspace; its changes come back as a patch you
-    /// apply with apply_changes (conflicts reported by file).
     Fork,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct AgentTask {
-    /// What it should do, whole: it sees nothing of your conversation.
+    /// The whole task: it sees nothing of your conversation.
     task: String,
-    /// The tools it may use (default: yours, except asking the user, plans and sub-agents).
+    /// Tools it may use (default: yours, but ask and plans).
     tools: Option<Vec<String>>,
-    /// Where it works: `shared` (your workspace, the default) or `fork` (its own copy; for
-    /// agents that may touch the same files).
+    /// Default shared.
     isolation: Option<Isolation>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SpawnAgents {
-    /// The sub-agents, one task each.
     agents: Vec<AgentTask>,
-    /// How many work at once (default and most: 4).
+    /// How many at once (default and most: 4).
     max_parallel: Option<usize>,
 }
 
@@ -79,7 +75,7 @@ async fn spawn_agents(_env: &ToolEnv, a: SpawnAgents) -> ToolResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ApplyChanges {
-    /// The sub-agent whose changes to merge: its thread id, as spawn_agents named it.
+    /// The sub-agent's thread id, as spawn_agents named it.
     agent: String,
 }
 
@@ -148,7 +144,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: SpawnAgents,
             summary: None,
             raw: &[],
-            description: "Start sub-agents that work on parts of the task at the same time, each with its own context and history: in your workspace (isolation shared), or each in its own copy (isolation fork; its changes come back as a patch you merge with apply_changes). Returns when all have ended, with each one's answer, what it changed, its tokens and cost. Give each a whole task: they see nothing of this conversation. Their spending counts against your limits.",
+            description: "Start sub-agents on parts of the task at the same time, each with its own context: in your workspace (isolation shared) or in its own copy (fork: its changes come back as a diff you merge with apply_changes). Returns when all have ended, with each one's answer, changes, tokens and cost. Their spending counts against your limits.",
             example: json!({"agents": [{"task": "Write tests for src/parse.rs in tests/parse.rs"}, {"task": "Document the CLI flags in docs/cli.md"}]}),
             run: spawn_agents,
         },
@@ -157,7 +153,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: ApplyChanges,
             summary: Some("agent"),
             raw: &[],
-            description: "Merge what a sub-agent that worked in its own copy (isolation fork) changed into your workspace, file by file: taken where you did not change the file meanwhile, merged where you both changed different lines, and otherwise left as you have it and reported as a conflict.",
+            description: "Merge a forked sub-agent's changes into your workspace, file by file: taken where you did not change the file meanwhile, merged where you changed other lines, else left as you have it and reported as a conflict.",
             example: json!({"agent": "3f9a2c1b"}),
             run: apply_changes,
         },

@@ -14,40 +14,34 @@ use crate::store::NewWatch;
 /// Seconds `wait_for_events` waits when the call names none.
 pub const DEFAULT_WAIT_SECS: u64 = 600;
 
+// Variants without doc comments: the tool's description says what each waits for, once.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum On {
-    /// A command of a shell session ends.
     Exit,
-    /// A line of a command's output matches `pattern`.
     Output,
-    /// Something listens on TCP `port`.
     Port,
-    /// A file or folder (`path`) changes, or comes into being.
     File,
-    /// `seconds` pass.
     After,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Watch {
-    /// What to wait for.
     on: On,
-    /// A few words saying what it means ("tests to finish"): shown while you wait.
+    /// What it means, in a few words ("tests to finish").
     label: String,
-    /// exit, output: the session (default "default").
+    /// exit, output (default "default").
     session_name: Option<String>,
-    /// exit, output: the command's number (from execute_command); default the one running
-    /// now, else the last.
+    /// exit, output: the command's number; default the running one, else the last.
     command: Option<u64>,
-    /// output: a regular expression a line must match ("BUILD (OK|FAILED)").
+    /// output: a regular expression.
     pattern: Option<String>,
-    /// port: the TCP port.
+    /// port.
     port: Option<u16>,
-    /// file: the path, relative to the workspace; a folder covers everything beneath it.
+    /// file: relative to the workspace; a folder covers what is beneath it.
     path: Option<String>,
-    /// after: how many seconds.
+    /// after.
     seconds: Option<u64>,
 }
 
@@ -178,9 +172,9 @@ async fn unwatch(env: &ToolEnv, a: Unwatch) -> ToolResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct WaitForEvents {
-    /// Seconds to wait at most (default 600).
+    /// Seconds at most (default 600).
     timeout: Option<u64>,
-    /// Only these watches (default: any pending one).
+    /// Only these watch ids (default: any pending).
     watches: Option<Vec<String>>,
 }
 
@@ -225,7 +219,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: Watch,
             summary: Some("label"),
             raw: &[],
-            description: "Set a one-shot watch in the sandbox, to be woken when it fires: on=exit (a command ends; its exit code and last lines), on=output (a line of a command's output matches pattern), on=port (a server listens), on=file (a path changes or appears), on=after (seconds pass). Start long work with execute_command background=true, watch it, then wait_for_events instead of polling.",
+            description: "Set a one-shot watch in the sandbox: on=exit (a command ends: exit code, last lines), output (a line of its output matches pattern), port (something listens), file (path changes or appears), after (seconds pass). Start long work with execute_command background=true, watch it, then wait_for_events instead of polling.",
             example: json!({"on": "output", "session_name": "build", "pattern": "BUILD (OK|FAILED)", "label": "the build's verdict"}),
             run: watch,
         },
