@@ -228,6 +228,16 @@ CREATE TABLE event_waits (
 -- sandbox's workspace it works in, if it has one.
 ALTER TABLE threads ADD COLUMN parent_id TEXT;
 ALTER TABLE threads ADD COLUMN fork TEXT;
+-- A spawn_agents call whose sub-agents work: gone once its result is stored.
+CREATE TABLE spawns (
+    thread_id TEXT PRIMARY KEY REFERENCES threads(id),
+    run_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    children TEXT NOT NULL,
+    max_parallel INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
 ",
 ];
 

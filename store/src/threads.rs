@@ -240,6 +240,7 @@ impl Store {
             params![id],
         )?;
         for table in [
+            "spawns",
             "event_waits",
             "watches",
             "checkpoints",

@@ -403,3 +403,86 @@ async fn three_forked_sub_agents_edit_one_file_and_two_of_their_patches_apply() 
         );
     }
 }
+
+#[tokio::test]
+async fn sub_agents_left_working_by_a_killed_controller_are_taken_up_on_resume() {
+    let daemon = cove_harness::DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    let cove = Cove::new(Wire::OpenAi).await;
+    for _ in 0..8 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            let n = agent_of(&text);
+            if n > 0 {
+                return if text.contains("interrupted") {
+                    Turn::text("").call("complete", json!({"text": format!("agent {n} taken up")}))
+                } else {
+                    Turn::text("").call(
+                        "execute_command",
+                        json!({"command": "sleep 30", "session_name": format!("agent-{n}"), "timeout": 60}),
+                    )
+                };
+            }
+            if text.contains("Agent 1 (thread") {
+                let once = text.matches("Agent 1 (thread").count() == 1
+                    && text.matches("Agent 2 (thread").count() == 1;
+                Turn::text("").call("complete", json!({"text": if once { "both reported once" } else { "NOT ONCE" }}))
+            } else {
+                let agents: Vec<Value> = (1..=2)
+                    .map(|n| json!({"task": format!("[[agent {n}]] Work a while.")}))
+                    .collect();
+                Turn::text("").call("spawn_agents", json!({ "agents": agents }))
+            }
+        });
+    }
+    let mut child = cove
+        .command(&[
+            "--json",
+            "run",
+            "Split it.",
+            "--model",
+            "openai/scripted",
+            "--sandbox",
+            &daemon.url,
+            "--no-prompt",
+        ])
+        .env("COVE_SANDBOX_TOKEN", &daemon.token)
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    let first = reader.until("agent_progress").await;
+    let parent = first["thread_id"].as_str().unwrap().to_string();
+    reader.until("agent_progress").await;
+    // Killed outright while both work.
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    let out = cove
+        .command(&["--json", "resume", &parent, "--sandbox", &daemon.url])
+        .env("COVE_SANDBOX_TOKEN", &daemon.token)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let seen = events(&out);
+    let complete = seen
+        .iter()
+        .find(|e| e["type"] == "complete")
+        .unwrap_or_else(|| panic!("{}", explain(&out)));
+    assert_eq!(complete["text"], "both reported once", "{:?}", kinds(&seen));
+    let finished: Vec<&Value> = seen
+        .iter()
+        .filter(|e| e["type"] == "agent_finished")
+        .collect();
+    assert_eq!(finished.len(), 2, "{:?}", kinds(&seen));
+    assert!(
+        finished.iter().all(|e| e["status"] == "completed"),
+        "{finished:?}"
+    );
+    let last = cove.llm.received().last().unwrap().all_text();
+    assert!(
+        last.contains("agent 1 taken up") && last.contains("agent 2 taken up"),
+        "{last}"
+    );
+}

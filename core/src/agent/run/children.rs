@@ -17,9 +17,10 @@ use futures_util::stream::FuturesUnordered;
 use super::checkpoint::Moment;
 use super::{Agent, LiveRun, Surface, tool_message};
 use crate::agent::outcome::{RunError, RunOutcome};
+use crate::context::Entry;
 use crate::format::thousands;
 use crate::llm::ChatMessage;
-use crate::store::{NewThread, Thread};
+use crate::store::{NewThread, RunState, Spawn, SpawnedChild, Thread};
 use crate::tools::{ChildTask, ReadOffsets, ToolResult};
 
 /// Tools whose summary is a path they write.
@@ -29,6 +30,35 @@ const WRITES: &[&str] = &[
     "full_file_rewrite",
     "delete_file",
 ];
+
+/// A sub-agent ready to run, or (taken up after a kill) already done.
+struct Child {
+    n: u32,
+    thread: Thread,
+    agent: Arc<Agent>,
+    tools: Option<Vec<String>>,
+    /// Its first message; none when it resumes.
+    input: Option<ChatMessage>,
+    fork: Option<String>,
+    done: Option<Report>,
+}
+
+/// The recorded call, forgotten if the run stops before it ends.
+struct Recorded<'a> {
+    store: &'a crate::store::Store,
+    thread: &'a str,
+    armed: bool,
+}
+
+impl Drop for Recorded<'_> {
+    fn drop(&mut self) {
+        if self.armed
+            && let Err(e) = self.store.end_spawn(self.thread)
+        {
+            tracing::warn!(error = %e, "cannot clear the record of the sub-agents");
+        }
+    }
+}
 
 /// What one sub-agent came to.
 struct Report {
@@ -143,22 +173,130 @@ impl Agent {
         max_parallel: usize,
     ) -> Result<Option<RunOutcome>, RunError> {
         let (call_id, tool) = call;
-        let text = if self.config.depth >= self.config.max_depth {
-            Err(format!(
+        if self.config.depth >= self.config.max_depth {
+            let result = ToolResult::error(format!(
                 "sub-agents may not start sub-agents of their own (at most {} level deep)",
                 self.config.max_depth
-            ))
-        } else {
-            Ok(self.work_children(live, agents, max_parallel).await?)
+            ));
+            let message = tool_message(self.config.mode, &call_id, &tool, &result);
+            live.record(&self.store, message)?;
+            return Ok(None);
+        }
+        let limit = max_parallel.clamp(1, self.config.max_children);
+        let (children, failed) = self.prepare_children(live, agents).await?;
+        let spawn = Spawn {
+            thread_id: live.thread.id.clone(),
+            run_id: live.run_id.clone(),
+            call_id,
+            tool,
+            children: children
+                .iter()
+                .map(|c| SpawnedChild {
+                    n: c.n,
+                    thread: c.thread.id.clone(),
+                    tools: c.tools.clone(),
+                })
+                .collect(),
+            max_parallel: limit,
         };
-        let result = match text {
-            Ok(text) => ToolResult::ok(text),
-            Err(why) => ToolResult::error(why),
+        self.finish_spawn(live, spawn, children, failed).await
+    }
+
+    /// Runs the children of a recorded call to their end and stores the call's result; a
+    /// stopped run forgets the record (the call is then answered as interrupted), a killed
+    /// one leaves it for the next run to take up.
+    async fn finish_spawn(
+        &self,
+        live: &mut LiveRun,
+        spawn: Spawn,
+        children: Vec<Child>,
+        failed: Vec<String>,
+    ) -> Result<Option<RunOutcome>, RunError> {
+        self.store.begin_spawn(&spawn)?;
+        let mut recorded = Recorded {
+            store: &self.store,
+            thread: &spawn.thread_id,
+            armed: true,
         };
-        let message = tool_message(self.config.mode, &call_id, &tool, &result);
-        live.record(&self.store, message)?;
-        self.checkpoint(live, Moment::After(&[tool])).await;
+        let mut texts = self
+            .drive_children(live, children, spawn.max_parallel)
+            .await;
+        texts.extend(failed);
+        let result = ToolResult::ok(texts.join("\n\n"));
+        let message = tool_message(self.config.mode, &spawn.call_id, &spawn.tool, &result);
+        let id = self
+            .store
+            .deliver_spawn(&spawn.thread_id, &live.run_id, &message)?;
+        recorded.armed = false;
+        drop(recorded);
+        live.history.push(Entry::new(id, message, &live.counter));
+        self.checkpoint(live, Moment::After(&[spawn.tool])).await;
         Ok(None)
+    }
+
+    /// Takes up the sub-agents a killed run left working: those that ended are reported as
+    /// they ended, the others run on (their calls cut short are answered as interrupted).
+    pub(super) async fn resume_children(
+        &self,
+        live: &mut LiveRun,
+    ) -> Result<Option<RunOutcome>, RunError> {
+        let Some(mut spawn) = self.store.spawn_of(&live.thread.id)? else {
+            return Ok(None);
+        };
+        spawn.run_id.clone_from(&live.run_id);
+        let mut children = Vec::new();
+        for spawned in &spawn.children {
+            let thread = self.store.thread_exact(&spawned.thread)?;
+            let sandbox = match &thread.fork {
+                Some(fork) => match self.sandbox.for_fork(fork) {
+                    Ok(client) => client,
+                    Err(_) => self.sandbox.clone(),
+                },
+                None => self.sandbox.clone(),
+            };
+            let done = self.ended_child(spawned.n, &thread)?;
+            children.push(Child {
+                n: spawned.n,
+                agent: self.child_agent(spawned.tools.as_deref(), live, sandbox),
+                tools: spawned.tools.clone(),
+                fork: thread.fork.clone(),
+                thread,
+                input: None,
+                done,
+            });
+        }
+        self.finish_spawn(live, spawn, children, Vec::new()).await
+    }
+
+    /// The report of a sub-agent whose run completed before its parent was killed.
+    fn ended_child(&self, n: u32, thread: &Thread) -> Result<Option<Report>, RunError> {
+        let Some(run) = self.store.last_run(&thread.id)? else {
+            return Ok(None);
+        };
+        if run.status != RunState::Completed {
+            return Ok(None);
+        }
+        let answer = self
+            .store
+            .messages(&thread.id)?
+            .into_iter()
+            .rev()
+            .find(|m| m.content["type"] == "complete")
+            .and_then(|m| m.content["text"].as_str().map(String::from));
+        Ok(Some(Report {
+            n,
+            thread: thread.clone(),
+            outcome: Ok(RunOutcome::Completed {
+                text: answer,
+                attachments: Vec::new(),
+            }),
+            run_id: Some(run.id),
+            wrote: BTreeSet::new(),
+            secs: run
+                .ended_at
+                .map_or(0.0, |end| (end - run.started_at) as f64 / 1000.0),
+            changes: None,
+        }))
     }
 
     /// Where a sub-agent works: the sandbox as it is, or a fork of its workspace (all made
@@ -197,17 +335,16 @@ impl Agent {
         Ok((client, Some(made.id)))
     }
 
-    async fn work_children(
+    /// Makes each sub-agent's thread (and its fork), ready to run; why those that could
+    /// not be made did not start.
+    async fn prepare_children(
         &self,
         live: &mut LiveRun,
         agents: Vec<ChildTask>,
-        max_parallel: usize,
-    ) -> Result<String, RunError> {
+    ) -> Result<(Vec<Child>, Vec<String>), RunError> {
         let mut base = None;
-        let limit = max_parallel.clamp(1, self.config.max_children);
-        let turns = Arc::new(tokio::sync::Semaphore::new(limit));
         let of = agents.len();
-        let mut running = FuturesUnordered::new();
+        let mut children = Vec::new();
         let mut failed = Vec::new();
         for (i, child) in agents.into_iter().enumerate() {
             let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
@@ -245,12 +382,44 @@ impl Agent {
                 thread: thread.id.clone(),
                 task: child.task.clone(),
             });
-            let agent = self.child_agent(child.tools.as_deref(), live, sandbox);
+            children.push(Child {
+                n,
+                agent: self.child_agent(child.tools.as_deref(), live, sandbox),
+                tools: child.tools,
+                input: Some(ChatMessage::user(brief(n, of, &child.task, fork.is_some()))),
+                fork,
+                thread,
+                done: None,
+            });
+        }
+        Ok((children, failed))
+    }
+
+    /// Runs the sub-agents, at most `limit` at once, and says what each came to.
+    async fn drive_children(
+        &self,
+        live: &mut LiveRun,
+        children: Vec<Child>,
+        limit: usize,
+    ) -> Vec<String> {
+        let turns = Arc::new(tokio::sync::Semaphore::new(limit.max(1)));
+        let mut running = FuturesUnordered::new();
+        for child in children {
             let emitter = live.emitter.clone();
             let turns = turns.clone();
             let main = self.sandbox.clone();
-            let input = ChatMessage::user(brief(n, of, &child.task, fork.is_some()));
             running.push(async move {
+                if let Some(done) = child.done {
+                    return done;
+                }
+                let Child {
+                    n,
+                    thread,
+                    agent,
+                    input,
+                    fork,
+                    ..
+                } = child;
                 let started = Instant::now();
                 let mut report = Report {
                     n,
@@ -264,7 +433,7 @@ impl Agent {
                 let Ok(_turn) = turns.acquire_owned().await else {
                     return report;
                 };
-                let mut handle = match agent.start(&report.thread, Some(input)) {
+                let mut handle = match agent.start(&report.thread, input) {
                     Ok(handle) => handle,
                     Err(e) => {
                         report.outcome = Err(e);
@@ -299,9 +468,7 @@ impl Agent {
             reports.push(report);
         }
         reports.sort_by_key(|r| r.n);
-        let mut texts: Vec<String> = reports.iter().map(|r| self.report_text(r)).collect();
-        texts.extend(failed);
-        Ok(texts.join("\n\n"))
+        reports.iter().map(|r| self.report_text(r)).collect()
     }
 
     fn usage_of(&self, report: &Report) -> (u64, Option<f64>) {

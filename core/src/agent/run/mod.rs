@@ -504,6 +504,9 @@ impl Agent {
         if let Some(outcome) = self.resume_event_wait(&mut live, input.is_some()).await? {
             return Ok(outcome);
         }
+        if let Some(outcome) = self.resume_children(&mut live).await? {
+            return Ok(outcome);
+        }
         if let Some(message) = input {
             // The user's message answers the question, or the browser wait, the last run
             // ended on.

@@ -28,7 +28,11 @@ impl Agent {
         // the run has a gate; without one they are interrupted like the rest.
         let unapplied = self.store.unapplied_requests(thread)?;
         // A wait for events a killed run left is taken up again: its call gets what fires.
-        let waiting = self.store.event_wait(thread)?.map(|w| w.call_id);
+        let mut waiting = self.store.event_wait(thread)?.map(|w| w.call_id);
+        // So are the sub-agents a killed run left working: its call gets their reports.
+        if let Some(spawn) = self.store.spawn_of(thread)? {
+            waiting = Some(spawn.call_id);
+        }
         let replayed: Vec<&str> = if self.config.permissions.is_some() {
             unapplied.iter().map(|r| r.call_id.as_str()).collect()
         } else {
