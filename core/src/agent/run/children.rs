@@ -7,14 +7,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cove_protocol::checkpoints::{Change, CreateCheckpoint};
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::EventKind;
-use cove_protocol::forks::CreateFork;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use super::checkpoint::Moment;
+use super::forked::fork_changes;
 use super::{Agent, LiveRun, Surface, tool_message};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::context::Entry;
@@ -82,51 +81,6 @@ fn brief(n: u32, of: usize, task: &str, fork: bool) -> String {
     format!(
         "You are sub-agent {n} of {of}, started by another agent to do one part of a larger task. {place} No one can answer questions: decide for yourself, and when you are done call complete with what you did, what you found, and anything left undone.\n\nYour task:\n{task}"
     )
-}
-
-/// Characters of a forked sub-agent's diffs its report carries.
-const DIFF_CHARS: usize = 4_000;
-
-/// What a forked sub-agent changed in its copy, for the parent's model.
-async fn fork_changes(sandbox: &CovedClient, fork: &str, thread: &str) -> String {
-    let changes = match sandbox.fork_changes(fork).await {
-        Ok(changes) => changes,
-        Err(e) => return format!("\nIts changes could not be read: {e}."),
-    };
-    if changes.changes.is_empty() {
-        if let Err(e) = sandbox.delete_fork(fork).await {
-            tracing::debug!(error = %e, "an unchanged fork was not deleted");
-        }
-        return "\nIt changed nothing in its copy.".into();
-    }
-    let mut text = format!(
-        "\nIts changes, in its own copy (apply_changes {{\"agent\": \"{thread}\"}} merges them into your workspace):"
-    );
-    let mut diffs = String::new();
-    for change in &changes.changes {
-        let mark = match change.change {
-            Change::Added => "A",
-            Change::Changed => "M",
-            Change::Deleted => "D",
-        };
-        text.push_str(&format!("\n  {mark} {}", change.path));
-        if let Some(diff) = &change.diff {
-            diffs.push_str(diff);
-            if !diff.ends_with('\n') {
-                diffs.push('\n');
-            }
-        }
-    }
-    if !diffs.is_empty() {
-        let shown: String = diffs.chars().take(DIFF_CHARS).collect();
-        let cut = if shown.len() < diffs.len() {
-            "\n[… the rest cut]"
-        } else {
-            ""
-        };
-        text.push_str(&format!("\n```diff\n{shown}{cut}\n```"));
-    }
-    text
 }
 
 impl Agent {
@@ -297,42 +251,6 @@ impl Agent {
                 .map_or(0.0, |end| (end - run.started_at) as f64 / 1000.0),
             changes: None,
         }))
-    }
-
-    /// Where a sub-agent works: the sandbox as it is, or a fork of its workspace (all made
-    /// from one checkpoint, taken for the first).
-    async fn place(
-        &self,
-        fork: bool,
-        base: &mut Option<String>,
-    ) -> Result<(CovedClient, Option<String>), String> {
-        if !fork {
-            return Ok((self.sandbox.clone(), None));
-        }
-        let checkpoint = match base {
-            Some(id) => id.clone(),
-            None => {
-                let request = CreateCheckpoint {
-                    label: Some("sub-agents begin".into()),
-                    keep: false,
-                };
-                let made = self
-                    .sandbox
-                    .create_checkpoint(&request)
-                    .await
-                    .map_err(|e| format!("its copy of the workspace could not be made: {e}"))?;
-                base.insert(made.checkpoint.id).clone()
-            }
-        };
-        let made = self
-            .sandbox
-            .create_fork(&CreateFork {
-                checkpoint: Some(checkpoint),
-            })
-            .await
-            .map_err(|e| format!("its copy of the workspace could not be made: {e}"))?;
-        let client = self.sandbox.for_fork(&made.id).map_err(|e| e.to_string())?;
-        Ok((client, Some(made.id)))
     }
 
     /// Makes each sub-agent's thread (and its fork), ready to run; why those that could

@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod children;
+mod forked;
 mod resume;
 mod turn;
 mod turn_control;
