@@ -75,6 +75,20 @@ pub struct Wait {
     pub after_message: i64,
 }
 
+/// A thread that was `waiting` is `running` again (its run's wait ended).
+pub(super) fn running_again(conn: &rusqlite::Connection, thread: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
+        params![
+            thread,
+            ThreadStatus::Running,
+            now_ms(),
+            ThreadStatus::Waiting
+        ],
+    )?;
+    Ok(())
+}
+
 const RUN_COLUMNS: &str =
     "id, thread_id, status, started_at, ended_at, iterations, error, pause_kind, pause_text";
 
@@ -241,15 +255,7 @@ impl Store {
             Decision::Answered,
             None,
         )?;
-        conn.execute(
-            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
-            params![
-                thread,
-                ThreadStatus::Running,
-                now_ms(),
-                ThreadStatus::Waiting
-            ],
-        )?;
+        running_again(&conn, thread)?;
         Ok(())
     }
 

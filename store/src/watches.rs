@@ -184,15 +184,7 @@ impl Store {
             "DELETE FROM event_waits WHERE thread_id = ?1",
             params![thread],
         )?;
-        conn.execute(
-            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
-            params![
-                thread,
-                ThreadStatus::Running,
-                now_ms(),
-                ThreadStatus::Waiting
-            ],
-        )?;
+        super::runs::running_again(&conn, thread)?;
         Ok(())
     }
 
@@ -226,15 +218,7 @@ impl Store {
             "DELETE FROM event_waits WHERE thread_id = ?1",
             params![thread],
         )?;
-        tx.execute(
-            "UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
-            params![
-                thread,
-                ThreadStatus::Running,
-                now_ms(),
-                ThreadStatus::Waiting
-            ],
-        )?;
+        super::runs::running_again(&tx, thread)?;
         tx.commit()?;
         Ok(id)
     }

@@ -56,6 +56,14 @@ fn script_family(llm: &ScriptedLlm, tasks: usize) {
     }
 }
 
+/// Whether the `n` sub-agents' timed work overlapped: each started (`start-N`, written in
+/// the sandbox) before any ended (`end-N`).
+fn all_at_once(ws: &std::path::Path, n: u32) -> bool {
+    let last_start = (1..=n).map(|i| stamp(ws, &format!("start-{i}"))).max();
+    let first_end = (1..=n).map(|i| stamp(ws, &format!("end-{i}"))).min();
+    last_start < first_end
+}
+
 fn stamp(ws: &std::path::Path, name: &str) -> u128 {
     std::fs::read_to_string(ws.join(name))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -99,16 +107,8 @@ async fn three_sub_agents_work_at_once_in_threads_of_their_own() {
 
         // All three ran at once: each started before any had ended.
         let ws = &cove.workspace;
-        let last_start = (1..=3)
-            .map(|n| stamp(ws, &format!("start-{n}")))
-            .max()
-            .unwrap();
-        let first_end = (1..=3)
-            .map(|n| stamp(ws, &format!("end-{n}")))
-            .min()
-            .unwrap();
         assert!(
-            last_start < first_end,
+            all_at_once(ws, 3),
             "{wire:?}: the sub-agents' seconds of work did not overlap"
         );
 
@@ -389,16 +389,8 @@ async fn three_forked_sub_agents_edit_one_file_and_two_of_their_patches_apply() 
             "{wire:?}: the first two merged, the third left out"
         );
         // They worked at once, each in its copy (their stamps came back with their changes).
-        let last_start = (1..=3)
-            .map(|n| stamp(ws, &format!("start-{n}")))
-            .max()
-            .unwrap();
-        let first_end = (1..=3)
-            .map(|n| stamp(ws, &format!("end-{n}")))
-            .min()
-            .unwrap();
         assert!(
-            last_start < first_end,
+            all_at_once(ws, 3),
             "{wire:?}: the forked sub-agents did not overlap"
         );
     }
@@ -438,17 +430,17 @@ async fn sub_agents_left_working_by_a_killed_controller_are_taken_up_on_resume()
         });
     }
     let mut child = cove
-        .command(&[
-            "--json",
-            "run",
-            "Split it.",
-            "--model",
-            "openai/scripted",
-            "--sandbox",
-            &daemon.url,
-            "--no-prompt",
-        ])
-        .env("COVE_SANDBOX_TOKEN", &daemon.token)
+        .on_daemon(
+            &daemon,
+            &[
+                "--json",
+                "run",
+                "Split it.",
+                "--model",
+                "openai/scripted",
+                "--no-prompt",
+            ],
+        )
         .spawn()
         .unwrap();
     let mut reader = EventReader::new(&mut child);
@@ -459,8 +451,7 @@ async fn sub_agents_left_working_by_a_killed_controller_are_taken_up_on_resume()
     child.start_kill().unwrap();
     let _ = child.wait().await;
     let out = cove
-        .command(&["--json", "resume", &parent, "--sandbox", &daemon.url])
-        .env("COVE_SANDBOX_TOKEN", &daemon.token)
+        .on_daemon(&daemon, &["--json", "resume", &parent])
         .output()
         .await
         .unwrap();

@@ -84,6 +84,19 @@ impl Cove {
         cmd
     }
 
+    /// `cove ARGS` on the running coved `daemon` as its sandbox (which outlives cove).
+    pub(crate) fn on_daemon(
+        &self,
+        daemon: &cove_harness::DaemonProcess,
+        args: &[&str],
+    ) -> tokio::process::Command {
+        let mut args = args.to_vec();
+        args.extend(["--sandbox", daemon.url.as_str()]);
+        let mut cmd = self.command(&args);
+        cmd.env("COVE_SANDBOX_TOKEN", &daemon.token);
+        cmd
+    }
+
     pub(crate) async fn run(&self, args: &[&str]) -> Output {
         tokio::time::timeout(Duration::from_secs(180), self.command(args).output())
             .await

@@ -110,19 +110,19 @@ async fn a_controller_killed_while_it_waits_gets_what_fired_meanwhile_once_on_re
         let cove = Cove::new(wire).await;
         script_build(&cove.llm);
         let mut child = cove
-            .command(&[
-                "--json",
-                "run",
-                "Build the project.",
-                "--model",
-                cove.model(),
-                "--tool-calls",
-                mode,
-                "--sandbox",
-                &daemon.url,
-                "--no-prompt",
-            ])
-            .env("COVE_SANDBOX_TOKEN", &daemon.token)
+            .on_daemon(
+                &daemon,
+                &[
+                    "--json",
+                    "run",
+                    "Build the project.",
+                    "--model",
+                    cove.model(),
+                    "--tool-calls",
+                    mode,
+                    "--no-prompt",
+                ],
+            )
             .spawn()
             .unwrap();
         let mut reader = EventReader::new(&mut child);
@@ -144,8 +144,7 @@ async fn a_controller_killed_while_it_waits_gets_what_fired_meanwhile_once_on_re
         assert_eq!(fired, 2, "{wire:?}: both watches fired in the sandbox");
         let requests_before = cove.llm.request_count();
         let out = cove
-            .command(&["--json", "resume", &thread, "--sandbox", &daemon.url])
-            .env("COVE_SANDBOX_TOKEN", &daemon.token)
+            .on_daemon(&daemon, &["--json", "resume", &thread])
             .output()
             .await
             .unwrap();

@@ -14,12 +14,12 @@ use futures_util::stream::FuturesUnordered;
 
 use super::checkpoint::Moment;
 use super::forked::fork_changes;
-use super::{Agent, LiveRun, Surface, tool_message};
+use super::{Agent, LiveRun, Recorded, Surface, tool_message};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::context::Entry;
 use crate::format::thousands;
 use crate::llm::ChatMessage;
-use crate::store::{NewThread, RunState, Spawn, SpawnedChild, Thread};
+use crate::store::{NewThread, RunState, Spawn, SpawnedChild, Store, Thread};
 use crate::tools::{ChildTask, ReadOffsets, ToolResult};
 
 /// Tools whose summary is a path they write.
@@ -40,23 +40,6 @@ struct Child {
     input: Option<ChatMessage>,
     fork: Option<String>,
     done: Option<Report>,
-}
-
-/// The recorded call, forgotten if the run stops before it ends.
-struct Recorded<'a> {
-    store: &'a crate::store::Store,
-    thread: &'a str,
-    armed: bool,
-}
-
-impl Drop for Recorded<'_> {
-    fn drop(&mut self) {
-        if self.armed
-            && let Err(e) = self.store.end_spawn(self.thread)
-        {
-            tracing::warn!(error = %e, "cannot clear the record of the sub-agents");
-        }
-    }
 }
 
 /// What one sub-agent came to.
@@ -170,6 +153,7 @@ impl Agent {
         let mut recorded = Recorded {
             store: &self.store,
             thread: &spawn.thread_id,
+            forget: Store::end_spawn,
             armed: true,
         };
         let mut texts = self

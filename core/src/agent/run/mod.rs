@@ -53,6 +53,27 @@ pub struct Agent {
     surface: Option<Surface>,
 }
 
+/// What a run records while it waits (for events, for its sub-agents), forgotten if the
+/// run stops before the wait ends, its call then answered as interrupted; a killed process
+/// leaves it for the next run to take up.
+struct Recorded<'a> {
+    store: &'a Store,
+    thread: &'a str,
+    forget: fn(&Store, &str) -> Result<(), store::StoreError>,
+    /// Cleared once the wait's result is stored (which forgets the record itself).
+    armed: bool,
+}
+
+impl Drop for Recorded<'_> {
+    fn drop(&mut self) {
+        if self.armed
+            && let Err(e) = (self.forget)(self.store, self.thread)
+        {
+            tracing::warn!(error = %e, "cannot clear what the run waited for");
+        }
+    }
+}
+
 /// Where a sub-agent's permission requests are asked: its parent's thread, whose person
 /// answers them with the parent's own, through the parent's run.
 #[derive(Debug, Clone)]

@@ -6,30 +6,12 @@ use std::time::Duration;
 
 use cove_protocol::events::EventKind;
 
-use super::{Agent, LiveRun, tool_message};
+use super::{Agent, LiveRun, Recorded, tool_message};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::agent::wake;
 use crate::context::Entry;
 use crate::store::{EventWait, Store, ThreadWatch, now_ms};
 use crate::tools::ToolResult;
-
-/// The recorded wait, forgotten if the run stops before it ends (its call is then answered
-/// as interrupted); a killed process leaves it for `cove resume`.
-struct Recorded<'a> {
-    store: &'a Store,
-    thread: &'a str,
-    armed: bool,
-}
-
-impl Drop for Recorded<'_> {
-    fn drop(&mut self) {
-        if self.armed
-            && let Err(e) = self.store.end_event_wait(self.thread)
-        {
-            tracing::warn!(error = %e, "cannot clear the wait for events");
-        }
-    }
-}
 
 /// What the watches are, in a few words.
 fn summary(pending: &[ThreadWatch], only: &[String]) -> String {
@@ -82,6 +64,7 @@ impl Agent {
         let mut recorded = Recorded {
             store: &self.store,
             thread: &wait.thread_id,
+            forget: Store::end_event_wait,
             armed: true,
         };
         live.emitter.emit(EventKind::WaitingForEvents {
