@@ -155,3 +155,25 @@ async fn a_deleted_fork_leaves_nothing_running_and_is_gone() {
         .expect_err("nested");
     assert_eq!(e.code(), Some(&ErrorCode::InvalidRequest), "{e}");
 }
+
+#[tokio::test]
+async fn a_fork_is_reached_only_with_the_daemons_token() {
+    let d = daemon().await;
+    let fork = d.client.create_fork(&CreateFork::default()).await.unwrap();
+    let http = reqwest::Client::new();
+    for token in [None, Some("not-the-token-0123456789abcdef0123456789")] {
+        let mut request = http
+            .post(format!("{}/v1/shell/exec", d.url))
+            .header(cove_protocol::forks::FORK_HEADER, &fork.id)
+            .json(&ExecRequest::new("touch reached"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{token:?}");
+    }
+    // Nothing ran in the fork.
+    let f = d.client.for_fork(&fork.id).unwrap();
+    let out = f.exec(&ExecRequest::new("ls reached")).await.unwrap();
+    assert_ne!(out.exit_code, Some(0), "{}", out.output);
+}
