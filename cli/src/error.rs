@@ -96,7 +96,7 @@ impl From<SessionError> for CliError {
         match e {
             SessionError::Invalid(m) | SessionError::Busy(m) => CliError::Usage(m),
             SessionError::NotFound(m) => CliError::NotFound(m),
-            SessionError::Waiting(m) => CliError::Waiting(m),
+            SessionError::Waiting(m) | SessionError::SubAgent(m) => CliError::Waiting(m),
             SessionError::AwaitingApproval(m) => CliError::AwaitingApproval(m),
             SessionError::AwaitingPermission(m) => CliError::AwaitingPermission(m),
             SessionError::Setup(m) => CliError::Setup(m),

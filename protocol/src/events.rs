@@ -97,6 +97,10 @@ pub enum EventKind {
     Ask {
         text: String,
         attachments: Vec<String>,
+        /// The sub-agent's thread, when the question is a sub-agent's put through its
+        /// parent (the answer goes to it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_thread: Option<String>,
     },
     /// A person is asked to take over the browser at `url`; the run waits until they hand it
     /// back (or `cove reply` answers). `url` and `token` are secrets, never stored.

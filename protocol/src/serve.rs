@@ -407,7 +407,7 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
         ServeOp::ThreadReply,
         Method::Post,
         "/v1/threads/{id}/reply",
-        "Ends a takeover the run waits on (200); on a thread not running, starts its next run with the text (202); 409 not_waiting while it runs and waits for no answer, plan_waiting while its plan waits",
+        "Ends a takeover the run waits on (200); on a thread not running, starts its next run with the text (202); 409 not_waiting while it runs and waits for no answer, plan_waiting while its plan waits, sub_agent for a sub-agent whose parent's run takes it up (answer the parent)",
         RequestBody::Json(reference::<ReplyRequest>),
         ResponseBody::Json(reference::<ReplyResponse>),
     ),
@@ -572,7 +572,7 @@ pub fn openapi_document(version: &str) -> Value {
         json!({
             "title": "cove serve",
             "version": version,
-            "description": "Cove's agent over HTTP: threads, their runs' events as Server-Sent Events, and the answers a person gives (replies, permission decisions, plan approval). Every route takes `Authorization: Bearer <token>` (printed by `cove serve`) or the session cookie of the one-time login link it prints (every route also answers under `/k/<key>/`, the cookie's path); a request whose `Origin` is not the server's own is refused (403 cross_origin). Errors are `{\"error\": {\"code\", \"message\"}}`; the codes of this API: unauthorized, cross_origin, not_found, invalid_request, running, starting, not_running, not_waiting, plan_waiting, no_plan_waiting, already_answered, sandbox_unavailable, payload_too_large.",
+            "description": "Cove's agent over HTTP: threads, their runs' events as Server-Sent Events, and the answers a person gives (replies, permission decisions, plan approval). Every route takes `Authorization: Bearer <token>` (printed by `cove serve`) or the session cookie of the one-time login link it prints (every route also answers under `/k/<key>/`, the cookie's path); a request whose `Origin` is not the server's own is refused (403 cross_origin). Errors are `{\"error\": {\"code\", \"message\"}}`; the codes of this API: unauthorized, cross_origin, not_found, invalid_request, running, starting, not_running, not_waiting, plan_waiting, no_plan_waiting, sub_agent, already_answered, sandbox_unavailable, payload_too_large.",
         }),
     );
     // The events' schema, for clients that read the stream.

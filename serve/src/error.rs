@@ -118,6 +118,7 @@ impl From<SessionError> for ApiError {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "setup", in_api_words(&m))
             }
             SessionError::Busy(m) => ApiError::conflict("busy", in_api_words(&m)),
+            SessionError::SubAgent(m) => ApiError::conflict("sub_agent", in_api_words(&m)),
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "failed",

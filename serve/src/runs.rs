@@ -201,6 +201,7 @@ pub(super) fn launch(
     input: Input,
     plan_first: bool,
 ) -> Result<(), ApiError> {
+    state.engine().may_run(&thread)?;
     Claim::take(state, &thread.id)?.start(thread, input, plan_first);
     Ok(())
 }

@@ -224,8 +224,20 @@ impl<O: Write, E: Write> Renderer<O, E> {
                 let text = self.paint("31", &format!("  ✗ {tool}: {}", first_line(error, 140)));
                 self.line(&text);
             }
-            EventKind::Ask { text, attachments } => {
-                let head = self.paint("1;35", "? The agent asks:");
+            EventKind::Ask {
+                text,
+                attachments,
+                agent_thread,
+            } => {
+                // A sub-agent's question names its asker itself.
+                let head = self.paint(
+                    "1;35",
+                    if agent_thread.is_some() {
+                        "?"
+                    } else {
+                        "? The agent asks:"
+                    },
+                );
                 self.line(&format!("\n{head} {text}"));
                 for a in attachments {
                     self.line(&format!("  · {a}"));

@@ -21,6 +21,9 @@ pub enum SessionError {
     /// The thread waits for an answer to its question: reply.
     #[error("{0}")]
     Waiting(String),
+    /// The thread is a sub-agent its parent's run takes up: answer or resume the parent.
+    #[error("{0}")]
+    SubAgent(String),
     /// The thread's plan waits for approval: approve or reject it.
     #[error("{0}")]
     AwaitingApproval(String),

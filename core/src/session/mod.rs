@@ -200,9 +200,27 @@ impl Engine<'_> {
         Ok(None)
     }
 
+    /// Refuses a run of its own to a sub-agent whose parent's run takes it up (and puts its
+    /// question to the person): a run beside that one would answer it twice.
+    pub fn may_run(self, thread: &Thread) -> Result<(), SessionError> {
+        if let Some(parent) = &thread.parent_id
+            && self
+                .store
+                .spawn_of(parent)?
+                .is_some_and(|s| s.children.iter().any(|c| c.thread == thread.id))
+        {
+            return Err(SessionError::SubAgent(format!(
+                "thread {id} is a sub-agent of thread {parent}, whose run takes it up: answer or resume thread {parent} instead",
+                id = thread.id
+            )));
+        }
+        Ok(())
+    }
+
     /// The first step of a thread's next run, before its sandbox opens: its model reached
     /// (a missing key fails here), a run a killed controller left marked running ended.
     pub fn begin(self, thread: &Thread, mut start: RunStart) -> Result<Begun, SessionError> {
+        self.may_run(thread)?;
         start.plan_first = start.plan_first
             || self
                 .store

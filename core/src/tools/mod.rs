@@ -455,16 +455,17 @@ impl ToolRegistry {
     }
 
     /// The registry a sub-agent gets: these tools (only those `allowed` names, when it
-    /// names some, and `complete`), less what a sub-agent never has (asking the user,
-    /// plans, a takeover), with `spawn_agents` only when it `may_spawn`.
+    /// names some, and `complete`), less what a sub-agent never has (plans, a takeover),
+    /// with `spawn_agents` only when it `may_spawn`. Its `ask` reaches the person through
+    /// its parent's thread.
     pub fn for_child(&self, allowed: Option<&[String]>, may_spawn: bool) -> ToolRegistry {
-        /// A sub-agent has no one to ask and no plan to propose.
-        const NOT_FOR_CHILDREN: &[&str] =
-            &["ask", "web_browser_takeover", "create_plan", "update_plan"];
+        /// A sub-agent has no plan of its own, nor a browser to hand a person.
+        const NOT_FOR_CHILDREN: &[&str] = &["web_browser_takeover", "create_plan", "update_plan"];
         let mut child = self.clone();
         child.tools.retain(|t| {
             let name = t.name();
-            let listed = allowed.is_none_or(|a| name == "complete" || a.iter().any(|x| x == name));
+            let listed = allowed
+                .is_none_or(|a| name == "complete" || name == "ask" || a.iter().any(|x| x == name));
             listed
                 && !NOT_FOR_CHILDREN.contains(&name)
                 && (may_spawn || name != agents::SPAWN_AGENTS)

@@ -7,7 +7,7 @@ use super::*;
 
 /// The sub-agent number a request is for (`[[agent N]]` opening the task of its brief), or
 /// 0 for the parent (whose own calls name the tasks too).
-fn agent_of(text: &str) -> u32 {
+pub(super) fn agent_of(text: &str) -> u32 {
     text.split("Your task:\n[[agent ")
         .nth(1)
         .and_then(|rest| rest.split("]]").next())

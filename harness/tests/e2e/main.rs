@@ -12,6 +12,7 @@ use cove_harness::llm::Wire;
 use cove_harness::{Fault, FixtureSite, ScriptedLlm, Turn, procs, workspace_binary};
 use serde_json::{Value, json};
 
+mod agent_asks;
 mod agents;
 mod common;
 mod cost;

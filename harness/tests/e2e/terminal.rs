@@ -493,3 +493,61 @@ async fn a_sub_agents_permission_request_is_answered_at_the_parents_terminal() {
         "from the helper\n"
     );
 }
+
+#[tokio::test]
+async fn a_sub_agents_question_is_answered_at_the_parents_terminal() {
+    let cove = Cove::new(Wire::Anthropic).await;
+    for _ in 0..4 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            if text.contains("Your task:\n[[helper]]") {
+                return if text.contains("Use 8080.") {
+                    Turn::text("").call("complete", json!({"text": "helper chose 8080"}))
+                } else {
+                    Turn::text("").call("ask", json!({"text": "Which port should I use?"}))
+                };
+            }
+            if text.contains("Agent 1 (thread") {
+                let said = if text.contains("helper chose 8080") && !text.contains("Use 8080.") {
+                    "The helper has its port."
+                } else {
+                    "NOT ROUTED"
+                };
+                Turn::text("").call("complete", json!({ "text": said }))
+            } else {
+                Turn::text("").call(
+                    "spawn_agents",
+                    json!({"agents": [{"task": "[[helper]] Pick the port."}]}),
+                )
+            }
+        });
+    }
+    let ws = cove.workspace.to_str().unwrap().to_string();
+    let mut term = Terminal::spawn(
+        &cove,
+        &[
+            "run",
+            "Have a helper pick a port",
+            "--model",
+            "anthropic/scripted",
+            "--workspace",
+            &ws,
+        ],
+        &[],
+    );
+    term.until("Sub-agent 1 ([[helper]] Pick the port.) asks: Which port should I use?")
+        .await;
+    term.until("Your answer").await;
+    term.type_line("Use 8080.");
+    term.until("The helper has its port.").await;
+    let screen = term.screen.clone();
+    assert!(
+        screen.contains("↳ agent 1: asks: Which port should I use?")
+            && !screen.contains("↳ agent 1: ask "),
+        "the question shows once as the sub-agent's doing: {screen}"
+    );
+    assert!(screen.contains("↳ agent 1 asks"), "{screen}");
+    assert!(screen.contains("↳ agent 1 completed"), "{screen}");
+    assert_eq!(screen.matches("Your answer").count(), 1, "{screen}");
+    assert!(term.wait().await.success(), "{screen}");
+}

@@ -116,7 +116,9 @@ export function showDialog(waiting) {
     closeDialog();
   });
   if (waiting.kind === 'ask') {
-    $('dialog-title').textContent = 'The agent asks';
+    // A sub-agent's question, put through this thread: the answer goes to it.
+    const args = /** @type {{agent_thread?: string} | undefined} */ (waiting.arguments);
+    $('dialog-title').textContent = args && args.agent_thread ? 'A sub-agent asks' : 'The agent asks';
     const question = el('div', { class: 'msg assistant' });
     markdown(question, waiting.summary);
     const answer = el('textarea', { id: 'dialog-answer', rows: '4', 'aria-label': 'Your answer' });

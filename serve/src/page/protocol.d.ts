@@ -61,6 +61,11 @@ export type RunEvent = {
     type: "tool_failed";
   }
   | {
+    /**
+     * The sub-agent's thread, when the question is a sub-agent's put through its
+     * parent (the answer goes to it).
+     */
+    agent_thread?: string | null;
     attachments: Array<string>;
     text: string;
     type: "ask";

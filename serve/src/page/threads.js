@@ -19,6 +19,7 @@ export const STATUS_TEXT = {
   waiting: 'needs you',
   sleeping: 'waiting',
   paused: 'needs you',
+  asked: 'asks through its parent',
   completed: 'done',
   stopped: 'stopped',
   failed: 'failed',
@@ -30,6 +31,8 @@ export function statusOf(view) {
   if (open.length) return 'waiting';
   if (view.running && view.waiting_for) return 'sleeping';
   if (view.running) return 'running';
+  // A sub-agent paused on its question: the person answers it on the parent's thread.
+  if (view.parent_id && view.status === 'paused') return 'asked';
   return view.status;
 }
 

@@ -248,15 +248,16 @@ export function render(event) {
     case 'ask': {
       flushText();
       endText();
-      const card = add(attentionCard('The agent asks', 'ask'));
+      const card = add(attentionCard(event.agent_thread ? 'A sub-agent asks' : 'The agent asks', 'ask'));
       const text = el('div', { class: 'msg assistant' });
       markdown(text, event.text);
       card.bodyNode.append(text);
       const links = fileLinks(event.attachments);
       if (links) card.bodyNode.append(links);
-      card.bodyNode.append(
-        el('div', { class: 'buttons' }, el('button', { type: 'button', class: 'primary', text: 'Answer', onclick: () => openWaiting('ask') })),
-      );
+      const buttons = el('div', { class: 'buttons' }, el('button', { type: 'button', class: 'primary', text: 'Answer', onclick: () => openWaiting('ask') }));
+      const asker = event.agent_thread;
+      if (asker) buttons.append(el('button', { type: 'button', class: 'link', text: 'Open its thread', onclick: () => selectThread(asker) }));
+      card.bodyNode.append(buttons);
       card.question = event.text;
       S.asks.push(card);
       announce('The agent asks: ' + event.text);

@@ -1,7 +1,8 @@
 //! Sub-agents (`spawn_agents`): each a run of a thread of its own, linked to the parent's,
 //! in the parent's sandbox and workspace, started side by side (at most `max_children`
 //! at once) and sharing the parent's family budget. Their progress is told in the parent's
-//! events; stopping the parent stops them (dropping a run's handle stops the run).
+//! events; stopping the parent stops them (dropping a run's handle stops the run). A
+//! sub-agent's question pauses the parent's run on it (see `asks`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use crate::agent::outcome::{RunError, RunOutcome};
 use crate::context::Entry;
 use crate::format::thousands;
 use crate::llm::ChatMessage;
-use crate::store::{NewThread, RunState, Spawn, SpawnedChild, Store, Thread};
+use crate::store::{NewThread, PauseKind, RunState, Spawn, SpawnedChild, Store, Thread};
 use crate::tools::{ChildTask, ReadOffsets, ToolResult};
 
 /// Tools whose summary is a path they write.
@@ -30,7 +31,7 @@ const WRITES: &[&str] = &[
     "delete_file",
 ];
 
-/// A sub-agent ready to run, or (taken up after a kill) already done.
+/// A sub-agent ready to run, or (taken up after a kill or a question) already done.
 struct Child {
     n: u32,
     thread: Thread,
@@ -43,12 +44,10 @@ struct Child {
 }
 
 /// What one sub-agent came to.
-struct Report {
-    n: u32,
-    thread: Thread,
-    outcome: Result<RunOutcome, RunError>,
-    run_id: Option<String>,
-    wrote: BTreeSet<String>,
+pub(super) struct Report {
+    pub(super) n: u32,
+    pub(super) thread: Thread,
+    pub(super) outcome: Result<RunOutcome, RunError>,
     secs: f64,
     /// A forked sub-agent's changes, as its report shows them.
     changes: Option<String>,
@@ -62,7 +61,7 @@ fn brief(n: u32, of: usize, task: &str, fork: bool) -> String {
         "Others may be working in the same workspace at the same time: change only what your task needs."
     };
     format!(
-        "You are sub-agent {n} of {of}, started by another agent to do one part of a larger task. {place} No one can answer questions: decide for yourself, and when you are done call complete with what you did, what you found, and anything left undone.\n\nYour task:\n{task}"
+        "You are sub-agent {n} of {of}, started by another agent to do one part of a larger task. {place} Decide for yourself where you can; when you truly cannot go on without the person (a requirement no one gave, a choice only they can make), ask: the question reaches them through the agent that started you, and you go on with their answer. When you are done, call complete with what you did, what you found, and anything left undone.\n\nYour task:\n{task}"
     )
 }
 
@@ -156,9 +155,15 @@ impl Agent {
             forget: Store::end_spawn,
             armed: true,
         };
-        let mut texts = self
+        let reports = self
             .drive_children(live, children, spawn.max_parallel)
             .await;
+        if let Some((asking, question)) = reports.iter().find_map(|r| Some((r, question_of(r)?))) {
+            // The record stays: the next run takes the sub-agents up with the answer.
+            recorded.armed = false;
+            return self.ask_for_child(live, asking, question).map(Some);
+        }
+        let mut texts: Vec<String> = reports.iter().map(|r| self.report_text(r)).collect();
         texts.extend(failed);
         let result = ToolResult::ok(texts.join("\n\n"));
         let message = tool_message(self.config.mode, &spawn.call_id, &spawn.tool, &result);
@@ -172,16 +177,20 @@ impl Agent {
         Ok(None)
     }
 
-    /// Takes up the sub-agents a killed run left working: those that ended are reported as
-    /// they ended, the others run on (their calls cut short are answered as interrupted).
+    /// Takes up the sub-agents a killed run left working, or that one of them paused on a
+    /// question: the one asked goes on with the answer `input` holds (which is then its
+    /// own, not the parent's), those that ended are reported as they ended, the others run
+    /// on (their calls cut short are answered as interrupted).
     pub(super) async fn resume_children(
         &self,
         live: &mut LiveRun,
+        input: &mut Option<ChatMessage>,
     ) -> Result<Option<RunOutcome>, RunError> {
         let Some(mut spawn) = self.store.spawn_of(&live.thread.id)? else {
             return Ok(None);
         };
         spawn.run_id.clone_from(&live.run_id);
+        let mut answer = self.answer_for_child(live, input)?;
         let mut children = Vec::new();
         for spawned in &spawn.children {
             let thread = self.store.thread_exact(&spawned.thread)?;
@@ -192,44 +201,54 @@ impl Agent {
                 },
                 None => self.sandbox.clone(),
             };
-            let done = self.ended_child(spawned.n, &thread)?;
+            let answered = answer
+                .take_if(|(asker, _)| *asker == thread.id)
+                .map(|(_, message)| message);
+            let done = match answered {
+                Some(_) => None,
+                None => self.ended_child(spawned.n, &thread)?,
+            };
             children.push(Child {
                 n: spawned.n,
                 agent: self.child_agent(spawned.tools.as_deref(), live, sandbox),
                 tools: spawned.tools.clone(),
                 fork: thread.fork.clone(),
                 thread,
-                input: None,
+                input: answered,
                 done,
             });
         }
         self.finish_spawn(live, spawn, children, Vec::new()).await
     }
 
-    /// The report of a sub-agent whose run completed before its parent was killed.
+    /// The report of a sub-agent whose run ended before its parent's (killed, or paused on
+    /// another's question): completed, or paused on a question of its own still to answer.
     fn ended_child(&self, n: u32, thread: &Thread) -> Result<Option<Report>, RunError> {
         let Some(run) = self.store.last_run(&thread.id)? else {
             return Ok(None);
         };
-        if run.status != RunState::Completed {
-            return Ok(None);
-        }
-        let answer = self
-            .store
-            .messages(&thread.id)?
-            .into_iter()
-            .rev()
-            .find(|m| m.content["type"] == "complete")
-            .and_then(|m| m.content["text"].as_str().map(String::from));
+        let outcome = match (run.status, run.pause_kind) {
+            (RunState::Completed, _) => RunOutcome::Completed {
+                text: self
+                    .store
+                    .messages(&thread.id)?
+                    .into_iter()
+                    .rev()
+                    .find(|m| m.content["type"] == "complete")
+                    .and_then(|m| m.content["text"].as_str().map(String::from)),
+                attachments: Vec::new(),
+            },
+            (RunState::Paused, Some(PauseKind::Ask)) => RunOutcome::Paused {
+                waits_for: PauseKind::Ask,
+                text: run.pause_text.clone().unwrap_or_default(),
+                attachments: Vec::new(),
+            },
+            _ => return Ok(None),
+        };
         Ok(Some(Report {
             n,
             thread: thread.clone(),
-            outcome: Ok(RunOutcome::Completed {
-                text: answer,
-                attachments: Vec::new(),
-            }),
-            run_id: Some(run.id),
-            wrote: BTreeSet::new(),
+            outcome: Ok(outcome),
             secs: run
                 .ended_at
                 .map_or(0.0, |end| (end - run.started_at) as f64 / 1000.0),
@@ -297,13 +316,14 @@ impl Agent {
         Ok((children, failed))
     }
 
-    /// Runs the sub-agents, at most `limit` at once, and says what each came to.
+    /// Runs the sub-agents, at most `limit` at once, and says what each came to, in their
+    /// order.
     async fn drive_children(
         &self,
         live: &mut LiveRun,
         children: Vec<Child>,
         limit: usize,
-    ) -> Vec<String> {
+    ) -> Vec<Report> {
         let turns = Arc::new(tokio::sync::Semaphore::new(limit.max(1)));
         let mut running = FuturesUnordered::new();
         for child in children {
@@ -311,7 +331,14 @@ impl Agent {
             let turns = turns.clone();
             let main = self.sandbox.clone();
             running.push(async move {
-                if let Some(done) = child.done {
+                if let Some(mut done) = child.done {
+                    // A forked one's changes are read again: the parent may have applied
+                    // some since.
+                    if let (Some(fork), Ok(RunOutcome::Completed { .. })) =
+                        (&child.fork, &done.outcome)
+                    {
+                        done.changes = Some(fork_changes(&main, fork, &done.thread.id).await);
+                    }
                     return done;
                 }
                 let Child {
@@ -327,8 +354,6 @@ impl Agent {
                     n,
                     thread,
                     outcome: Ok(RunOutcome::Interrupted),
-                    run_id: None,
-                    wrote: BTreeSet::new(),
                     secs: 0.0,
                     changes: None,
                 };
@@ -342,13 +367,19 @@ impl Agent {
                         return report;
                     }
                 };
-                report.run_id = Some(handle.run_id().to_string());
                 while let Some(event) = handle.next_event().await {
-                    if let EventKind::ToolStarted { tool, summary, .. } = &event.kind {
+                    if let EventKind::Ask { text, .. } = &event.kind {
+                        emitter.emit(EventKind::AgentProgress {
+                            agent: n,
+                            thread: report.thread.id.clone(),
+                            doing: format!("asks: {text}"),
+                        });
+                    }
+                    // Its question shows as asked (above), not as the call that asks it.
+                    if let EventKind::ToolStarted { tool, summary, .. } = &event.kind
+                        && tool != "ask"
+                    {
                         let about = summary.clone().unwrap_or_default();
-                        if WRITES.contains(&tool.as_str()) && !about.is_empty() {
-                            report.wrote.insert(about.clone());
-                        }
                         emitter.emit(EventKind::AgentProgress {
                             agent: n,
                             thread: report.thread.id.clone(),
@@ -370,20 +401,46 @@ impl Agent {
             reports.push(report);
         }
         reports.sort_by_key(|r| r.n);
-        reports.iter().map(|r| self.report_text(r)).collect()
+        reports
     }
 
+    /// The files a sub-agent's file tools wrote, in all its runs, as its events told it.
+    fn wrote_by(&self, thread: &str) -> BTreeSet<String> {
+        let messages = self.store.messages(thread).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read what a sub-agent wrote");
+            Vec::new()
+        });
+        messages
+            .iter()
+            .filter(|m| m.content["type"] == "tool_started")
+            .filter(|m| {
+                m.content["tool"]
+                    .as_str()
+                    .is_some_and(|t| WRITES.contains(&t))
+            })
+            .filter_map(|m| m.content["summary"].as_str())
+            .filter(|path| !path.is_empty())
+            .map(String::from)
+            .collect()
+    }
+
+    /// What a sub-agent's runs (all of them: a question splits its work in two) took.
     fn usage_of(&self, report: &Report) -> (u64, Option<f64>) {
-        let Some(run) = &report.run_id else {
-            return (0, None);
-        };
-        match self.store.run_usage(run) {
-            Ok(usage) => (
-                usage.tokens.input_tokens + usage.tokens.output_tokens,
-                usage.cost.filter(|_| self.config.price.is_some()),
-            ),
-            Err(_) => (0, None),
+        let runs = self.store.runs(&report.thread.id).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read a sub-agent's runs");
+            Vec::new()
+        });
+        let mut tokens = 0;
+        let mut cost: Option<f64> = None;
+        for run in runs {
+            if let Ok(usage) = self.store.run_usage(&run.id) {
+                tokens += usage.tokens.input_tokens + usage.tokens.output_tokens;
+                if let Some(spent) = usage.cost {
+                    *cost.get_or_insert(0.0) += spent;
+                }
+            }
         }
+        (tokens, cost.filter(|_| self.config.price.is_some()))
     }
 
     fn announce_finished(&self, live: &LiveRun, report: &Report) {
@@ -415,8 +472,9 @@ impl Agent {
             Some(answer) => text.push_str(&format!("\n{answer}")),
             None => text.push_str("\nIt gave no answer."),
         }
-        if !report.wrote.is_empty() {
-            let files: Vec<&str> = report.wrote.iter().map(String::as_str).collect();
+        let wrote = self.wrote_by(&report.thread.id);
+        if !wrote.is_empty() {
+            let files: Vec<&str> = wrote.iter().map(String::as_str).collect();
             text.push_str(&format!(
                 "\nFiles its file tools wrote: {}.",
                 files.join(", ")
@@ -430,6 +488,11 @@ impl Agent {
 fn status_of(outcome: &Result<RunOutcome, RunError>) -> (&'static str, Option<String>) {
     match outcome {
         Ok(RunOutcome::Completed { text, .. }) => ("completed", text.clone()),
+        Ok(RunOutcome::Paused {
+            waits_for: PauseKind::Ask,
+            text,
+            ..
+        }) => ("asks", Some(text.clone())),
         Ok(RunOutcome::Paused { text, .. }) => (
             "paused",
             Some(format!(
@@ -442,5 +505,17 @@ fn status_of(outcome: &Result<RunOutcome, RunError>) -> (&'static str, Option<St
         ),
         Ok(RunOutcome::Interrupted) => ("interrupted", None),
         Err(e) => ("failed", Some(e.to_string())),
+    }
+}
+
+/// The question (and its files) a sub-agent stopped on for the person, if it did.
+fn question_of(report: &Report) -> Option<(&str, &[String])> {
+    match &report.outcome {
+        Ok(RunOutcome::Paused {
+            waits_for: PauseKind::Ask,
+            text,
+            attachments,
+        }) => Some((text, attachments)),
+        _ => None,
     }
 }

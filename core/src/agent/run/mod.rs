@@ -1,6 +1,7 @@
 //! The run loop: call the model, run its tools, store everything, repeat until the agent is
 //! done, asks, or hits the iteration cap. Everything one run holds lives in [`LiveRun`].
 
+mod asks;
 mod checkpoint;
 mod children;
 mod forked;
@@ -490,7 +491,7 @@ impl Agent {
         &self,
         thread: Thread,
         run_id: &str,
-        input: Option<ChatMessage>,
+        mut input: Option<ChatMessage>,
         emitter: &Arc<Emitter>,
         control: Arc<RunControl>,
     ) -> Result<RunOutcome, RunError> {
@@ -526,7 +527,7 @@ impl Agent {
         if let Some(outcome) = self.resume_event_wait(&mut live, input.is_some()).await? {
             return Ok(outcome);
         }
-        if let Some(outcome) = self.resume_children(&mut live).await? {
+        if let Some(outcome) = self.resume_children(&mut live, &mut input).await? {
             return Ok(outcome);
         }
         if let Some(message) = input {

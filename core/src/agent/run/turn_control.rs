@@ -68,17 +68,22 @@ impl Agent {
         });
         Ok(Some(match control {
             Control::Ask { text, attachments } => {
-                self.store.open_pause(
-                    &live.thread.id,
-                    &live.run_id,
-                    RequestKind::Ask,
-                    "ask",
-                    &text,
-                    serde_json::json!({ "text": text, "attachments": attachments }),
-                )?;
+                // A sub-agent's question is put to the person on its parent's thread, once
+                // the parent's run has it: nothing waits on its own thread.
+                if self.surface.is_none() {
+                    self.store.open_pause(
+                        &live.thread.id,
+                        &live.run_id,
+                        RequestKind::Ask,
+                        "ask",
+                        &text,
+                        serde_json::json!({ "text": text, "attachments": attachments }),
+                    )?;
+                }
                 live.emitter.emit(EventKind::Ask {
                     text: text.clone(),
                     attachments: attachments.clone(),
+                    agent_thread: None,
                 });
                 RunOutcome::Paused {
                     waits_for: PauseKind::Ask,
