@@ -279,3 +279,177 @@ async fn events_of(server: &super::serve::Server, thread: &str) -> Vec<Value> {
         .map(|m| m["content"].clone())
         .collect()
 }
+
+#[tokio::test]
+async fn a_question_asked_before_the_controller_was_killed_is_put_on_resume() {
+    let daemon = cove_harness::DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .spawn()
+        .await
+        .unwrap();
+    let cove = Cove::new(Wire::Anthropic).await;
+    for _ in 0..8 {
+        cove.llm.push_fn(|request| {
+            let text = request.all_text();
+            match agent_of(&text) {
+                0 if !text.contains("Agent 1 (thread") => {
+                    let agents: Vec<Value> = (1..=2)
+                        .map(|n| json!({"task": format!("[[agent {n}]] Part {n}.")}))
+                        .collect();
+                    Turn::text("").call("spawn_agents", json!({ "agents": agents }))
+                }
+                0 => Turn::text("").call(
+                    "complete",
+                    json!({"text": format!("both: {}", text.contains("agent 1 answered") && text.contains("agent 2 taken up"))}),
+                ),
+                1 if text.contains(PORT) => {
+                    Turn::text("").call("complete", json!({"text": "agent 1 answered"}))
+                }
+                1 => Turn::text("").call("ask", json!({"text": "Which port?"})),
+                _ if text.contains("interrupted") => {
+                    Turn::text("").call("complete", json!({"text": "agent 2 taken up"}))
+                }
+                _ => Turn::text("").call(
+                    "execute_command",
+                    json!({"command": "sleep 30", "session_name": "agent-2", "timeout": 60}),
+                ),
+            }
+        });
+    }
+    let mut child = cove
+        .on_daemon(
+            &daemon,
+            &[
+                "--json",
+                "run",
+                "Two parts.",
+                "--model",
+                "anthropic/scripted",
+                "--no-prompt",
+            ],
+        )
+        .spawn()
+        .unwrap();
+    let mut reader = EventReader::new(&mut child);
+    // Until sub-agent 1 has asked and sub-agent 2's command has started.
+    reader
+        .until_seen(|seen| {
+            seen.iter()
+                .any(|e| e["type"] == "agent_finished" && e["agent"] == 1)
+                && seen.iter().any(|e| {
+                    e["type"] == "agent_progress"
+                        && e["agent"] == 2
+                        && e["doing"].as_str().unwrap().starts_with("execute_command")
+                })
+        })
+        .await;
+    let asked = reader
+        .seen
+        .iter()
+        .find(|e| e["type"] == "agent_finished")
+        .cloned();
+    let asked = asked.unwrap();
+    assert_eq!(asked["status"], "asks", "{asked}");
+    let parent = asked["thread_id"].as_str().unwrap().to_string();
+    // Killed outright while sub-agent 2 works and sub-agent 1 waits for its answer.
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    let calls = |n: u32| {
+        cove.llm
+            .received()
+            .iter()
+            .filter(|r| agent_of(&r.all_text()) == n)
+            .count()
+    };
+    let before = calls(1);
+
+    // Resumed: sub-agent 2 is taken up, sub-agent 1's question is put (it does not run).
+    let out = cove
+        .on_daemon(&daemon, &["--json", "resume", &parent, "--no-prompt"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", explain(&out));
+    let seen = events(&out);
+    let asks = of_type(&seen, "ask");
+    assert_eq!(
+        asks.iter()
+            .map(|e| e["text"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["Sub-agent 1 ([[agent 1]] Part 1.) asks: Which port?"],
+        "{:?}",
+        kinds(&seen)
+    );
+    assert_eq!(
+        calls(1),
+        before,
+        "the sub-agent waiting for its answer ran again"
+    );
+
+    let out = cove
+        .on_daemon(&daemon, &["--json", "reply", &parent, PORT])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", explain(&out));
+    let complete = of_type(&events(&out), "complete")[0]["text"].clone();
+    assert_eq!(complete, "both: true");
+}
+
+#[tokio::test]
+async fn a_forked_sub_agent_that_asks_goes_on_in_its_copy_after_its_sandbox_restarts() {
+    use super::agents::reported_threads;
+    for (wire, mode) in [(Wire::OpenAi, "xml"), (Wire::Anthropic, "native")] {
+        let cove = Cove::new(wire).await;
+        for _ in 0..8 {
+            cove.llm.push_fn(|request| {
+                let text = request.all_text();
+                if agent_of(&text) == 1 {
+                    return if text.contains(PORT) {
+                        Turn::text("").call("complete", json!({"text": "agent 1 wrote the plan"}))
+                    } else if text.contains("exit code 0") {
+                        Turn::text("").call("ask", json!({"text": "Which port?"}))
+                    } else {
+                        Turn::text("").call(
+                            "execute_command",
+                            json!({"command": "echo 'draft before asking' > plan.txt"}),
+                        )
+                    };
+                }
+                let threads = reported_threads(&text);
+                if threads.is_empty() {
+                    Turn::text("").call(
+                        "spawn_agents",
+                        json!({"agents": [{"task": "[[agent 1]] Write the plan.", "isolation": "fork"}]}),
+                    )
+                } else if !text.contains("Changes of sub-agent ") {
+                    Turn::text("").call("apply_changes", json!({"agent": threads[0]}))
+                } else {
+                    Turn::text("").call("complete", json!({"text": "merged"}))
+                }
+            });
+        }
+        // A local sandbox: it stops when `cove` ends, paused on the question.
+        let out = cove.start_task("Plan it.", mode).await;
+        assert_eq!(out.status.code(), Some(3), "{wire:?}: {}", explain(&out));
+        let parent = thread_of(&events(&out));
+        assert!(
+            !cove.workspace.join("plan.txt").exists(),
+            "the fork's file leaked"
+        );
+        let out = cove.run(&["--json", "reply", &parent, PORT]).await;
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", explain(&out));
+        let seen = events(&out);
+        assert_eq!(
+            of_type(&seen, "complete")[0]["text"],
+            "merged",
+            "{:?}",
+            kinds(&seen)
+        );
+        // The file it wrote before asking came back from its copy, kept across the restart.
+        assert_eq!(
+            std::fs::read_to_string(cove.workspace.join("plan.txt")).unwrap(),
+            "draft before asking\n",
+            "{wire:?}"
+        );
+    }
+}

@@ -317,7 +317,7 @@ async fn the_page_lists_sub_agents_under_their_parent_and_opens_their_transcript
 }
 
 /// The thread ids of the sub-agents a request's conversation reports, in their order.
-fn reported_threads(text: &str) -> Vec<String> {
+pub(super) fn reported_threads(text: &str) -> Vec<String> {
     (1..=3)
         .filter_map(|n| {
             let at =
@@ -392,6 +392,12 @@ async fn three_forked_sub_agents_edit_one_file_and_two_of_their_patches_apply() 
         assert!(
             all_at_once(ws, 3),
             "{wire:?}: the forked sub-agents did not overlap"
+        );
+        // Once the parent completed, no copy is left, the one with conflicts included.
+        assert_eq!(
+            fork_folders(cove.home.path()),
+            Vec::<String>::new(),
+            "{wire:?}"
         );
     }
 }
@@ -476,4 +482,24 @@ async fn sub_agents_left_working_by_a_killed_controller_are_taken_up_on_resume()
         last.contains("agent 1 taken up") && last.contains("agent 2 taken up"),
         "{last}"
     );
+}
+
+/// The forks' folders under `dir` (coved keeps them beside its checkpoint stores).
+pub(super) fn fork_folders(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.is_dir() || path.is_symlink() {
+            continue;
+        }
+        if path.parent().and_then(|p| p.file_name()) == Some(std::ffi::OsStr::new("forks")) {
+            found.push(path.display().to_string());
+        } else {
+            found.extend(fork_folders(&path));
+        }
+    }
+    found
 }

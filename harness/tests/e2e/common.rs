@@ -202,18 +202,22 @@ impl EventReader {
 
     /// Reads until an event of `kind`; returns it.
     pub(crate) async fn until(&mut self, kind: &str) -> Value {
+        let from = self.seen.len();
+        self.until_seen(|seen| seen[from..].iter().any(|e| e["type"] == kind))
+            .await;
+        self.seen.last().cloned().unwrap_or_default()
+    }
+
+    /// Reads until what was seen satisfies `done`.
+    pub(crate) async fn until_seen(&mut self, done: impl Fn(&[Value]) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        loop {
+        while !done(&self.seen) {
             let line = tokio::time::timeout_at(deadline, self.lines.next_line())
                 .await
-                .unwrap_or_else(|_| panic!("no {kind} event; saw {:?}", kinds(&self.seen)))
+                .unwrap_or_else(|_| panic!("not seen in time; saw {:?}", kinds(&self.seen)))
                 .unwrap()
-                .unwrap_or_else(|| panic!("cove ended before {kind}; saw {:?}", kinds(&self.seen)));
-            let event: Value = serde_json::from_str(&line).unwrap();
-            self.seen.push(event.clone());
-            if event["type"] == kind {
-                return event;
-            }
+                .unwrap_or_else(|| panic!("cove ended before it; saw {:?}", kinds(&self.seen)));
+            self.seen.push(serde_json::from_str(&line).unwrap());
         }
     }
 

@@ -6,9 +6,11 @@
 //!
 //! What a fork changed comes back as its store's diff from where it began, and is merged
 //! into the workspace file by file (see [`apply`]): never silently over a change made here.
+//! Forks outlive the daemon (see [`kept`]).
 
 mod apply;
 pub mod http;
+mod kept;
 mod merge;
 
 use std::collections::HashMap;
@@ -91,14 +93,37 @@ pub struct Forks {
 }
 
 impl Forks {
-    /// Forks kept beside the workspace's checkpoint store, their daemons made like this one.
+    /// Forks kept beside the workspace's checkpoint store, their daemons made like this one;
+    /// those an earlier daemon made there are taken up.
     pub fn new(checkpoints: &Checkpoints, template: DaemonConfig) -> Forks {
-        Forks {
-            root: Some(checkpoints.dir().join("forks")),
+        let root = checkpoints.dir().join("forks");
+        let forks = Forks {
+            root: Some(root.clone()),
             template,
             forks: Mutex::default(),
             merging: tokio::sync::Mutex::new(()),
+        };
+        for (dir, record) in kept::found(&root) {
+            match forks.daemon_in(&dir) {
+                Ok(daemon) => {
+                    let router = daemon.router();
+                    forks.map().insert(
+                        record.info.id.clone(),
+                        Arc::new(Fork {
+                            info: record.info,
+                            daemon,
+                            router,
+                            began: record.began,
+                            dir,
+                        }),
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, dir = %dir.display(), "a kept fork could not be taken up")
+                }
+            }
         }
+        forks
     }
 
     /// No forks: a fork's own daemon.
@@ -162,6 +187,15 @@ impl Forks {
             created_at: rfc3339(SystemTime::now()),
             files,
         };
+        let record = kept::Record {
+            info: info.clone(),
+            began: began.clone(),
+        };
+        if let Err(e) = kept::write(&dir, &record) {
+            stop_daemon(&daemon).await;
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(ForkError::Io(e.to_string()));
+        }
         let router = daemon.router();
         self.map().insert(
             id,
@@ -185,14 +219,7 @@ impl Forks {
         id: &str,
         dir: &std::path::Path,
     ) -> Result<(Daemon, String, u64), ForkError> {
-        let mut config = self.template.clone();
-        config.workspace = dir.join("workspace");
-        config.checkpoints = Some(CheckpointSettings {
-            dir: dir.join("checkpoints"),
-            cap: None,
-        });
-        config.forks = false;
-        let daemon = Daemon::new(config).map_err(|e| ForkError::Io(e.to_string()))?;
+        let daemon = self.daemon_in(dir)?;
         let own = daemon.state().checkpoints.clone();
         let (source, base_id, label) = (
             workspace.clone(),
@@ -213,6 +240,18 @@ impl Forks {
         let began = imported.checkpoint.id.clone();
         own.restore(began.clone(), Vec::new()).await?;
         Ok((daemon, began, imported.checkpoint.files))
+    }
+
+    /// The daemon of the fork in folder `dir` (its workspace and its own store there).
+    fn daemon_in(&self, dir: &std::path::Path) -> Result<Daemon, ForkError> {
+        let mut config = self.template.clone();
+        config.workspace = dir.join("workspace");
+        config.checkpoints = Some(CheckpointSettings {
+            dir: dir.join("checkpoints"),
+            cap: None,
+        });
+        config.forks = false;
+        Daemon::new(config).map_err(|e| ForkError::Io(e.to_string()))
     }
 
     /// Every fork.
@@ -275,7 +314,11 @@ impl Forks {
 }
 
 async fn stop(fork: &Fork) {
-    let state = fork.daemon.state();
+    stop_daemon(&fork.daemon).await;
+}
+
+async fn stop_daemon(daemon: &Daemon) {
+    let state = daemon.state();
     state.shell.shutdown().await;
     state.browser.shutdown().await;
 }

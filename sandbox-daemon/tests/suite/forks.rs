@@ -177,3 +177,50 @@ async fn a_fork_is_reached_only_with_the_daemons_token() {
     let out = f.exec(&ExecRequest::new("ls reached")).await.unwrap();
     assert_ne!(out.exit_code, Some(0), "{}", out.output);
 }
+
+#[tokio::test]
+async fn a_fork_outlives_its_daemon_and_is_taken_up_at_the_next_start() {
+    let base = tempfile::tempdir().unwrap();
+    let workspace = base.path().join("w");
+    let store = base.path().join("store");
+    let start = || {
+        DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+            .workspace(&workspace)
+            .arg("--checkpoints")
+            .arg(&store)
+            .spawn()
+    };
+    let d = start().await.unwrap();
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), TEN).unwrap();
+    let kept = d.client.create_fork(&CreateFork::default()).await.unwrap();
+    let gone = d.client.create_fork(&CreateFork::default()).await.unwrap();
+    sh(
+        &d.client.for_fork(&kept.id).unwrap(),
+        "sed -i 's/^3$/three/' notes.txt",
+    )
+    .await;
+    d.client.delete_fork(&gone.id).await.unwrap();
+    // A fork whose making was cut short (no record) is cleared at the next start.
+    let half = store.join("forks").join("f000000000000");
+    std::fs::create_dir_all(half.join("workspace")).unwrap();
+    // Killed outright, as a controller's end takes a local sandbox down.
+    d.stop_with(rustix::process::Signal::KILL).await.unwrap();
+
+    let d = start().await.unwrap();
+    let listed = d.client.forks().await.unwrap();
+    assert_eq!(listed.forks, vec![kept.clone()], "only the fork still kept");
+    assert!(!half.exists(), "the unfinished fork was left");
+    // It goes on where it was: its files, its changes, and its merge.
+    let f = d.client.for_fork(&kept.id).unwrap();
+    assert_eq!(sh(&f, "sed -n 3p notes.txt").await, "three\n");
+    let changes = d.client.fork_changes(&kept.id).await.unwrap();
+    assert_eq!(changes.changes.len(), 1, "{changes:?}");
+    assert_eq!(changes.changes[0].path, "notes.txt");
+    let applied = d.client.apply_fork(&kept.id).await.unwrap();
+    assert!(applied.conflicts.is_empty(), "{applied:?}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
+        TEN.replace("3\n", "three\n")
+    );
+}

@@ -389,7 +389,11 @@ impl Agent {
                 }
                 report.outcome = handle.outcome().await;
                 report.secs = started.elapsed().as_secs_f64();
-                if let Some(fork) = &fork {
+                // One that asks goes on in its copy once answered: nothing to read yet (an
+                // unchanged copy would go).
+                if let Some(fork) = &fork
+                    && question_of(&report).is_none()
+                {
                     report.changes = Some(fork_changes(&main, fork, &report.thread.id).await);
                 }
                 report
