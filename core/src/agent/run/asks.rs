@@ -8,7 +8,7 @@
 use cove_protocol::events::EventKind;
 use serde_json::{Value, json};
 
-use super::children::Report;
+use super::reports::Report;
 use super::{Agent, LiveRun};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::llm::ChatMessage;

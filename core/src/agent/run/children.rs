@@ -4,7 +4,6 @@
 //! events; stopping the parent stops them (dropping a run's handle stops the run). A
 //! sub-agent's question pauses the parent's run on it (see `asks`).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,21 +14,13 @@ use futures_util::stream::FuturesUnordered;
 
 use super::checkpoint::Moment;
 use super::forked::fork_changes;
+use super::reports::{Report, question_of};
 use super::{Agent, LiveRun, Recorded, Surface, tool_message};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::context::Entry;
-use crate::format::thousands;
 use crate::llm::ChatMessage;
-use crate::store::{NewThread, PauseKind, RunState, Spawn, SpawnedChild, Store, Thread};
+use crate::store::{NewThread, Spawn, SpawnedChild, Store, Thread};
 use crate::tools::{ChildTask, ReadOffsets, ToolResult};
-
-/// Tools whose summary is a path they write.
-const WRITES: &[&str] = &[
-    "create_file",
-    "str_replace",
-    "full_file_rewrite",
-    "delete_file",
-];
 
 /// A sub-agent ready to run, or (taken up after a kill or a question) already done.
 struct Child {
@@ -41,16 +32,6 @@ struct Child {
     input: Option<ChatMessage>,
     fork: Option<String>,
     done: Option<Report>,
-}
-
-/// What one sub-agent came to.
-pub(super) struct Report {
-    pub(super) n: u32,
-    pub(super) thread: Thread,
-    pub(super) outcome: Result<RunOutcome, RunError>,
-    secs: f64,
-    /// A forked sub-agent's changes, as its report shows them.
-    changes: Option<String>,
 }
 
 /// The first message of a sub-agent's thread.
@@ -221,41 +202,6 @@ impl Agent {
         self.finish_spawn(live, spawn, children, Vec::new()).await
     }
 
-    /// The report of a sub-agent whose run ended before its parent's (killed, or paused on
-    /// another's question): completed, or paused on a question of its own still to answer.
-    fn ended_child(&self, n: u32, thread: &Thread) -> Result<Option<Report>, RunError> {
-        let Some(run) = self.store.last_run(&thread.id)? else {
-            return Ok(None);
-        };
-        let outcome = match (run.status, run.pause_kind) {
-            (RunState::Completed, _) => RunOutcome::Completed {
-                text: self
-                    .store
-                    .messages(&thread.id)?
-                    .into_iter()
-                    .rev()
-                    .find(|m| m.content["type"] == "complete")
-                    .and_then(|m| m.content["text"].as_str().map(String::from)),
-                attachments: Vec::new(),
-            },
-            (RunState::Paused, Some(PauseKind::Ask)) => RunOutcome::Paused {
-                waits_for: PauseKind::Ask,
-                text: run.pause_text.clone().unwrap_or_default(),
-                attachments: Vec::new(),
-            },
-            _ => return Ok(None),
-        };
-        Ok(Some(Report {
-            n,
-            thread: thread.clone(),
-            outcome: Ok(outcome),
-            secs: run
-                .ended_at
-                .map_or(0.0, |end| (end - run.started_at) as f64 / 1000.0),
-            changes: None,
-        }))
-    }
-
     /// Makes each sub-agent's thread (and its fork), ready to run; why those that could
     /// not be made did not start.
     async fn prepare_children(
@@ -406,120 +352,5 @@ impl Agent {
         }
         reports.sort_by_key(|r| r.n);
         reports
-    }
-
-    /// The files a sub-agent's file tools wrote, in all its runs, as its events told it.
-    fn wrote_by(&self, thread: &str) -> BTreeSet<String> {
-        let messages = self.store.messages(thread).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read what a sub-agent wrote");
-            Vec::new()
-        });
-        messages
-            .iter()
-            .filter(|m| m.content["type"] == "tool_started")
-            .filter(|m| {
-                m.content["tool"]
-                    .as_str()
-                    .is_some_and(|t| WRITES.contains(&t))
-            })
-            .filter_map(|m| m.content["summary"].as_str())
-            .filter(|path| !path.is_empty())
-            .map(String::from)
-            .collect()
-    }
-
-    /// What a sub-agent's runs (all of them: a question splits its work in two) took.
-    fn usage_of(&self, report: &Report) -> (u64, Option<f64>) {
-        let runs = self.store.runs(&report.thread.id).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read a sub-agent's runs");
-            Vec::new()
-        });
-        let mut tokens = 0;
-        let mut cost: Option<f64> = None;
-        for run in runs {
-            if let Ok(usage) = self.store.run_usage(&run.id) {
-                tokens += usage.tokens.input_tokens + usage.tokens.output_tokens;
-                if let Some(spent) = usage.cost {
-                    *cost.get_or_insert(0.0) += spent;
-                }
-            }
-        }
-        (tokens, cost.filter(|_| self.config.price.is_some()))
-    }
-
-    fn announce_finished(&self, live: &LiveRun, report: &Report) {
-        let (tokens, cost) = self.usage_of(report);
-        let (status, answer) = status_of(&report.outcome);
-        live.emitter.emit(EventKind::AgentFinished {
-            agent: report.n,
-            thread: report.thread.id.clone(),
-            status: status.to_string(),
-            answer,
-            tokens,
-            cost,
-        });
-    }
-
-    /// What the parent's model reads of one sub-agent.
-    fn report_text(&self, report: &Report) -> String {
-        let (tokens, cost) = self.usage_of(report);
-        let (status, answer) = status_of(&report.outcome);
-        let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-        let mut text = format!(
-            "Agent {} (thread {}): {status} after {:.1} s, {} tokens{cost}.",
-            report.n,
-            report.thread.id,
-            report.secs,
-            thousands(tokens)
-        );
-        match answer {
-            Some(answer) => text.push_str(&format!("\n{answer}")),
-            None => text.push_str("\nIt gave no answer."),
-        }
-        let wrote = self.wrote_by(&report.thread.id);
-        if !wrote.is_empty() {
-            let files: Vec<&str> = wrote.iter().map(String::as_str).collect();
-            text.push_str(&format!(
-                "\nFiles its file tools wrote: {}.",
-                files.join(", ")
-            ));
-        }
-        text
-    }
-}
-
-/// A sub-agent's run's status, and what it said.
-fn status_of(outcome: &Result<RunOutcome, RunError>) -> (&'static str, Option<String>) {
-    match outcome {
-        Ok(RunOutcome::Completed { text, .. }) => ("completed", text.clone()),
-        Ok(RunOutcome::Paused {
-            waits_for: PauseKind::Ask,
-            text,
-            ..
-        }) => ("asks", Some(text.clone())),
-        Ok(RunOutcome::Paused { text, .. }) => (
-            "paused",
-            Some(format!(
-                "It stopped to wait for {text}, which no one can give it here."
-            )),
-        ),
-        Ok(RunOutcome::Stopped) => (
-            "stopped",
-            Some("It reached the family's limit (cost or iterations) before it was done.".into()),
-        ),
-        Ok(RunOutcome::Interrupted) => ("interrupted", None),
-        Err(e) => ("failed", Some(e.to_string())),
-    }
-}
-
-/// The question (and its files) a sub-agent stopped on for the person, if it did.
-fn question_of(report: &Report) -> Option<(&str, &[String])> {
-    match &report.outcome {
-        Ok(RunOutcome::Paused {
-            waits_for: PauseKind::Ask,
-            text,
-            attachments,
-        }) => Some((text, attachments)),
-        _ => None,
     }
 }

@@ -5,6 +5,7 @@ mod asks;
 mod checkpoint;
 mod children;
 mod forked;
+mod reports;
 mod resume;
 mod turn;
 mod turn_control;
