@@ -239,6 +239,9 @@ CREATE TABLE spawns (
     created_at INTEGER NOT NULL
 );
 ",
+    // 11: why the sub-agents of a spawn_agents call that could not start did not, kept with
+    // the call while a sub-agent's question pauses it.
+    "ALTER TABLE spawns ADD COLUMN failed TEXT NOT NULL DEFAULT '[]';",
 ];
 
 /// The version this build writes.

@@ -759,3 +759,57 @@ fn thread_ids_are_matched_as_text_never_as_patterns() {
         assert!(store.thread_exact(pattern).is_err(), "{pattern}");
     }
 }
+
+#[test]
+fn a_spawn_keeps_its_notes_and_a_sub_agents_answer_closes_the_parents_question_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("cove.db")).unwrap();
+    let parent = store
+        .create_thread(NewThread::new("parent", "m", "native", "local:/w"))
+        .unwrap();
+    let child = store
+        .create_thread(NewThread::new("child", "m", "native", "local:/w").child_of(&parent.id))
+        .unwrap();
+    let run = store.start_run(&parent.id).unwrap();
+    let spawn = cove_store::Spawn {
+        thread_id: parent.id.clone(),
+        run_id: run.id.clone(),
+        call_id: "call-1".into(),
+        tool: "spawn_agents".into(),
+        children: vec![cove_store::SpawnedChild {
+            n: 1,
+            thread: child.id.clone(),
+            tools: None,
+        }],
+        max_parallel: 4,
+        failed: vec!["Agent 2: did not start: no room.".into()],
+    };
+    store.begin_spawn(&spawn).unwrap();
+    assert_eq!(store.spawn_of(&parent.id).unwrap(), Some(spawn));
+
+    let asked = store
+        .open_pause(
+            &parent.id,
+            &run.id,
+            RequestKind::Ask,
+            "ask",
+            "Sub-agent 1 asks: which port?",
+            json!({"agent_thread": child.id}),
+        )
+        .unwrap();
+    let answer = ChatMessage::user("8080");
+    let id = store
+        .answer_sub_agent(&parent.id, &child.id, &answer)
+        .unwrap();
+    // The answer is the child's newest message, stored by no run; the question is closed.
+    let last = store.messages(&child.id).unwrap().pop().unwrap();
+    assert_eq!(
+        (last.id, last.kind, last.run_id),
+        (id, MessageKind::User, None)
+    );
+    assert!(store.waiting_requests(&parent.id).unwrap().is_empty());
+    let closed = store.request(&parent.id, &asked.id).unwrap().unwrap();
+    assert_eq!(closed.decision, Some(Decision::Answered));
+    // Nothing of it in the parent's conversation.
+    assert!(store.llm_messages(&parent.id).unwrap().is_empty());
+}

@@ -100,6 +100,11 @@ async fn apply_changes(env: &ToolEnv, a: ApplyChanges) -> ToolResult {
     };
     let applied = match env.sandbox.apply_fork(fork).await {
         Ok(applied) => applied,
+        Err(e) if e.code() == Some(&cove_protocol::ErrorCode::NotFound) => {
+            return ToolResult::error(format!(
+                "sub-agent {wanted}'s copy is gone: its changes were applied already, or it changed nothing"
+            ));
+        }
         Err(e) => return ToolResult::from_client(&e),
     };
     let mut lines = vec![format!("Changes of sub-agent {wanted}:")];
@@ -115,12 +120,12 @@ async fn apply_changes(env: &ToolEnv, a: ApplyChanges) -> ToolResult {
             lines.push(format!("{what}: {}.", paths.join(", ")));
         }
     }
-    if applied.conflicts.is_empty() {
-        // Nothing is left in the copy that is not here now.
-        if let Err(e) = env.sandbox.delete_fork(fork).await {
-            tracing::debug!(error = %e, "the fork was not deleted");
-        }
-    } else {
+    // The copy has served: what was not taken is to be made by hand from its diffs (kept
+    // copies outlive the sandbox's daemon, and at most 16 exist).
+    if let Err(e) = env.sandbox.delete_fork(fork).await {
+        tracing::debug!(error = %e, "the fork was not deleted");
+    }
+    if !applied.conflicts.is_empty() {
         lines.push("Not applied, left as your workspace has them (conflicts):".into());
         for conflict in &applied.conflicts {
             lines.push(format!("- {}: {}", conflict.path, conflict.reason));

@@ -3,6 +3,9 @@
 //! sandbox stops when its controller does, and a sub-agent paused on a question goes on in
 //! its copy when the person answers.
 
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use cove_protocol::forks::ForkInfo;
@@ -19,12 +22,31 @@ pub(super) struct Record {
     pub(super) began: String,
 }
 
-/// Writes fork's record into its folder `dir`, whole or not at all.
+/// Writes a fork's record into its folder `dir`, whole or not at all, and on the disk
+/// before it is answered (a record lost to a crash would lose the fork's work).
 pub(super) fn write(dir: &Path, record: &Record) -> std::io::Result<()> {
     let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
     let part = dir.join(format!("{RECORD}.part"));
-    std::fs::write(&part, json)?;
-    std::fs::rename(&part, dir.join(RECORD))
+    let mut file = File::create(&part)?;
+    file.write_all(&json)?;
+    file.sync_all()?;
+    std::fs::rename(&part, dir.join(RECORD))?;
+    File::open(dir)?.sync_all()
+}
+
+/// Claims the forks under `root` for this daemon while the lock it answers is held: a
+/// second daemon over the same checkpoint store gets none, and takes up no forks.
+pub(super) fn claim(root: &Path) -> Option<OwnedFd> {
+    std::fs::create_dir_all(root).ok()?;
+    let lock: OwnedFd = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join("lock"))
+        .ok()?
+        .into();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
+    Some(lock)
 }
 
 /// The forks kept under `root`, each with its folder; a folder without a whole record (a

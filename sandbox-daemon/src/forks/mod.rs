@@ -90,6 +90,8 @@ pub struct Forks {
     forks: Mutex<HashMap<String, Arc<Fork>>>,
     /// One merge at a time: each compares with the workspace as the one before left it.
     merging: tokio::sync::Mutex<()>,
+    /// The lock on the kept forks, held while this daemon lives.
+    _claim: Option<std::os::fd::OwnedFd>,
 }
 
 impl Forks {
@@ -97,13 +99,22 @@ impl Forks {
     /// those an earlier daemon made there are taken up.
     pub fn new(checkpoints: &Checkpoints, template: DaemonConfig) -> Forks {
         let root = checkpoints.dir().join("forks");
+        let claim = kept::claim(&root);
+        let kept = match claim {
+            Some(_) => kept::found(&root),
+            None => {
+                tracing::warn!(dir = %root.display(), "another coved holds the kept forks: none taken up");
+                Vec::new()
+            }
+        };
         let forks = Forks {
-            root: Some(root.clone()),
+            root: Some(root),
             template,
             forks: Mutex::default(),
             merging: tokio::sync::Mutex::new(()),
+            _claim: claim,
         };
-        for (dir, record) in kept::found(&root) {
+        for (dir, record) in kept {
             match forks.daemon_in(&dir) {
                 Ok(daemon) => {
                     let router = daemon.router();
@@ -133,6 +144,7 @@ impl Forks {
             template,
             forks: Mutex::default(),
             merging: tokio::sync::Mutex::new(()),
+            _claim: None,
         }
     }
 

@@ -211,6 +211,10 @@ async fn a_fork_outlives_its_daemon_and_is_taken_up_at_the_next_start() {
     let listed = d.client.forks().await.unwrap();
     assert_eq!(listed.forks, vec![kept.clone()], "only the fork still kept");
     assert!(!half.exists(), "the unfinished fork was left");
+    // A second daemon over the same store meanwhile takes none of them up.
+    let other = start().await.unwrap();
+    assert!(other.client.forks().await.unwrap().forks.is_empty());
+    other.terminate().await.unwrap();
     // It goes on where it was: its files, its changes, and its merge.
     let f = d.client.for_fork(&kept.id).unwrap();
     assert_eq!(sh(&f, "sed -n 3p notes.txt").await, "three\n");

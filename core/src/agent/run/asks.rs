@@ -63,16 +63,17 @@ impl Agent {
         })
     }
 
-    /// The answer `input` holds to a sub-agent's question put on this thread, taken from
-    /// it with the sub-agent's thread; none when no such question waits, or no answer came
-    /// (the question is then asked again).
+    /// Gives the answer `input` holds to the sub-agent whose question waits on this
+    /// thread, taking it from `input`: stored as the sub-agent's next message as the
+    /// question closes, so neither a stop nor a kill loses it or asks again. Nothing when no
+    /// such question waits, or no answer came (the question is then asked again).
     pub(super) fn answer_for_child(
         &self,
         live: &LiveRun,
         input: &mut Option<ChatMessage>,
-    ) -> Result<Option<(String, ChatMessage)>, RunError> {
+    ) -> Result<(), RunError> {
         if input.is_none() {
-            return Ok(None);
+            return Ok(());
         }
         let asker = self
             .store
@@ -86,15 +87,15 @@ impl Agent {
                     .map(String::from)
             });
         let (Some(asker), Some(message)) = (asker, input.take()) else {
-            return Ok(None);
+            return Ok(());
         };
         self.store
-            .close_requests(&live.thread.id, RequestKind::Ask, Decision::Answered, None)?;
+            .answer_sub_agent(&live.thread.id, &asker, &message)?;
         // The person's answer shows where they gave it.
         live.emitter.emit(EventKind::UserMessage {
             text: message.text(),
             says: None,
         });
-        Ok(Some((asker, message)))
+        Ok(())
     }
 }

@@ -30,7 +30,6 @@ struct Child {
     tools: Option<Vec<String>>,
     /// Its first message; none when it resumes.
     input: Option<ChatMessage>,
-    fork: Option<String>,
     done: Option<Report>,
 }
 
@@ -115,8 +114,9 @@ impl Agent {
                 })
                 .collect(),
             max_parallel: limit,
+            failed,
         };
-        self.finish_spawn(live, spawn, children, failed).await
+        self.finish_spawn(live, spawn, children).await
     }
 
     /// Runs the children of a recorded call to their end and stores the call's result; a
@@ -127,7 +127,6 @@ impl Agent {
         live: &mut LiveRun,
         spawn: Spawn,
         children: Vec<Child>,
-        failed: Vec<String>,
     ) -> Result<Option<RunOutcome>, RunError> {
         self.store.begin_spawn(&spawn)?;
         let mut recorded = Recorded {
@@ -144,8 +143,15 @@ impl Agent {
             recorded.armed = false;
             return self.ask_for_child(live, asking, question).map(Some);
         }
-        let mut texts: Vec<String> = reports.iter().map(|r| self.report_text(r)).collect();
-        texts.extend(failed);
+        let mut texts = Vec::new();
+        for mut report in reports {
+            // Read once, as the call is answered: a copy that changed nothing goes then.
+            if let Some(fork) = &report.thread.fork {
+                report.changes = Some(fork_changes(&self.sandbox, fork, &report.thread.id).await);
+            }
+            texts.push(self.report_text(&report));
+        }
+        texts.extend(spawn.failed.iter().cloned());
         let result = ToolResult::ok(texts.join("\n\n"));
         let message = tool_message(self.config.mode, &spawn.call_id, &spawn.tool, &result);
         let id = self
@@ -160,8 +166,9 @@ impl Agent {
 
     /// Takes up the sub-agents a killed run left working, or that one of them paused on a
     /// question: the one asked goes on with the answer `input` holds (which is then its
-    /// own, not the parent's), those that ended are reported as they ended, the others run
-    /// on (their calls cut short are answered as interrupted).
+    /// own, not the parent's), those that ended are reported as they ended, one still
+    /// waiting for its answer asks again, the others run on (their calls cut short are
+    /// answered as interrupted).
     pub(super) async fn resume_children(
         &self,
         live: &mut LiveRun,
@@ -171,35 +178,31 @@ impl Agent {
             return Ok(None);
         };
         spawn.run_id.clone_from(&live.run_id);
-        let mut answer = self.answer_for_child(live, input)?;
+        self.answer_for_child(live, input)?;
         let mut children = Vec::new();
         for spawned in &spawn.children {
             let thread = self.store.thread_exact(&spawned.thread)?;
+            let mut done = self.ended_child(spawned.n, &thread)?;
             let sandbox = match &thread.fork {
-                Some(fork) => match self.sandbox.for_fork(fork) {
-                    Ok(client) => client,
-                    Err(_) => self.sandbox.clone(),
-                },
                 None => self.sandbox.clone(),
-            };
-            let answered = answer
-                .take_if(|(asker, _)| *asker == thread.id)
-                .map(|(_, message)| message);
-            let done = match answered {
-                Some(_) => None,
-                None => self.ended_child(spawned.n, &thread)?,
+                Some(fork) => self.sandbox.for_fork(fork).unwrap_or_else(|e| {
+                    // Never the parent's workspace in its stead.
+                    done.get_or_insert_with(|| {
+                        Report::failed(spawned.n, &thread, format!("its copy {fork}: {e}"))
+                    });
+                    self.sandbox.clone()
+                }),
             };
             children.push(Child {
                 n: spawned.n,
                 agent: self.child_agent(spawned.tools.as_deref(), live, sandbox),
                 tools: spawned.tools.clone(),
-                fork: thread.fork.clone(),
                 thread,
-                input: answered,
+                input: None,
                 done,
             });
         }
-        self.finish_spawn(live, spawn, children, Vec::new()).await
+        self.finish_spawn(live, spawn, children).await
     }
 
     /// Makes each sub-agent's thread (and its fork), ready to run; why those that could
@@ -254,7 +257,6 @@ impl Agent {
                 agent: self.child_agent(child.tools.as_deref(), live, sandbox),
                 tools: child.tools,
                 input: Some(ChatMessage::user(brief(n, of, &child.task, fork.is_some()))),
-                fork,
                 thread,
                 done: None,
             });
@@ -275,16 +277,8 @@ impl Agent {
         for child in children {
             let emitter = live.emitter.clone();
             let turns = turns.clone();
-            let main = self.sandbox.clone();
             running.push(async move {
-                if let Some(mut done) = child.done {
-                    // A forked one's changes are read again: the parent may have applied
-                    // some since.
-                    if let (Some(fork), Ok(RunOutcome::Completed { .. })) =
-                        (&child.fork, &done.outcome)
-                    {
-                        done.changes = Some(fork_changes(&main, fork, &done.thread.id).await);
-                    }
+                if let Some(done) = child.done {
                     return done;
                 }
                 let Child {
@@ -292,7 +286,6 @@ impl Agent {
                     thread,
                     agent,
                     input,
-                    fork,
                     ..
                 } = child;
                 let started = Instant::now();
@@ -309,7 +302,7 @@ impl Agent {
                 let mut handle = match agent.start(&report.thread, input) {
                     Ok(handle) => handle,
                     Err(e) => {
-                        report.outcome = Err(e);
+                        report.outcome = Err(e.to_string());
                         return report;
                     }
                 };
@@ -333,15 +326,8 @@ impl Agent {
                         });
                     }
                 }
-                report.outcome = handle.outcome().await;
+                report.outcome = handle.outcome().await.map_err(|e| e.to_string());
                 report.secs = started.elapsed().as_secs_f64();
-                // One that asks goes on in its copy once answered: nothing to read yet (an
-                // unchanged copy would go).
-                if let Some(fork) = &fork
-                    && question_of(&report).is_none()
-                {
-                    report.changes = Some(fork_changes(&main, fork, &report.thread.id).await);
-                }
                 report
             });
         }

@@ -54,33 +54,6 @@ pub(super) async fn fork_changes(sandbox: &CovedClient, fork: &str, thread: &str
 }
 
 impl Agent {
-    /// Removes the copies its forked sub-agents worked in, once the thread's run has
-    /// completed: what was to be applied was, and the diffs are in the conversation. (They
-    /// outlive the sandbox's daemon, so nothing else would.)
-    pub(super) async fn drop_forks(&self, thread: &str) {
-        let children = match self.store.children(thread) {
-            Ok(children) => children,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the sub-agents' copies to remove");
-                return;
-            }
-        };
-        let forks: Vec<&str> = children.iter().filter_map(|c| c.fork.as_deref()).collect();
-        if forks.is_empty() {
-            return;
-        }
-        let Ok(kept) = self.sandbox.forks().await else {
-            return;
-        };
-        for fork in forks {
-            if kept.forks.iter().any(|f| f.id == fork)
-                && let Err(e) = self.sandbox.delete_fork(fork).await
-            {
-                tracing::warn!(error = %e, fork, "a sub-agent's copy was not removed");
-            }
-        }
-    }
-
     /// Where a sub-agent works: the sandbox as it is, or a fork of its workspace (all made
     /// from one checkpoint, taken for the first).
     pub(super) async fn place(

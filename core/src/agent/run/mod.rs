@@ -262,16 +262,12 @@ impl Agent {
             Err(e) => tracing::warn!(error = %e, "cannot read the plan's state"),
         }
         let stopped = control.clone();
-        let thread_id = thread.id.clone();
         // Stopping drops the work where it stands; dropping its LiveRun aborts its tools.
         let outcome = tokio::select! {
             biased;
             () = stopped.stopped() => Ok(RunOutcome::Interrupted),
             outcome = self.work(thread, &run.id, input, &emitter, control) => outcome,
         };
-        if let Ok(RunOutcome::Completed { .. }) = &outcome {
-            self.drop_forks(&thread_id).await;
-        }
         let (status, error, pause) = match &outcome {
             Ok(RunOutcome::Completed { .. }) => (RunStatus::Completed, None, None),
             Ok(RunOutcome::Paused {

@@ -8,7 +8,7 @@ use cove_protocol::events::EventKind;
 use super::{Agent, LiveRun};
 use crate::agent::outcome::{RunError, RunOutcome};
 use crate::format::thousands;
-use crate::store::{PauseKind, RunState, Thread};
+use crate::store::{MessageKind, PauseKind, RunState, Thread};
 
 /// Tools whose summary is a path they write.
 const WRITES: &[&str] = &[
@@ -22,21 +22,37 @@ const WRITES: &[&str] = &[
 pub(super) struct Report {
     pub(super) n: u32,
     pub(super) thread: Thread,
-    pub(super) outcome: Result<RunOutcome, RunError>,
+    /// How its run ended, or why it failed.
+    pub(super) outcome: Result<RunOutcome, String>,
     pub(super) secs: f64,
     /// A forked sub-agent's changes, as its report shows them.
     pub(super) changes: Option<String>,
 }
 
+impl Report {
+    /// A sub-agent that could not be taken up.
+    pub(super) fn failed(n: u32, thread: &Thread, why: String) -> Report {
+        Report {
+            n,
+            thread: thread.clone(),
+            outcome: Err(why),
+            secs: 0.0,
+            changes: None,
+        }
+    }
+}
+
 impl Agent {
-    /// The report of a sub-agent whose run ended before its parent's (killed, or paused on
-    /// another's question): completed, or paused on a question of its own still to answer.
+    /// The report of a sub-agent whose run ended before its parent's did (killed, or
+    /// paused on a question), as it ended; none when it is to run on: its run was cut short
+    /// by a kill, or it has the answer to its question.
     pub(super) fn ended_child(&self, n: u32, thread: &Thread) -> Result<Option<Report>, RunError> {
         let Some(run) = self.store.last_run(&thread.id)? else {
             return Ok(None);
         };
         let outcome = match (run.status, run.pause_kind) {
-            (RunState::Completed, _) => RunOutcome::Completed {
+            (RunState::Running, _) => return Ok(None),
+            (RunState::Completed, _) => Ok(RunOutcome::Completed {
                 text: self
                     .store
                     .messages(&thread.id)?
@@ -45,23 +61,41 @@ impl Agent {
                     .find(|m| m.content["type"] == "complete")
                     .and_then(|m| m.content["text"].as_str().map(String::from)),
                 attachments: Vec::new(),
-            },
-            (RunState::Paused, Some(PauseKind::Ask)) => RunOutcome::Paused {
-                waits_for: PauseKind::Ask,
+            }),
+            (RunState::Paused, Some(PauseKind::Ask)) if self.has_answer(&thread.id)? => {
+                return Ok(None);
+            }
+            (RunState::Paused, kind) => Ok(RunOutcome::Paused {
+                waits_for: kind.unwrap_or(PauseKind::Permission),
                 text: run.pause_text.clone().unwrap_or_default(),
                 attachments: Vec::new(),
-            },
-            _ => return Ok(None),
+            }),
+            // A stop that was not the family's limit: its parent's own, cut short.
+            (RunState::Stopped, _) if run.error.is_some() => return Ok(None),
+            (RunState::Stopped, _) => Ok(RunOutcome::Stopped),
+            (RunState::Failed, _) => Err(run.error.clone().unwrap_or_else(|| "it failed".into())),
         };
         Ok(Some(Report {
             n,
             thread: thread.clone(),
-            outcome: Ok(outcome),
+            outcome,
             secs: run
                 .ended_at
                 .map_or(0.0, |end| (end - run.started_at) as f64 / 1000.0),
             changes: None,
         }))
+    }
+
+    /// Whether a sub-agent paused on its question has the answer: the person's, stored as
+    /// its newest message by no run of its own.
+    fn has_answer(&self, thread: &str) -> Result<bool, RunError> {
+        Ok(self
+            .store
+            .messages(thread)?
+            .iter()
+            .rev()
+            .find(|m| m.is_llm_message)
+            .is_some_and(|m| m.kind == MessageKind::User && m.run_id.is_none()))
     }
 
     /// The files a sub-agent's file tools wrote, in all its runs, as its events told it.
@@ -145,7 +179,7 @@ impl Agent {
 }
 
 /// A sub-agent's run's status, and what it said.
-fn status_of(outcome: &Result<RunOutcome, RunError>) -> (&'static str, Option<String>) {
+fn status_of(outcome: &Result<RunOutcome, String>) -> (&'static str, Option<String>) {
     match outcome {
         Ok(RunOutcome::Completed { text, .. }) => ("completed", text.clone()),
         Ok(RunOutcome::Paused {
@@ -164,7 +198,7 @@ fn status_of(outcome: &Result<RunOutcome, RunError>) -> (&'static str, Option<St
             Some("It reached the family's limit (cost or iterations) before it was done.".into()),
         ),
         Ok(RunOutcome::Interrupted) => ("interrupted", None),
-        Err(e) => ("failed", Some(e.to_string())),
+        Err(why) => ("failed", Some(why.clone())),
     }
 }
 
