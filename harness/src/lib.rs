@@ -4,6 +4,7 @@
 
 pub mod bins;
 pub mod browser_text;
+pub mod closed_port;
 pub mod daemon;
 pub mod docker;
 pub mod firefox;
@@ -28,6 +29,7 @@ pub mod viewer;
 pub mod web_site;
 
 pub use bins::workspace_binary;
+pub use closed_port::ClosedPort;
 pub use daemon::{DaemonBuilder, DaemonProcess};
 pub use live::LiveClient;
 pub use llm::{Chunking, Fault, ScriptedLlm, Turn};

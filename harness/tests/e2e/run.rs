@@ -473,10 +473,8 @@ async fn errors_a_user_can_act_on_are_one_clear_line() {
         "{err}"
     );
 
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let port = cove_harness::ClosedPort::new().unwrap();
+    let closed = port.addr();
     let url = format!("http://{closed}");
     let unreachable = cove
         .command(&["run", "hi", "--model", "openai/x", "--sandbox", &url])

@@ -205,10 +205,8 @@ async fn images_are_fetched_from_the_web() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(&ErrorCode::PayloadTooLarge));
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let port = cove_harness::ClosedPort::new().unwrap();
+    let closed = port.addr();
     let err = c
         .see_image(&SeeImageRequest::url(format!("http://{closed}/a.png")))
         .await

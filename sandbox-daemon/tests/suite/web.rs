@@ -246,9 +246,8 @@ async fn what_cannot_be_read_is_a_clear_error_and_leaves_no_file() {
     assert_eq!(code, ErrorCode::Timeout, "{message}");
     assert!(message.contains("within 2 s"), "{message}");
     assert!(started.elapsed().as_secs() < 10);
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
+    let closed = cove_harness::ClosedPort::new().unwrap();
+    let port = closed.port();
     let (code, message) = refused(&d, format!("http://127.0.0.1:{port}/")).await;
     assert_eq!(code, ErrorCode::FetchFailed);
     assert!(message.contains("cannot fetch"), "{message}");

@@ -8,10 +8,8 @@ async fn bad_navigation_is_an_error_not_a_page() {
     let (d, site) = setup().await;
     let c = &d.client;
     // A port nothing listens on (and that Chromium does not consider unsafe).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let port = cove_harness::ClosedPort::new().unwrap();
+    let closed = port.addr();
     let conn_refused = refused(
         c,
         &NavigateTo {
