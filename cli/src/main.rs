@@ -20,6 +20,7 @@ mod render;
 mod run;
 mod sandbox;
 mod sandbox_choice;
+mod sandbox_pause;
 mod secret_flags;
 mod serve;
 mod skills;

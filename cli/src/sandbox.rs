@@ -69,6 +69,12 @@ pub(super) enum SandboxCommand {
     /// Stop a sandbox: a Docker one keeps its files in the container; a Kubernetes one's
     /// Pod goes, and its files with it unless it has a volume.
     Stop { name: String },
+    /// Pause a sandbox: a Docker one's processes (shells, browser, servers) wait in memory
+    /// and take no CPU; a Kubernetes one keeps its volume's files, not its processes. Its
+    /// next use resumes it.
+    Pause { name: String },
+    /// Resume a paused sandbox: its processes go on from where they were.
+    Resume { name: String },
     /// Remove a sandbox and what it is made of.
     Rm { name: String },
     /// Remove Kubernetes Pods, Secrets and volumes Cove made for sandboxes it no longer
@@ -110,6 +116,8 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         }
         SandboxCommand::Start { name } => start(inv, &name).await,
         SandboxCommand::Stop { name } => stop(inv, &name).await,
+        SandboxCommand::Pause { name } => super::sandbox_pause::pause(inv, &name).await,
+        SandboxCommand::Resume { name } => super::sandbox_pause::resume(inv, &name).await,
         SandboxCommand::Rm { name } => remove(inv, &name).await,
         SandboxCommand::Gc { namespace, dry_run } => gc(inv, namespace, dry_run).await,
     }
@@ -186,7 +194,7 @@ async fn status(inv: &Invocation, args: &SandboxArgs) -> Result<ExitCode, CliErr
     Ok(ExitCode::SUCCESS)
 }
 
-fn managed(inv: &Invocation, name: &str) -> Result<ManagedSandbox, CliError> {
+pub(super) fn managed(inv: &Invocation, name: &str) -> Result<ManagedSandbox, CliError> {
     inv.store.sandbox(name)?.ok_or_else(|| {
         CliError::NotFound(format!(
             "no sandbox {name} made by Cove; `cove sandbox ls` lists them"
@@ -305,7 +313,7 @@ async fn create_pod(
 }
 
 /// `cove sandbox start NAME`
-async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
+pub(super) async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
         let plan = pod_plan(&sandbox)?;
@@ -326,7 +334,13 @@ async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let docker = Docker::from_env()?;
-    let info = docker.start(&sandbox.container_id).await?;
+    let found = docker.inspect(&sandbox.container_id).await?;
+    let info = if found.paused {
+        docker.unpause(&sandbox.container_id).await?;
+        found
+    } else {
+        docker.start(&sandbox.container_id).await?
+    };
     inv.store.set_sandbox_url(name, info.url.as_deref())?;
     let url = info.url.unwrap_or_default();
     inv.printer
@@ -359,6 +373,10 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let docker = Docker::from_env()?;
+    if docker.inspect(&sandbox.container_id).await?.paused {
+        // Frozen, it could not hear the signal to end.
+        docker.unpause(&sandbox.container_id).await?;
+    }
     docker.stop(&sandbox.container_id, 10).await?;
     inv.store.set_sandbox_url(name, None)?;
     inv.printer
@@ -452,6 +470,8 @@ struct Row {
     kind: &'static str,
     url: String,
     state: Result<InfoResponse, String>,
+    /// A Docker sandbox frozen by `cove sandbox pause` (its state is not asked).
+    paused: bool,
 }
 
 impl serde::Serialize for Row {
@@ -462,6 +482,9 @@ impl serde::Serialize for Row {
 
 impl Row {
     fn json(&self) -> serde_json::Value {
+        if self.paused {
+            return json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": false, "paused": true});
+        }
         match &self.state {
             Ok(info) => {
                 json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": true, "version": info.version, "api_version": info.api_version, "capabilities": info.capabilities})
@@ -473,6 +496,12 @@ impl Row {
     }
 
     fn line(&self) -> String {
+        if self.paused {
+            return format!(
+                "{:<16} {:<7} {:<32} PAUSED its next use resumes it",
+                self.name, self.kind, self.url
+            );
+        }
         match &self.state {
             Ok(info) => format!(
                 "{:<16} {:<7} {:<32} up    coved {} ({})",
@@ -531,6 +560,7 @@ async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
             kind: "config",
             url: s.url.clone(),
             state: check(&s.url, s.token.as_deref().unwrap_or_default()).await,
+            paused: false,
         }
     });
     let docker = Docker::from_env().ok();
@@ -559,6 +589,7 @@ async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
                     kind: "k8s",
                     url: s.container_id.clone(),
                     state,
+                    paused: false,
                 }
             }
         });
@@ -568,10 +599,15 @@ async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
         .map(|s| {
             let docker = docker.clone();
             async move {
+                let mut paused = false;
                 let state = match &docker {
                     None => Err("DOCKER_HOST cannot be used".to_string()),
                     Some(docker) => match docker.inspect(&s.container_id).await {
                         Err(e) => Err(e.to_string()),
+                        Ok(info) if info.paused => {
+                            paused = true;
+                            Err("paused".to_string())
+                        }
                         Ok(info) if !info.running => Err(format!("container {}", info.status)),
                         Ok(info) => match info.url {
                             Some(url) => check(&url, &s.token).await,
@@ -584,13 +620,14 @@ async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
                     kind: "docker",
                     url: s.url.clone().unwrap_or_default(),
                     state,
+                    paused,
                 }
             }
         });
     let mut rows = futures_util::future::join_all(named).await;
     rows.extend(futures_util::future::join_all(made).await);
     rows.extend(futures_util::future::join_all(pods).await);
-    let all_up = rows.iter().all(|row| row.state.is_ok());
+    let all_up = rows.iter().all(|row| row.state.is_ok() || row.paused);
     inv.printer.list(
         &rows,
         "No sandboxes yet. Name one in cove.toml:\n\n[sandboxes.build-1]\nurl = \"http://10.0.0.7:7700\"\ntoken = \"...\"\n\nor make one with Docker (cove sandbox create build-1) or Kubernetes (cove sandbox create build-1 --kubernetes)",

@@ -178,7 +178,8 @@ impl Sandboxes<'_> {
         }
     }
 
-    /// Opens `spec`'s sandbox; a Docker one is started first when it is not running.
+    /// Opens `spec`'s sandbox; a Docker one is started first when it is not running, and
+    /// resumed when it is paused (its processes go on from where they were).
     pub async fn open(
         &self,
         spec: SandboxSpec,
@@ -204,7 +205,11 @@ impl Sandboxes<'_> {
         })?;
         let docker = Docker::from_env()?;
         let mut info = docker.inspect(&managed.container_id).await?;
-        if !info.running {
+        if info.paused {
+            self.narrate
+                .note(&format!("resuming sandbox {name} (it was paused)"));
+            docker.unpause(&managed.container_id).await?;
+        } else if !info.running {
             self.narrate.note(&format!("starting sandbox {name}"));
             info = docker.start(&managed.container_id).await?;
         }

@@ -108,7 +108,9 @@ pub struct ContainerInfo {
     /// The sandbox name (from the label).
     pub name: String,
     pub running: bool,
-    /// `running`, `exited`, ...
+    /// Frozen by `pause` (Docker counts it running): its processes wait where they were.
+    pub paused: bool,
+    /// `running`, `paused`, `exited`, ...
     pub status: String,
     /// Where coved answers, while running.
     pub url: Option<String>,
@@ -182,6 +184,7 @@ fn info_of(inspect: &ContainerInspectResponse, host: &str) -> ContainerInfo {
             .cloned()
             .unwrap_or_default(),
         running: state.and_then(|s| s.running).unwrap_or(false),
+        paused: state.and_then(|s| s.paused).unwrap_or(false),
         status: state
             .and_then(|s| s.status)
             .map(|s| s.to_string())
@@ -521,6 +524,25 @@ impl Docker {
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
     }
 
+    /// Freezes a running container's processes where they are (the cgroup freezer): its
+    /// memory is kept, and it takes no CPU until [`Docker::unpause`].
+    pub async fn pause(&self, id: &str) -> Result<(), DockerError> {
+        self.client()
+            .await?
+            .pause_container(id)
+            .await
+            .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
+    }
+
+    /// Lets a paused container's processes go on from where they were.
+    pub async fn unpause(&self, id: &str) -> Result<(), DockerError> {
+        self.client()
+            .await?
+            .unpause_container(id)
+            .await
+            .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
+    }
+
     /// Removes a container, running or not.
     pub async fn remove(&self, id: &str) -> Result<(), DockerError> {
         let options = RemoveContainerOptionsBuilder::default().force(true).build();
@@ -597,7 +619,10 @@ mod tests {
         .unwrap();
         let info = info_of(&inspect, "127.0.0.1");
         assert_eq!(info.url.as_deref(), Some("http://127.0.0.1:49153"));
-        assert_eq!((info.name.as_str(), info.running), ("b1", true));
+        assert_eq!(
+            (info.name.as_str(), info.running, info.paused),
+            ("b1", true, false)
+        );
         assert_eq!(
             info_of(&inspect, "docker.internal").url.as_deref(),
             Some("http://docker.internal:49153")

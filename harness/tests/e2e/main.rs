@@ -16,6 +16,7 @@ mod agent_asks;
 mod agents;
 mod common;
 mod cost;
+mod docker_pause;
 mod isolation;
 mod kubernetes;
 mod mcp;

@@ -17,7 +17,7 @@ use serde_json::json;
 use super::{Cove, events, explain, thread_of};
 
 /// The image build-test-image.sh makes.
-const IMAGE: &str = "cove-sandbox:test";
+pub(super) const IMAGE: &str = "cove-sandbox:test";
 
 /// Debian's Docker client (another one earlier on PATH may not match the engine).
 fn docker_cli() -> PathBuf {
@@ -30,7 +30,7 @@ fn docker_cli() -> PathBuf {
     })
 }
 
-fn docker(args: &[&str]) -> Output {
+pub(super) fn docker(args: &[&str]) -> Output {
     std::process::Command::new(docker_cli())
         .args(args)
         .output()
@@ -38,7 +38,7 @@ fn docker(args: &[&str]) -> Output {
 }
 
 /// Removes the sandbox's container however the test ends.
-struct Leftover(String);
+pub(super) struct Leftover(pub(super) String);
 
 impl Drop for Leftover {
     fn drop(&mut self) {

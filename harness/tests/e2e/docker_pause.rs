@@ -1,0 +1,149 @@
+//! A Docker sandbox paused and resumed with its memory, on the real engine: a background
+//! counter stops while it is paused and goes on after, an open shell session keeps what it
+//! was told, `cove sandbox ls` shows it paused, and its next use (`cove exec`) resumes it
+//! by itself.
+
+use std::time::{Duration, Instant};
+
+use cove_harness::llm::Wire;
+
+use super::real_docker::{IMAGE, Leftover, docker};
+use super::{Cove, explain};
+
+/// The counter's ticks per second (it sleeps a tenth of a second between them).
+const TICKS_PER_SEC: f64 = 10.0;
+
+#[tokio::test]
+async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
+    let present = docker(&["image", "inspect", IMAGE]);
+    assert!(
+        present.status.success(),
+        "no {IMAGE} on a running Docker engine: run sandbox-image/build-test-image.sh ({})",
+        String::from_utf8_lossy(&present.stderr).trim()
+    );
+    let cove = Cove::new(Wire::OpenAi).await;
+    let name = format!("pause-{}", std::process::id());
+    let _leftover = Leftover(format!("cove-{name}"));
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env_remove("DOCKER_CERT_PATH");
+        let asked = format!("{args:?}");
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(300), cmd.output())
+                .await
+                .expect("cove finished within 5 minutes")
+                .unwrap();
+            assert!(out.status.success(), "{asked}: {}", explain(&out));
+            out
+        }
+    };
+    let stdout =
+        |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let paused = || {
+        let out = docker(&[
+            "inspect",
+            "-f",
+            "{{.State.Paused}}",
+            &format!("cove-{name}"),
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim() == "true"
+    };
+
+    run(&["sandbox", "create", &name, "--image", IMAGE]).await;
+    // A counter in the background, and a shell told something to keep.
+    run(&[
+        "exec",
+        "--sandbox",
+        &name,
+        "--session",
+        "counter",
+        "(i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done) > /dev/null 2>&1 &",
+    ])
+    .await;
+    run(&[
+        "exec",
+        "--sandbox",
+        &name,
+        "--session",
+        "keep",
+        "MARK=kept-in-memory; cd /tmp",
+    ])
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let count = |out: &std::process::Output| -> u64 {
+        stdout(out)
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no count: {}", explain(out)))
+    };
+    let before = count(&run(&["exec", "--sandbox", &name, "cat /tmp/counter"]).await);
+    let from = Instant::now();
+
+    run(&["sandbox", "pause", &name]).await;
+    assert!(paused(), "the container is not paused");
+    let listed = stdout(&run(&["sandbox", "ls"]).await);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&name) && l.contains("PAUSED")),
+        "{listed}"
+    );
+    let frozen_for = Duration::from_secs(4);
+    tokio::time::sleep(frozen_for).await;
+
+    // Its next use resumes it: the counter goes on from where it stood, missing the pause.
+    let resumed = run(&["exec", "--sandbox", &name, "cat /tmp/counter"]).await;
+    let after = count(&resumed);
+    let elapsed = from.elapsed().as_secs_f64();
+    assert!(!paused(), "the next use did not resume it");
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr).contains(&format!("resuming sandbox {name}")),
+        "{}",
+        explain(&resumed)
+    );
+    let counted = (after - before) as f64;
+    let unfrozen = (elapsed - frozen_for.as_secs_f64()) * TICKS_PER_SEC;
+    assert!(
+        after >= before && counted <= unfrozen + 5.0,
+        "the counter ran while paused: {before} → {after} in {elapsed:.1} s"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let later = count(&run(&["exec", "--sandbox", &name, "cat /tmp/counter"]).await);
+    assert!(
+        later > after,
+        "the counter did not go on: {after} → {later}"
+    );
+    // The open shell session is the one left: what it was told, where it was.
+    let kept = run(&[
+        "exec",
+        "--sandbox",
+        &name,
+        "--session",
+        "keep",
+        "echo $MARK in $(pwd)",
+    ])
+    .await;
+    assert!(
+        stdout(&kept).contains("kept-in-memory in /tmp"),
+        "{}",
+        explain(&kept)
+    );
+
+    // Resume of a running one says so plainly; stop from paused works.
+    run(&["sandbox", "pause", &name]).await;
+    run(&["sandbox", "resume", &name]).await;
+    assert!(!paused());
+    run(&["sandbox", "pause", &name]).await;
+    run(&["sandbox", "stop", &name]).await;
+    let running = docker(&[
+        "inspect",
+        "-f",
+        "{{.State.Running}}",
+        &format!("cove-{name}"),
+    ]);
+    assert_eq!(String::from_utf8_lossy(&running.stdout).trim(), "false");
+    run(&["sandbox", "rm", &name]).await;
+}
