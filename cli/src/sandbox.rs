@@ -75,6 +75,14 @@ pub(super) enum SandboxCommand {
     Pause { name: String },
     /// Resume a paused sandbox: its processes go on from where they were.
     Resume { name: String },
+    /// Pause a Docker sandbox once it has been idle this long (Cove starts it as the
+    /// sandbox opens when `idle_pause_secs` is set).
+    #[command(hide = true)]
+    IdleWatch {
+        name: String,
+        #[arg(long)]
+        after: u64,
+    },
     /// Remove a sandbox and what it is made of.
     Rm { name: String },
     /// Remove Kubernetes Pods, Secrets and volumes Cove made for sandboxes it no longer
@@ -118,6 +126,9 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::Stop { name } => stop(inv, &name).await,
         SandboxCommand::Pause { name } => super::sandbox_pause::pause(inv, &name).await,
         SandboxCommand::Resume { name } => super::sandbox_pause::resume(inv, &name).await,
+        SandboxCommand::IdleWatch { name, after } => {
+            super::sandbox_pause::idle_watch(inv, &name, after).await
+        }
         SandboxCommand::Rm { name } => remove(inv, &name).await,
         SandboxCommand::Gc { namespace, dry_run } => gc(inv, namespace, dry_run).await,
     }

@@ -73,6 +73,9 @@ pub struct FileConfig {
     pub local_sandbox: Option<LocalSandboxConfig>,
     /// `[serve]`: what `cove serve` lets its clients choose.
     pub serve: Option<ServeConfig>,
+    /// Seconds a Docker sandbox Cove made may sit idle (no request, no command running, no
+    /// run on it) before it is paused; its next use resumes it. None: never paused.
+    pub idle_pause_secs: Option<u64>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,

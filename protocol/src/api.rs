@@ -23,7 +23,7 @@ use crate::files::{
     ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use crate::forks::{ApplyResponse, CreateFork, ForkInfo, ForkList};
-use crate::info::{HealthResponse, InfoResponse};
+use crate::info::{HealthResponse, IdleResponse, InfoResponse};
 use crate::preview::{ExposeRequest, ExposeResponse};
 use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
@@ -44,6 +44,7 @@ pub const API_VERSION: &str = "v1";
 pub enum Op {
     Health,
     Info,
+    Idle,
     OpenApi,
     ShellExec,
     ShellSessions,
@@ -211,6 +212,16 @@ pub const ENDPOINTS: &[Endpoint] = &[
         query: None,
         request: RequestBody::None,
         response: ResponseBody::Json(reference::<InfoResponse>),
+    },
+    Endpoint {
+        op: Op::Idle,
+        method: Method::Get,
+        path: "/v1/idle",
+        summary: "How long the sandbox has been idle (no request, no command running, no one in the takeover view), and what keeps it busy; asking does not count as use",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Json(reference::<IdleResponse>),
     },
     Endpoint {
         op: Op::OpenApi,
@@ -876,7 +887,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 59, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 60, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -194,6 +194,11 @@ impl CovedClient {
         self.call(Method::GET, &["v1", "info"], |b| b).await
     }
 
+    /// `GET /v1/idle`.
+    pub async fn idle(&self) -> Result<crate::info::IdleResponse, ClientError> {
+        self.call(Method::GET, &["v1", "idle"], |b| b).await
+    }
+
     /// `GET /v1/openapi.json`.
     pub async fn openapi(&self) -> Result<serde_json::Value, ClientError> {
         self.call(Method::GET, &["v1", "openapi.json"], |b| b).await

@@ -24,3 +24,15 @@ pub struct InfoResponse {
     /// Absolute path of the workspace root inside the sandbox.
     pub workspace: String,
 }
+
+/// `GET /v1/idle`: how long the sandbox has been idle, for an operator's idle pause. Asking
+/// does not count as using it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IdleResponse {
+    /// Seconds since the last request ended, with none in flight and nothing below busy;
+    /// 0 while busy.
+    pub idle_secs: f64,
+    /// What keeps it busy now: requests in flight (a long poll included), a command running
+    /// in a shell session, a person in the takeover view. Empty when idle.
+    pub busy: Vec<String>,
+}

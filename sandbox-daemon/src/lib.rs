@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod files;
 pub mod forks;
+pub mod idle;
 pub mod info;
 pub mod mcp;
 pub mod net;
@@ -204,6 +205,8 @@ pub struct App {
     pub watches: watches::Watches,
     /// Copies of the workspace for sub-agents.
     pub forks: forks::Forks,
+    /// Its use, for how long it has been idle.
+    pub activity: idle::Activity,
 }
 
 /// Cheap handle on the [`App`].
@@ -348,6 +351,7 @@ impl Daemon {
             checkpoints: Arc::new(checkpoints),
             watches: watches::Watches::new(root.clone()),
             forks,
+            activity: idle::Activity::default(),
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),

@@ -20,7 +20,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
 use crate::{
-    AppState, auth, browser, checkpoints, files, forks, info, mcp, preview, shell, takeover,
+    AppState, auth, browser, checkpoints, files, forks, idle, info, mcp, preview, shell, takeover,
     vision, watches, web,
 };
 
@@ -44,6 +44,7 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         )),
         Op::Health => on(m, info::health),
         Op::Info => on(m, info::info),
+        Op::Idle => on(m, idle::idle),
         Op::OpenApi => on(m, info::openapi),
         Op::ShellExec => on(m, shell::http::exec),
         Op::ShellSessions => on(m, shell::http::sessions),
@@ -172,6 +173,8 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             preview::by_host,
         ))
+        // Every request counts as use, the previews' and the takeover page's included.
+        .layer(middleware::from_fn_with_state(state.clone(), idle::track))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

@@ -57,7 +57,7 @@ pub enum SandboxesError {
 
 /// The sandboxes a front end can reach: those `cove.toml` names, those Cove made (in the
 /// database), local ones walled in by `local`.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Sandboxes<'a> {
     pub store: &'a Store,
     pub file: &'a FileConfig,
@@ -66,6 +66,9 @@ pub struct Sandboxes<'a> {
     /// How Kubernetes sandboxes are reached (none: detected).
     pub in_cluster: Option<bool>,
     pub narrate: &'a dyn Narrate,
+    /// The program that pauses a Docker sandbox left idle (`cove` itself), started as one
+    /// opens when `idle_pause_secs` is set.
+    pub idle_watcher: Option<PathBuf>,
 }
 
 impl Sandboxes<'_> {
@@ -217,6 +220,13 @@ impl Sandboxes<'_> {
             .url
             .ok_or_else(|| SandboxesError::Failed(format!("sandbox {name} publishes no port")))?;
         self.store.set_sandbox_url(name, Some(&url))?;
+        if let (Some(secs), Some(program), Some(db)) = (
+            self.file.idle_pause_secs,
+            &self.idle_watcher,
+            self.store.path(),
+        ) {
+            crate::idle_watch::start(program, &db, name, secs);
+        }
         let mut sandbox = Sandbox::open(
             SandboxSpec::Remote { url },
             Some(managed.token),

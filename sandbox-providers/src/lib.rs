@@ -4,6 +4,7 @@
 
 pub mod choice;
 pub mod docker;
+pub mod idle_watch;
 pub mod kubernetes;
 pub mod local;
 

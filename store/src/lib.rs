@@ -24,7 +24,7 @@ mod threads;
 mod usage;
 mod watches;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -232,6 +232,19 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
         })
+    }
+
+    /// The database's file; none in memory.
+    pub fn path(&self) -> Option<PathBuf> {
+        let file: String = self
+            .conn()
+            .query_row(
+                "SELECT file FROM pragma_database_list WHERE name = 'main'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()?;
+        (!file.is_empty()).then(|| PathBuf::from(file))
     }
 
     /// An in-memory database (tests, benchmarks).

@@ -147,3 +147,82 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
     assert_eq!(String::from_utf8_lossy(&running.stdout).trim(), "false");
     run(&["sandbox", "rm", &name]).await;
 }
+
+/// Waits up to `limit` for the container of sandbox `name` to be paused (or not).
+async fn until_paused(name: &str, paused: bool, limit: Duration) -> bool {
+    let started = Instant::now();
+    loop {
+        let out = docker(&[
+            "inspect",
+            "-f",
+            "{{.State.Paused}}",
+            &format!("cove-{name}"),
+        ]);
+        if (String::from_utf8_lossy(&out.stdout).trim() == "true") == paused {
+            return true;
+        }
+        if started.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("cove.toml"), "idle_pause_secs = 2\n").unwrap();
+    let name = format!("idle-{}", std::process::id());
+    let _leftover = Leftover(format!("cove-{name}"));
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env_remove("DOCKER_CERT_PATH");
+        let asked = format!("{args:?}");
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(300), cmd.output())
+                .await
+                .expect("cove finished within 5 minutes")
+                .unwrap();
+            assert!(out.status.success(), "{asked}: {}", explain(&out));
+            out
+        }
+    };
+    run(&["sandbox", "create", &name, "--image", IMAGE]).await;
+    // A command that runs 6 s keeps it awake, well past the 2 s allowed idle.
+    let long = run(&[
+        "exec",
+        "--sandbox",
+        &name,
+        "--session",
+        "build",
+        "sleep 6; echo built",
+    ]);
+    let watch = async {
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        until_paused(&name, true, Duration::from_millis(1)).await
+    };
+    let (out, paused_early) = tokio::join!(long, watch);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("built"));
+    assert!(!paused_early, "paused while a command ran");
+    // Then, idle, it is paused by itself.
+    assert!(
+        until_paused(&name, true, Duration::from_secs(20)).await,
+        "not paused once idle"
+    );
+    // Its next use resumes it, and it is paused again once idle.
+    let back = run(&["exec", "--sandbox", &name, "echo back"]).await;
+    assert!(
+        String::from_utf8_lossy(&back.stdout).contains("back"),
+        "{}",
+        explain(&back)
+    );
+    assert!(
+        until_paused(&name, true, Duration::from_secs(20)).await,
+        "not paused again"
+    );
+    run(&["sandbox", "rm", &name]).await;
+}

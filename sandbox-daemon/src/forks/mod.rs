@@ -266,6 +266,25 @@ impl Forks {
         Daemon::new(config).map_err(|e| ForkError::Io(e.to_string()))
     }
 
+    /// The commands running in the forks' shell sessions, as "fork F session S runs `C`".
+    pub fn running_commands(&self) -> Vec<String> {
+        let forks: Vec<Arc<Fork>> = self.map().values().cloned().collect();
+        let mut running = Vec::new();
+        for fork in forks {
+            for session in fork.daemon.state().shell.list().sessions {
+                if session.running {
+                    running.push(format!(
+                        "fork {} session {} runs `{}`",
+                        fork.info.id,
+                        session.name,
+                        session.command.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        running
+    }
+
     /// Every fork.
     pub fn list(&self) -> ForkList {
         let mut forks: Vec<ForkInfo> = self.map().values().map(|f| f.info.clone()).collect();

@@ -248,6 +248,11 @@ impl TakeoverManager {
         }
     }
 
+    /// Whether a takeover is under way.
+    pub fn is_active(&self) -> bool {
+        self.current().is_some()
+    }
+
     /// Who is in control, waiting up to `wait` for a takeover under way to end.
     pub async fn status(&self, wait: Option<Duration>) -> TakeoverStatus {
         let mut changes = self.changes.subscribe();

@@ -7,6 +7,7 @@ mod dialogs;
 mod files;
 mod forks;
 mod hostile_web;
+mod idle;
 mod mcp;
 mod preview;
 mod real_pages;

@@ -1,0 +1,59 @@
+//! Idle pause: when a Docker sandbox Cove made opens and `idle_pause_secs` is set, a
+//! watcher (`cove sandbox idle-watch NAME`, a process of its own, so it outlives the
+//! command that opened the sandbox) asks the sandbox's coved how long it has been idle and
+//! pauses it once it has been for that long, then ends. One watcher per sandbox: each holds
+//! a lock beside the database while it lives.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// The lock a watcher of sandbox `name` holds, beside database `db`.
+pub fn lock_path(db: &Path, name: &str) -> PathBuf {
+    db.with_file_name("idle-watch").join(format!("{name}.lock"))
+}
+
+/// Takes the watcher's lock of sandbox `name`; none when another watcher holds it.
+pub fn claim(db: &Path, name: &str) -> Option<OwnedFd> {
+    let path = lock_path(db, name);
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let lock: OwnedFd = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ok()?
+        .into();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
+    Some(lock)
+}
+
+/// Starts `program`'s watcher of sandbox `name` (pausing it after `after_secs` idle) over
+/// database `db`, unless one is watching it already.
+pub fn start(program: &Path, db: &Path, name: &str, after_secs: u64) {
+    // Free now means no watcher: let go at once, for the new one to take.
+    if claim(db, name).is_none() {
+        return;
+    }
+    let spawned = tokio::process::Command::new(program)
+        .arg("--db")
+        .arg(db)
+        .args(["sandbox", "idle-watch", name, "--after"])
+        .arg(after_secs.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // Out of the terminal's process group: Ctrl-C there is not for it.
+        .process_group(0)
+        .kill_on_drop(false)
+        .spawn();
+    match spawned {
+        // Reaped when it ends while this process lives (a server's); else init's.
+        Ok(mut child) => {
+            tokio::spawn(async move {
+                let _ = child.wait().await;
+            });
+        }
+        Err(e) => tracing::warn!(error = %e, sandbox = name, "the idle watcher did not start"),
+    }
+}
