@@ -14,7 +14,7 @@ use super::sandbox_choice::{self, SandboxArgs, coved_log};
 use super::{CliError, Invocation};
 use cove_core::store::{ManagedSandbox, now_ms};
 use cove_sandbox::choice::pod_plan;
-use cove_sandbox::docker::{ContainerSpec, Docker, DockerError, parse_size};
+use cove_sandbox::docker::{ContainerSpec, Created, Docker, DockerError, parse_size};
 use cove_sandbox::kubernetes::{Kubernetes, PodPlan, PodState, pod_name};
 use cove_sandbox::{LocalDaemon, SandboxSpec};
 
@@ -264,7 +264,7 @@ async fn create(
     };
     inv.printer
         .note(&format!("creating sandbox {name} from {image}"));
-    let info = docker.create(name, &token, &spec).await?;
+    let Created { info, phases } = docker.create(name, &token, &spec).await?;
     inv.store.add_sandbox(&ManagedSandbox {
         name: name.to_string(),
         provider: "docker".into(),
@@ -277,8 +277,13 @@ async fn create(
     })?;
     let url = info.url.unwrap_or_default();
     inv.printer.result(
-        &json!({"name": name, "container_id": info.id, "url": url}),
-        |_| format!("sandbox {name} runs at {url}; use it with: cove run --sandbox {name} \"...\""),
+        &json!({"name": name, "container_id": info.id, "url": url, "phases": phases}),
+        |_| {
+            format!(
+                "sandbox {name} runs at {url} (network {} ms, container {} ms, start {} ms, coved healthy {} ms); use it with: cove run --sandbox {name} \"...\"",
+                phases.network_ms, phases.create_ms, phases.start_ms, phases.healthy_ms
+            )
+        },
     );
     Ok(ExitCode::SUCCESS)
 }

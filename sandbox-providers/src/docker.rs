@@ -116,6 +116,30 @@ pub struct ContainerInfo {
     pub url: Option<String>,
 }
 
+/// How long each phase of making a sandbox took, in milliseconds: where a cold start goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Phases {
+    /// Its network made.
+    pub network_ms: u64,
+    /// Its container made from the image.
+    pub create_ms: u64,
+    /// The container started.
+    pub start_ms: u64,
+    /// coved answering its `/health`.
+    pub healthy_ms: u64,
+}
+
+/// A sandbox just made: the container, and how long each phase took.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub info: ContainerInfo,
+    pub phases: Phases,
+}
+
+fn ms_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 /// A Docker engine.
 #[derive(Debug, Clone)]
 pub struct Docker {
@@ -365,7 +389,8 @@ impl Docker {
         name: &str,
         token: &str,
         spec: &ContainerSpec,
-    ) -> Result<ContainerInfo, DockerError> {
+    ) -> Result<Created, DockerError> {
+        let mut phases = Phases::default();
         // Published where the controller reaches the engine: loopback for a local engine.
         let bind = if self.published_on == "127.0.0.1" {
             "127.0.0.1"
@@ -396,7 +421,9 @@ impl Docker {
             network_mode: Some(network_name(name)),
             ..Default::default()
         };
+        let begun = Instant::now();
         self.make_network(name).await?;
+        phases.network_ms = ms_since(begun);
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             env: Some(vec![format!("COVE_TOKEN={token}")]),
@@ -409,6 +436,7 @@ impl Docker {
         let options = CreateContainerOptionsBuilder::default()
             .name(&container)
             .build();
+        let begun = Instant::now();
         let created = match self
             .client()
             .await?
@@ -425,7 +453,14 @@ impl Docker {
                 }));
             }
         };
-        self.start(&created.id).await
+        phases.create_ms = ms_since(begun);
+        let begun = Instant::now();
+        let (info, url) = self.start_container(&created.id).await?;
+        phases.start_ms = ms_since(begun);
+        let begun = Instant::now();
+        wait_healthy(&url, &info.name).await?;
+        phases.healthy_ms = ms_since(begun);
+        Ok(Created { info, phases })
     }
 
     /// Makes sandbox `name`'s own network (kept if it is there).
@@ -496,6 +531,13 @@ impl Docker {
 
     /// Starts a stopped container; answers with where coved listens once it does.
     pub async fn start(&self, id: &str) -> Result<ContainerInfo, DockerError> {
+        let (info, url) = self.start_container(id).await?;
+        wait_healthy(&url, &info.name).await?;
+        Ok(info)
+    }
+
+    /// Starts a container; answers with it and where coved will listen.
+    async fn start_container(&self, id: &str) -> Result<(ContainerInfo, String), DockerError> {
         self.client()
             .await?
             .start_container(id, None)
@@ -508,8 +550,7 @@ impl Docker {
                 message: format!("container {id} runs but publishes no port for {CONTAINER_PORT}"),
             });
         };
-        wait_healthy(&url, &info.name).await?;
-        Ok(info)
+        Ok((info, url))
     }
 
     /// Stops a container (coved gets SIGTERM and `timeout_secs` to finish).
