@@ -21,6 +21,7 @@ mod run;
 mod sandbox;
 mod sandbox_choice;
 mod sandbox_pause;
+mod sandbox_snapshot;
 mod secret_flags;
 mod serve;
 mod skills;

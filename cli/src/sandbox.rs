@@ -44,6 +44,10 @@ pub(super) enum SandboxCommand {
         /// The sandbox image (build it from sandbox-image/).
         #[arg(long, default_value = cove_sandbox::docker::DEFAULT_IMAGE)]
         image: String,
+        /// Make it from a snapshot (`cove sandbox snapshots` lists them): its whole
+        /// filesystem as the snapshot holds it.
+        #[arg(long, conflicts_with_all = ["image", "kubernetes"])]
+        from: Option<String>,
         /// Memory limit (512m, 4g, 4Gi).
         #[arg(long)]
         memory: Option<String>,
@@ -75,6 +79,30 @@ pub(super) enum SandboxCommand {
     Pause { name: String },
     /// Resume a paused sandbox: its processes go on from where they were.
     Resume { name: String },
+    /// Take a snapshot of a Docker sandbox: its whole filesystem (what was installed
+    /// outside the workspace included), as an image new sandboxes can be made from.
+    Snapshot {
+        name: String,
+        /// The snapshot's tag (default: `t` and the time).
+        #[arg(long)]
+        tag: Option<String>,
+        /// Take it even while a command runs in one of its shells.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List snapshots.
+    Snapshots,
+    /// Remove a snapshot (refused while a sandbox is made from it).
+    RmSnapshot { snapshot: String },
+    /// Make a new Docker sandbox from a snapshot of NAME taken now: a copy that goes on
+    /// apart.
+    Fork {
+        name: String,
+        new: String,
+        /// Take the snapshot even while a command runs in one of its shells.
+        #[arg(long)]
+        force: bool,
+    },
     /// Pause a Docker sandbox once it has been idle this long (Cove starts it as the
     /// sandbox opens when `idle_pause_secs` is set).
     #[command(hide = true)]
@@ -107,6 +135,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::Create {
             name,
             image,
+            from,
             memory,
             cpus,
             kubernetes,
@@ -119,6 +148,10 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             if kubernetes {
                 create_pod(inv, &name, image, sizes, namespace, deadline_secs).await
             } else {
+                let image = match from {
+                    Some(snapshot) => super::sandbox_snapshot::image_of(&snapshot).await?,
+                    None => image,
+                };
                 create(inv, &name, image, sizes).await
             }
         }
@@ -126,6 +159,19 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::Stop { name } => stop(inv, &name).await,
         SandboxCommand::Pause { name } => super::sandbox_pause::pause(inv, &name).await,
         SandboxCommand::Resume { name } => super::sandbox_pause::resume(inv, &name).await,
+        SandboxCommand::Snapshot { name, tag, force } => {
+            super::sandbox_snapshot::snapshot(inv, &name, tag, force).await
+        }
+        SandboxCommand::Snapshots => super::sandbox_snapshot::list(inv).await,
+        SandboxCommand::RmSnapshot { snapshot } => {
+            super::sandbox_snapshot::remove(inv, &snapshot).await
+        }
+        SandboxCommand::Fork { name, new, force } => {
+            inv.sandboxes().check_name(&new, false)?;
+            let snapshot = super::sandbox_snapshot::take(inv, &name, None, force).await?;
+            let sizes = Sizes::read(None, None, None)?;
+            create(inv, &new, snapshot, sizes).await
+        }
         SandboxCommand::IdleWatch { name, after } => {
             super::sandbox_pause::idle_watch(inv, &name, after).await
         }

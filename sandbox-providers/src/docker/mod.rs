@@ -9,6 +9,10 @@
 //! each start: on 127.0.0.1 when the engine is on this machine, on the engine's host when
 //! it is reached over the network.
 
+mod snapshots;
+
+pub use snapshots::{SNAPSHOT_OF, Snapshot, repository};
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,140 @@
+//! Snapshots of whole Docker sandboxes on the real engine: a file installed outside the
+//! workspace (in the agent's home, as `pip install --user` does) and one in it are both in
+//! a snapshot and in a sandbox made from it, which gets a token of its own (the snapshot
+//! holds none); a snapshot is refused while a command runs unless forced; a fork goes on
+//! apart from its original; a snapshot in use is not removed.
+
+use std::time::Duration;
+
+use cove_harness::llm::Wire;
+use serde_json::Value;
+
+use super::real_docker::{IMAGE, Leftover, docker};
+use super::{Cove, events, explain};
+
+#[tokio::test]
+async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
+    let present = docker(&["image", "inspect", IMAGE]);
+    assert!(
+        present.status.success(),
+        "no {IMAGE} on a running Docker engine: run sandbox-image/build-test-image.sh"
+    );
+    let cove = Cove::new(Wire::OpenAi).await;
+    let id = std::process::id();
+    let (a, b, c) = (
+        format!("snap-a-{id}"),
+        format!("snap-b-{id}"),
+        format!("snap-c-{id}"),
+    );
+    let _leftovers = [&a, &b, &c].map(|n| Leftover(format!("cove-{n}")));
+    let cove_run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env_remove("DOCKER_CERT_PATH");
+        async move {
+            tokio::time::timeout(Duration::from_secs(600), cmd.output())
+                .await
+                .expect("cove finished within 10 minutes")
+                .unwrap()
+        }
+    };
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", explain(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+
+    ok(cove_run(&["sandbox", "create", &a, "--image", IMAGE]).await);
+    ok(cove_run(&[
+        "exec",
+        "--sandbox",
+        &a,
+        "mkdir -p ~/.local/share/tool && echo v1 > ~/.local/share/tool/version && echo notes > /workspace/notes.txt",
+    ])
+    .await);
+
+    // While a command runs in one of its shells, a snapshot is refused.
+    let busy = cove_run(&["exec", "--sandbox", &a, "--session", "build", "sleep 4"]);
+    let refused = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        cove_run(&["sandbox", "snapshot", &a]).await
+    };
+    let (_, refused) = tokio::join!(busy, refused);
+    assert!(!refused.status.success(), "{}", explain(&refused));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("session build runs `sleep 4`") && said.contains("--force"),
+        "{said}"
+    );
+
+    let taken = events(&cove_run(&["--json", "sandbox", "snapshot", &a, "--tag", "one"]).await);
+    let reference = taken[0]["snapshot"].as_str().unwrap().to_string();
+    let listed = ok(cove_run(&["sandbox", "snapshots"]).await);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&reference) && l.contains(&a)),
+        "{listed}"
+    );
+    // The snapshot holds no token.
+    let env = docker(&["image", "inspect", "-f", "{{json .Config.Env}}", &reference]);
+    let env: Vec<String> = serde_json::from_slice(&env.stdout).unwrap();
+    assert!(env.contains(&"COVE_TOKEN=".to_string()), "{env:?}");
+
+    // A sandbox made from it has both files, and a token of its own.
+    ok(cove_run(&["sandbox", "create", &b, "--from", &reference]).await);
+    let read = ok(cove_run(&[
+        "exec",
+        "--sandbox",
+        &b,
+        "cat ~/.local/share/tool/version /workspace/notes.txt",
+    ])
+    .await);
+    assert!(read.contains("v1\nnotes"), "{read}");
+    let tokens = |name: &str| -> String {
+        let listed = docker(&[
+            "inspect",
+            "-f",
+            "{{json .Config.Env}}",
+            &format!("cove-{name}"),
+        ]);
+        let env: Vec<String> = serde_json::from_slice(&listed.stdout).unwrap();
+        env.into_iter()
+            .find(|e| e.starts_with("COVE_TOKEN="))
+            .unwrap_or_default()
+    };
+    assert_ne!(tokens(&a), tokens(&b));
+
+    // A fork in one step goes on apart from its original.
+    ok(cove_run(&["sandbox", "fork", &a, &c]).await);
+    ok(cove_run(&[
+        "exec",
+        "--sandbox",
+        &c,
+        "echo v2 > ~/.local/share/tool/version",
+    ])
+    .await);
+    let original =
+        ok(cove_run(&["exec", "--sandbox", &a, "cat ~/.local/share/tool/version"]).await);
+    let forked = ok(cove_run(&["exec", "--sandbox", &c, "cat ~/.local/share/tool/version"]).await);
+    assert_eq!((original.as_str(), forked.as_str()), ("v1", "v2"));
+
+    // A snapshot a sandbox is made from stays; once that sandbox is gone, it goes.
+    let in_use = cove_run(&["sandbox", "rm-snapshot", &reference]).await;
+    assert!(!in_use.status.success(), "{}", explain(&in_use));
+    for name in [&a, &b, &c] {
+        ok(cove_run(&["sandbox", "rm", name]).await);
+    }
+    ok(cove_run(&["sandbox", "rm-snapshot", &reference]).await);
+    let left: Vec<Value> = events(&cove_run(&["--json", "sandbox", "snapshots"]).await)
+        .into_iter()
+        .filter(|s| s["of"].as_str() == Some(a.as_str()) && s["reference"] == reference.as_str())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The fork's own snapshot goes with a removal of its own.
+    for s in events(&cove_run(&["--json", "sandbox", "snapshots"]).await) {
+        if s["of"].as_str() == Some(a.as_str()) {
+            ok(cove_run(&["sandbox", "rm-snapshot", s["reference"].as_str().unwrap()]).await);
+        }
+    }
+}
