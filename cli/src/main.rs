@@ -20,8 +20,6 @@ mod render;
 mod run;
 mod sandbox;
 mod sandbox_choice;
-mod sandbox_pause;
-mod sandbox_snapshot;
 mod secret_flags;
 mod serve;
 mod skills;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::sandbox::managed;
-use super::{CliError, Invocation};
+use super::managed;
+use crate::{CliError, Invocation};
 use cove_protocol::client::CovedClient;
 use cove_sandbox::docker::Docker;
 

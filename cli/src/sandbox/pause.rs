@@ -11,8 +11,8 @@ use cove_core::store::ThreadStatus;
 use cove_protocol::client::CovedClient;
 use serde_json::json;
 
-use super::sandbox::managed;
-use super::{CliError, Invocation};
+use super::managed;
+use crate::{CliError, Invocation};
 use cove_sandbox::choice::pod_plan;
 use cove_sandbox::docker::Docker;
 use cove_sandbox::kubernetes::{Kubernetes, pod_name};
@@ -68,7 +68,7 @@ pub(super) async fn pause(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
 pub(super) async fn resume(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
     if sandbox.provider == "kubernetes" {
-        return super::sandbox::start(inv, name).await;
+        return super::start(inv, name).await;
     }
     let docker = Docker::from_env()?;
     let info = docker.inspect(&sandbox.container_id).await?;
