@@ -71,6 +71,8 @@ pub struct FileConfig {
     pub web: Option<WebConfig>,
     /// `[local_sandbox]`: what a local sandbox's walls let through.
     pub local_sandbox: Option<LocalSandboxConfig>,
+    /// `[sandbox_limits]`: what a sandbox Cove makes may use, unless its flags say.
+    pub sandbox_limits: Option<SandboxLimits>,
     /// `[serve]`: what `cove serve` lets its clients choose.
     pub serve: Option<ServeConfig>,
     /// Seconds a Docker sandbox Cove made may sit idle (no request, no command running, no
@@ -111,6 +113,19 @@ pub struct ServeConfig {
     /// names, `local`, `host`, `k8s:NAME`, with `*` for any run of characters (`box-*`).
     #[serde(default)]
     pub sandboxes: Vec<String>,
+}
+
+/// `[sandbox_limits]` of `cove.toml`: what a Docker or Kubernetes sandbox Cove makes may
+/// use, unless `cove sandbox create`'s flags say otherwise.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxLimits {
+    /// Memory: `512m`, `4g`, `4Gi`.
+    pub memory: Option<String>,
+    /// CPUs: `2`, `0.5`.
+    pub cpus: Option<f64>,
+    /// Processes at once (Docker; default 4096).
+    pub processes: Option<i64>,
 }
 
 /// `[local_sandbox]` of `cove.toml`: what a local sandbox's walls let through.

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::{CliError, Invocation};
 use cove_core::store::ManagedSandbox;
 use cove_sandbox::choice::pod_plan;
-use cove_sandbox::docker::Docker;
+use cove_sandbox::docker::{Docker, Limits};
 use cove_sandbox::kubernetes::{Kubernetes, PodState};
 
 /// One row of `cove sandbox ls`.
@@ -22,6 +22,8 @@ struct Row {
     state: Result<InfoResponse, String>,
     /// A Docker sandbox frozen by `cove sandbox pause` (its state is not asked).
     paused: bool,
+    /// What the engine lets a Docker sandbox use.
+    limits: Option<Limits>,
 }
 
 impl serde::Serialize for Row {
@@ -32,20 +34,32 @@ impl serde::Serialize for Row {
 
 impl Row {
     fn json(&self) -> serde_json::Value {
-        if self.paused {
-            return json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": false, "paused": true});
-        }
-        match &self.state {
-            Ok(info) => {
-                json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": true, "version": info.version, "api_version": info.api_version, "capabilities": info.capabilities})
+        let mut row = if self.paused {
+            json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": false, "paused": true})
+        } else {
+            match &self.state {
+                Ok(info) => {
+                    json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": true, "version": info.version, "api_version": info.api_version, "capabilities": info.capabilities})
+                }
+                Err(e) => {
+                    json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": false, "error": e})
+                }
             }
-            Err(e) => {
-                json!({"name": self.name, "kind": self.kind, "url": self.url, "healthy": false, "error": e})
-            }
+        };
+        if let Some(limits) = &self.limits {
+            row["limits"] = json!(limits);
         }
+        row
     }
 
     fn line(&self) -> String {
+        match &self.limits {
+            Some(limits) => format!("{} · {}", self.state_line(), limits.line()),
+            None => self.state_line(),
+        }
+    }
+
+    fn state_line(&self) -> String {
         if self.paused {
             return format!(
                 "{:<16} {:<7} {:<32} PAUSED its next use resumes it",
@@ -111,6 +125,7 @@ pub(super) async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
             url: s.url.clone(),
             state: check(&s.url, s.token.as_deref().unwrap_or_default()).await,
             paused: false,
+            limits: None,
         }
     });
     let docker = Docker::from_env().ok();
@@ -140,6 +155,7 @@ pub(super) async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
                     url: s.container_id.clone(),
                     state,
                     paused: false,
+                    limits: None,
                 }
             }
         });
@@ -150,19 +166,27 @@ pub(super) async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
             let docker = docker.clone();
             async move {
                 let mut paused = false;
+                let mut limits = None;
                 let state = match &docker {
                     None => Err("DOCKER_HOST cannot be used".to_string()),
                     Some(docker) => match docker.inspect(&s.container_id).await {
                         Err(e) => Err(e.to_string()),
                         Ok(info) if info.paused => {
+                            limits = Some(info.limits);
                             paused = true;
                             Err("paused".to_string())
                         }
-                        Ok(info) if !info.running => Err(format!("container {}", info.status)),
-                        Ok(info) => match info.url {
-                            Some(url) => check(&url, &s.token).await,
-                            None => Err("no published port".to_string()),
-                        },
+                        Ok(info) if !info.running => {
+                            limits = Some(info.limits);
+                            Err(format!("container {}", info.status))
+                        }
+                        Ok(info) => {
+                            limits = Some(info.limits);
+                            match info.url {
+                                Some(url) => check(&url, &s.token).await,
+                                None => Err("no published port".to_string()),
+                            }
+                        }
                     },
                 };
                 Row {
@@ -171,6 +195,7 @@ pub(super) async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
                     url: s.url.clone().unwrap_or_default(),
                     state,
                     paused,
+                    limits,
                 }
             }
         });

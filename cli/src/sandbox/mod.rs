@@ -144,7 +144,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             storage,
             deadline_secs,
         } => {
-            let sizes = Sizes::read(memory.as_deref(), cpus, storage.as_deref())?;
+            let sizes = Sizes::read(inv, memory.as_deref(), cpus, storage.as_deref())?;
             inv.sandboxes().check_name(&name, kubernetes)?;
             if kubernetes {
                 create_pod(inv, &name, image, sizes, namespace, deadline_secs).await
@@ -168,7 +168,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::Fork { name, new, force } => {
             inv.sandboxes().check_name(&new, false)?;
             let snapshot = snapshot::take(inv, &name, None, force).await?;
-            let sizes = Sizes::read(None, None, None)?;
+            let sizes = Sizes::read(inv, None, None, None)?;
             create(inv, &new, snapshot, sizes).await
         }
         SandboxCommand::IdleWatch { name, after } => pause::idle_watch(inv, &name, after).await,
@@ -261,30 +261,48 @@ struct Sizes {
     memory_bytes: Option<i64>,
     cpus: Option<f64>,
     storage_bytes: Option<i64>,
+    processes: Option<i64>,
 }
 
 impl Sizes {
+    /// The sizes the flags ask for, else `[sandbox_limits]`'s.
     fn read(
+        inv: &Invocation,
         memory: Option<&str>,
         cpus: Option<f64>,
         storage: Option<&str>,
     ) -> Result<Sizes, CliError> {
+        let file = inv.file.sandbox_limits.clone().unwrap_or_default();
         let size = |flag: &str, value: &str| {
             parse_size(value).ok_or_else(|| {
                 CliError::Usage(format!(
-                    "--{flag} {value:?} is not a size like 512m, 4g or 10Gi"
+                    "{flag} {value:?} is not a size like 512m, 4g or 10Gi"
                 ))
             })
         };
+        let memory_bytes = match (memory, file.memory.as_deref()) {
+            (Some(m), _) => Some(size("--memory", m)?),
+            (None, Some(m)) => Some(size("[sandbox_limits] memory", m)?),
+            (None, None) => None,
+        };
+        let cpus = cpus.or(file.cpus);
         if let Some(c) = cpus
             && !(c > 0.0 && c <= 1024.0)
         {
             return Err(CliError::Usage(format!("--cpus {c} is not a CPU count")));
         }
+        if let Some(p) = file.processes
+            && p < 1
+        {
+            return Err(CliError::Usage(format!(
+                "[sandbox_limits] processes = {p}: give 1 or more"
+            )));
+        }
         Ok(Sizes {
-            memory_bytes: memory.map(|m| size("memory", m)).transpose()?,
+            memory_bytes,
             cpus,
-            storage_bytes: storage.map(|s| size("storage", s)).transpose()?,
+            storage_bytes: storage.map(|s| size("--storage", s)).transpose()?,
+            processes: file.processes,
         })
     }
 }
@@ -303,6 +321,7 @@ async fn create(
         image: image.clone(),
         memory_bytes: sizes.memory_bytes,
         cpus: sizes.cpus,
+        processes: sizes.processes,
         ..ContainerSpec::default()
     };
     inv.printer

@@ -173,7 +173,11 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
     let cove = Cove::new(Wire::OpenAi).await;
     let config = cove.home.path().join("config/cove");
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("cove.toml"), "idle_pause_secs = 2\n").unwrap();
+    std::fs::write(
+        config.join("cove.toml"),
+        "idle_pause_secs = 2\n[sandbox_limits]\nmemory = \"1g\"\ncpus = 1\nprocesses = 512\n",
+    )
+    .unwrap();
     let name = format!("idle-{}", std::process::id());
     let _leftover = Leftover(format!("cove-{name}"));
     let run = |args: &[&str]| {
@@ -192,6 +196,24 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
         }
     };
     run(&["sandbox", "create", &name, "--image", IMAGE]).await;
+    // The limits cove.toml gives are the engine's, and `ls` shows them.
+    let host = docker(&[
+        "inspect",
+        "-f",
+        "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} {{.HostConfig.PidsLimit}}",
+        &format!("cove-{name}"),
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&host.stdout).trim(),
+        "1073741824 1000000000 512"
+    );
+    let listed = String::from_utf8_lossy(&run(&["sandbox", "ls"]).await.stdout).into_owned();
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&name) && l.ends_with("1 CPU, 1.0 GiB, 512 processes")),
+        "{listed}"
+    );
     // A command that runs 6 s keeps it awake, well past the 2 s allowed idle.
     let long = run(&[
         "exec",

@@ -90,6 +90,8 @@ pub struct ContainerSpec {
     pub memory_bytes: Option<i64>,
     /// CPU limit in cores ([`DEFAULT_CPUS`] when none is asked).
     pub cpus: Option<f64>,
+    /// Processes at once ([`PIDS_LIMIT`] when none is asked).
+    pub processes: Option<i64>,
     /// Size of /dev/shm (Chromium needs more than Docker's 64 MB).
     pub shm_bytes: i64,
 }
@@ -100,6 +102,7 @@ impl Default for ContainerSpec {
             image: DEFAULT_IMAGE.to_string(),
             memory_bytes: None,
             cpus: None,
+            processes: None,
             shm_bytes: 512 * 1024 * 1024,
         }
     }
@@ -118,6 +121,41 @@ pub struct ContainerInfo {
     pub status: String,
     /// Where coved answers, while running.
     pub url: Option<String>,
+    /// What the engine lets it use.
+    pub limits: Limits,
+}
+
+/// What the engine lets a sandbox container use (none: no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    pub memory_bytes: Option<i64>,
+    /// CPUs in billionths.
+    pub nano_cpus: Option<i64>,
+    pub processes: Option<i64>,
+}
+
+impl Limits {
+    /// `2 CPUs, 4 GiB, 4096 processes`.
+    pub fn line(&self) -> String {
+        let cpus = self
+            .nano_cpus
+            .map_or("any CPUs".into(), |n| match n as f64 / 1e9 {
+                1.0 => "1 CPU".to_string(),
+                cpus => format!("{cpus} CPUs"),
+            });
+        let memory = self.memory_bytes.map_or("any memory".into(), |b| {
+            let gib = b as f64 / (1024.0 * 1024.0 * 1024.0);
+            if gib >= 1.0 {
+                format!("{gib:.1} GiB")
+            } else {
+                format!("{} MiB", b / (1024 * 1024))
+            }
+        });
+        let processes = self
+            .processes
+            .map_or("any processes".into(), |p| format!("{p} processes"));
+        format!("{cpus}, {memory}, {processes}")
+    }
 }
 
 /// How long each phase of making a sandbox took, in milliseconds: where a cold start goes.
@@ -219,6 +257,15 @@ fn info_of(inspect: &ContainerInspectResponse, host: &str) -> ContainerInfo {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "unknown".into()),
         url: published_url(inspect, host),
+        limits: {
+            let host = inspect.host_config.as_ref();
+            // Docker reports 0 (or -1 for processes) where there is no limit.
+            Limits {
+                memory_bytes: host.and_then(|h| h.memory).filter(|m| *m > 0),
+                nano_cpus: host.and_then(|h| h.nano_cpus).filter(|c| *c > 0),
+                processes: host.and_then(|h| h.pids_limit).filter(|p| *p > 0),
+            }
+        },
     }
 }
 
@@ -417,7 +464,7 @@ impl Docker {
             }),
             memory: Some(spec.memory_bytes.unwrap_or(DEFAULT_MEMORY_BYTES)),
             nano_cpus: Some((spec.cpus.unwrap_or(DEFAULT_CPUS) * 1e9) as i64),
-            pids_limit: Some(PIDS_LIMIT),
+            pids_limit: Some(spec.processes.unwrap_or(PIDS_LIMIT)),
             // coved runs as an unprivileged user and needs no capability.
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges:true".into()]),
@@ -678,6 +725,20 @@ mod tests {
         .unwrap();
         assert_eq!(info_of(&stopped, "127.0.0.1").url, None);
         assert_eq!(info_of(&stopped, "127.0.0.1").status, "exited");
+    }
+
+    #[test]
+    fn limits_read_as_a_person_says_them() {
+        let limits = Limits {
+            memory_bytes: Some(512 * 1024 * 1024),
+            nano_cpus: Some(2_500_000_000),
+            processes: Some(4096),
+        };
+        assert_eq!(limits.line(), "2.5 CPUs, 512 MiB, 4096 processes");
+        assert_eq!(
+            Limits::default().line(),
+            "any CPUs, any memory, any processes"
+        );
     }
 
     #[test]
