@@ -1,6 +1,7 @@
 //! `cove sandbox up|status|ls|create|start|stop|rm|gc`: local sandboxes for other tools,
 //! and sandboxes Cove makes: Docker containers and Kubernetes Pods.
 
+mod gc;
 mod list;
 mod pause;
 mod snapshot;
@@ -114,16 +115,18 @@ pub(super) enum SandboxCommand {
     },
     /// Remove a sandbox and what it is made of.
     Rm { name: String },
-    /// Remove Kubernetes Pods, Secrets and volumes Cove made for sandboxes it no longer
-    /// knows (left by a failed create, a removed database, another machine's Cove).
+    /// List what Cove made for sandboxes it no longer knows (left by a failed create, a
+    /// removed database): Docker containers, networks and snapshots of sandboxes gone that
+    /// no container is made from; Kubernetes Pods, Secrets and volumes. Only this
+    /// installation's. Removes them with --yes.
     Gc {
         /// Namespaces to look in (default: those of Cove's Kubernetes sandboxes and the
         /// kubeconfig context's).
         #[arg(long)]
         namespace: Vec<String>,
-        /// Only list what would go.
+        /// Remove what is listed (without it, nothing is removed).
         #[arg(long)]
-        dry_run: bool,
+        yes: bool,
     },
 }
 
@@ -173,7 +176,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         }
         SandboxCommand::IdleWatch { name, after } => pause::idle_watch(inv, &name, after).await,
         SandboxCommand::Rm { name } => remove(inv, &name).await,
-        SandboxCommand::Gc { namespace, dry_run } => gc(inv, namespace, dry_run).await,
+        SandboxCommand::Gc { namespace, yes } => gc::gc(inv, namespace, !yes).await,
     }
 }
 
@@ -322,6 +325,7 @@ async fn create(
         memory_bytes: sizes.memory_bytes,
         cpus: sizes.cpus,
         processes: sizes.processes,
+        installation: Some(inv.store.installation_id()?),
         ..ContainerSpec::default()
     };
     inv.printer
@@ -489,55 +493,5 @@ async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
         .result(&json!({"name": name, "removed": true}), |_| {
             format!("sandbox {name} removed")
         });
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `cove sandbox gc`: Cove's Kubernetes objects whose sandbox Cove no longer knows.
-async fn gc(
-    inv: &Invocation,
-    namespaces: Vec<String>,
-    dry_run: bool,
-) -> Result<ExitCode, CliError> {
-    let kube = Kubernetes::from_env(inv.in_cluster).await?;
-    let installation = inv.store.installation_id()?;
-    let made = inv.store.sandboxes()?;
-    let known: Vec<String> = made
-        .iter()
-        .filter(|s| s.provider == "kubernetes")
-        .map(|s| s.name.clone())
-        .collect();
-    let mut namespaces = namespaces;
-    if namespaces.is_empty() {
-        namespaces.push(kube.default_namespace.clone());
-        for sandbox in made.iter().filter(|s| s.provider == "kubernetes") {
-            if let Ok(plan) = pod_plan(sandbox)
-                && !namespaces.contains(&plan.namespace)
-            {
-                namespaces.push(plan.namespace);
-            }
-        }
-    }
-    let mut removed = Vec::new();
-    for namespace in &namespaces {
-        for (kind, name) in kube.leftovers(namespace, &known, &installation).await? {
-            if !dry_run {
-                kube.delete(namespace, kind, &name).await?;
-            }
-            removed.push(json!({"namespace": namespace, "kind": kind, "name": name}));
-        }
-    }
-    let verb = if dry_run { "would remove" } else { "removed" };
-    inv.printer.list(
-        &removed,
-        "nothing to remove: every Pod, Secret and volume Cove made belongs to a sandbox it knows",
-        |row| {
-            format!(
-                "{verb} {} {}/{}",
-                row["kind"].as_str().unwrap_or_default(),
-                row["namespace"].as_str().unwrap_or_default(),
-                row["name"].as_str().unwrap_or_default()
-            )
-        },
-    );
     Ok(ExitCode::SUCCESS)
 }

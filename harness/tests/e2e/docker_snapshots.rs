@@ -138,3 +138,99 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
         }
     }
 }
+
+#[tokio::test]
+async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let id = std::process::id();
+    let (kept, forgotten) = (format!("gc-kept-{id}"), format!("gc-gone-{id}"));
+    let _leftovers = [&kept, &forgotten].map(|n| Leftover(format!("cove-{n}")));
+    let cove_run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env_remove("DOCKER_CERT_PATH");
+        async move {
+            tokio::time::timeout(Duration::from_secs(600), cmd.output())
+                .await
+                .expect("cove finished within 10 minutes")
+                .unwrap()
+        }
+    };
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", explain(&out));
+        out
+    };
+    ok(cove_run(&["sandbox", "create", &kept, "--image", IMAGE]).await);
+    ok(cove_run(&["sandbox", "create", &forgotten, "--image", IMAGE]).await);
+    ok(cove_run(&["sandbox", "snapshot", &forgotten, "--tag", "old"]).await);
+    // Forgotten: its row leaves the database, as a removed database would.
+    let db = cove.home.path().join("cove.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("DELETE FROM sandboxes WHERE name = ?1", [&forgotten])
+        .unwrap();
+    drop(conn);
+    // Another installation's container on the same engine is never listed.
+    let theirs = format!("cove-theirs-{id}");
+    let _theirs = Leftover(theirs.clone());
+    let made = docker(&[
+        "create",
+        "--name",
+        &theirs,
+        "--label",
+        &format!("cove.sandbox=theirs-{id}"),
+        "--label",
+        "cove.installation=another-users",
+        IMAGE,
+    ]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+
+    let listed = events(&ok(cove_run(&["--json", "sandbox", "gc"]).await));
+    let mut kinds: Vec<(String, String)> = listed
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    let repo = format!("cove-snapshot/{forgotten}:old");
+    assert_eq!(
+        kinds,
+        [
+            ("container".to_string(), format!("cove-{forgotten}")),
+            ("network".to_string(), format!("cove-{forgotten}")),
+            ("snapshot".to_string(), repo.clone()),
+        ],
+        "{listed:?}"
+    );
+    let still = docker(&["inspect", "-f", "{{.Name}}", &format!("cove-{forgotten}")]);
+    assert!(still.status.success(), "a dry run removed something");
+
+    ok(cove_run(&["sandbox", "gc", "--yes"]).await);
+    for gone in [
+        vec!["inspect", &format!("cove-{forgotten}")],
+        vec!["network", "inspect", &format!("cove-{forgotten}")],
+        vec!["image", "inspect", &repo],
+    ] {
+        let args: Vec<&str> = gone.iter().map(|s| s.as_ref()).collect();
+        assert!(!docker(&args).status.success(), "{args:?} is still there");
+    }
+    assert!(
+        docker(&["inspect", &format!("cove-{kept}")])
+            .status
+            .success()
+    );
+    assert!(
+        docker(&["inspect", &theirs]).status.success(),
+        "another installation's"
+    );
+    assert!(events(&ok(cove_run(&["--json", "sandbox", "gc"]).await)).is_empty());
+    ok(cove_run(&["sandbox", "rm", &kept]).await);
+}

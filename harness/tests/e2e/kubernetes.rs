@@ -213,13 +213,13 @@ async fn a_kubernetes_sandbox_is_made_used_stopped_started_evicted_collected_and
     kube.plant("Pod", "agents", "someone-else", json!({"app": "web"}));
     let theirs = json!({"app.kubernetes.io/managed-by": "cove", "cove.sandbox": "theirs", "cove.installation": "another-users"});
     kube.plant("Pod", "agents", "cove-theirs", theirs);
-    let dry = run(&["--json", "sandbox", "gc", "--dry-run"]).await;
+    let dry = run(&["--json", "sandbox", "gc"]).await;
     assert_eq!(events(&dry).len(), 2, "{}", explain(&dry));
     assert!(
         kube.pod("agents", "cove-ghost").is_some(),
         "a dry run removes nothing"
     );
-    let gc = run(&["--json", "sandbox", "gc"]).await;
+    let gc = run(&["--json", "sandbox", "gc", "--yes"]).await;
     assert!(gc.status.success(), "{}", explain(&gc));
     let gone: Vec<Value> = events(&gc);
     assert_eq!(gone.len(), 2, "{gone:?}");

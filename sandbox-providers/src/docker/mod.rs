@@ -9,8 +9,10 @@
 //! each start: on 127.0.0.1 when the engine is on this machine, on the engine's host when
 //! it is reached over the network.
 
+mod leftovers;
 mod snapshots;
 
+pub use leftovers::{INSTALLATION, Leftover};
 pub use snapshots::{SNAPSHOT_OF, Snapshot, repository};
 
 use std::collections::HashMap;
@@ -92,6 +94,9 @@ pub struct ContainerSpec {
     pub cpus: Option<f64>,
     /// Processes at once ([`PIDS_LIMIT`] when none is asked).
     pub processes: Option<i64>,
+    /// The Cove installation that makes it (its label; `cove sandbox gc` collects only its
+    /// own).
+    pub installation: Option<String>,
     /// Size of /dev/shm (Chromium needs more than Docker's 64 MB).
     pub shm_bytes: i64,
 }
@@ -103,6 +108,7 @@ impl Default for ContainerSpec {
             memory_bytes: None,
             cpus: None,
             processes: None,
+            installation: None,
             shm_bytes: 512 * 1024 * 1024,
         }
     }
@@ -473,13 +479,14 @@ impl Docker {
             ..Default::default()
         };
         let begun = Instant::now();
-        self.make_network(name).await?;
+        self.make_network(name, spec.installation.as_deref())
+            .await?;
         phases.network_ms = ms_since(begun);
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             env: Some(vec![format!("COVE_TOKEN={token}")]),
             exposed_ports: Some(vec![CONTAINER_PORT.to_string()]),
-            labels: Some(HashMap::from([(LABEL.to_string(), name.to_string())])),
+            labels: Some(labels(name, spec.installation.as_deref())),
             host_config: Some(host),
             ..Default::default()
         };
@@ -515,11 +522,15 @@ impl Docker {
     }
 
     /// Makes sandbox `name`'s own network (kept if it is there).
-    async fn make_network(&self, name: &str) -> Result<(), DockerError> {
+    async fn make_network(
+        &self,
+        name: &str,
+        installation: Option<&str>,
+    ) -> Result<(), DockerError> {
         let request = bollard::models::NetworkCreateRequest {
             name: network_name(name),
             driver: Some("bridge".into()),
-            labels: Some(HashMap::from([(LABEL.to_string(), name.to_string())])),
+            labels: Some(labels(name, installation)),
             options: Some(HashMap::from([(
                 "com.docker.network.bridge.enable_icc".to_string(),
                 "false".to_string(),
@@ -655,6 +666,15 @@ impl Docker {
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))?;
         Ok(info_of(&inspect, &self.published_on))
     }
+}
+
+/// The labels of sandbox `name`'s container and network.
+fn labels(name: &str, installation: Option<&str>) -> HashMap<String, String> {
+    let mut labels = HashMap::from([(LABEL.to_string(), name.to_string())]);
+    if let Some(installation) = installation {
+        labels.insert(INSTALLATION.to_string(), installation.to_string());
+    }
+    labels
 }
 
 /// The network of sandbox `name`.

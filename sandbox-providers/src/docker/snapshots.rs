@@ -34,6 +34,9 @@ pub struct Snapshot {
     pub created: i64,
     /// Its size in bytes.
     pub size: i64,
+    /// The Cove installation whose sandbox it came from.
+    #[serde(skip)]
+    pub installation: Option<String>,
 }
 
 impl Docker {
@@ -83,6 +86,7 @@ impl Docker {
             .into_iter()
             .flat_map(|image| {
                 let of = image.labels.get(SNAPSHOT_OF).cloned().unwrap_or_default();
+                let installation = image.labels.get(super::INSTALLATION).cloned();
                 image
                     .repo_tags
                     .iter()
@@ -92,6 +96,7 @@ impl Docker {
                         of: of.clone(),
                         created: image.created,
                         size: image.size,
+                        installation: installation.clone(),
                     })
                     .collect::<Vec<_>>()
             })
