@@ -207,11 +207,16 @@ impl Sandboxes<'_> {
             ))
         })?;
         let docker = Docker::from_env()?;
+        // Held while it is open: its idle watcher does not pause it meanwhile.
+        let in_use = match self.store.path() {
+            Some(db) => crate::idle_watch::in_use(&db, name).await,
+            None => None,
+        };
         let mut info = docker.inspect(&managed.container_id).await?;
         if info.paused {
             self.narrate
                 .note(&format!("resuming sandbox {name} (it was paused)"));
-            docker.unpause(&managed.container_id).await?;
+            docker.resume(&managed.container_id).await?;
         } else if !info.running {
             self.narrate.note(&format!("starting sandbox {name}"));
             info = docker.start(&managed.container_id).await?;
@@ -236,6 +241,7 @@ impl Sandboxes<'_> {
         .await?;
         // Threads remember the name, not the URL of this start.
         sandbox.spec = spec;
+        sandbox._in_use = in_use;
         Ok(sandbox)
     }
 

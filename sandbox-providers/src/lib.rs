@@ -114,6 +114,9 @@ pub struct Sandbox {
     local: Option<LocalDaemon>,
     /// The port-forward to a Kubernetes sandbox, open while the sandbox is.
     tunnel: Option<kubernetes::Tunnel>,
+    /// A Docker sandbox's "in use" lock, held shared while it is open: its idle watcher
+    /// never pauses it under an open handle (a run waiting at a prompt, a server's view).
+    _in_use: Option<std::os::fd::OwnedFd>,
 }
 
 impl Sandbox {
@@ -167,6 +170,7 @@ impl Sandbox {
                     spec,
                     local: Some(daemon),
                     tunnel: None,
+                    _in_use: None,
                 })
             }
             SandboxSpec::Docker { name } | SandboxSpec::Kubernetes { name } => {
@@ -185,6 +189,7 @@ impl Sandbox {
                         spec,
                         local: None,
                         tunnel: None,
+                        _in_use: None,
                     }),
                     Err(ClientError::Api {
                         code: ErrorCode::Unauthorized,

@@ -418,7 +418,7 @@ pub(super) async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
     let docker = Docker::from_env()?;
     let found = docker.inspect(&sandbox.container_id).await?;
     let info = if found.paused {
-        docker.unpause(&sandbox.container_id).await?;
+        docker.resume(&sandbox.container_id).await?;
         found
     } else {
         docker.start(&sandbox.container_id).await?
@@ -457,7 +457,7 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let docker = Docker::from_env()?;
     if docker.inspect(&sandbox.container_id).await?.paused {
         // Frozen, it could not hear the signal to end.
-        docker.unpause(&sandbox.container_id).await?;
+        docker.resume(&sandbox.container_id).await?;
     }
     docker.stop(&sandbox.container_id, 10).await?;
     inv.store.set_sandbox_url(name, None)?;

@@ -15,6 +15,7 @@ use super::managed;
 use crate::{CliError, Invocation};
 use cove_sandbox::choice::pod_plan;
 use cove_sandbox::docker::Docker;
+use cove_sandbox::idle_watch;
 use cove_sandbox::kubernetes::{Kubernetes, pod_name};
 
 /// `cove sandbox pause NAME`
@@ -79,7 +80,7 @@ pub(super) async fn resume(inv: &Invocation, name: &str) -> Result<ExitCode, Cli
         )));
     }
     if info.paused {
-        docker.unpause(&sandbox.container_id).await?;
+        docker.resume(&sandbox.container_id).await?;
     }
     inv.printer.result(
         &json!({"name": name, "paused": false, "url": info.url}),
@@ -90,8 +91,8 @@ pub(super) async fn resume(inv: &Invocation, name: &str) -> Result<ExitCode, Cli
 
 /// `cove sandbox idle-watch NAME --after SECS` (started by Cove as the sandbox opens, see
 /// `idle_pause_secs`): pauses the Docker sandbox once it has been idle `after_secs`, with
-/// no run on it, then ends. It ends too when another watcher has it, or the sandbox is
-/// gone, stopped or paused.
+/// nothing holding it open and no run on it, and waits while it is paused. It ends when
+/// another watcher has it, or the sandbox is gone or stopped.
 pub(super) async fn idle_watch(
     inv: &Invocation,
     name: &str,
@@ -100,40 +101,66 @@ pub(super) async fn idle_watch(
     let Some(db) = inv.store.path() else {
         return Ok(ExitCode::SUCCESS);
     };
-    let Some(_watching) = cove_sandbox::idle_watch::claim(&db, name) else {
+    let Some(_watching) = idle_watch::claim(&db, name) else {
         return Ok(ExitCode::SUCCESS);
     };
     let sandbox = managed(inv, name)?;
     let docker = Docker::from_env()?;
     let after = after_secs.max(1) as f64;
-    let label = format!("docker:{name}");
     loop {
         let Ok(info) = docker.inspect(&sandbox.container_id).await else {
             return Ok(ExitCode::SUCCESS);
         };
-        let (true, false, Some(url)) = (info.running, info.paused, info.url) else {
-            return Ok(ExitCode::SUCCESS);
-        };
-        let client = CovedClient::new(&url, sandbox.token.clone())
-            .map_err(|e| CliError::Failed(e.to_string()))?;
-        // A run on it may be waiting for its model: never paused under it.
-        let live_run = inv.store.threads()?.iter().any(|t| {
-            t.sandbox == label && matches!(t.status, ThreadStatus::Running | ThreadStatus::Waiting)
-        });
-        let wait = match client.idle().await {
-            Ok(idle) if idle.busy.is_empty() && !live_run && idle.idle_secs >= after => {
-                docker.pause(&sandbox.container_id).await?;
-                tracing::info!(sandbox = name, idle_secs = idle.idle_secs, "paused, idle");
-                return Ok(ExitCode::SUCCESS);
+        let wait = match (info.running, info.paused, info.url) {
+            (false, _, _) | (true, false, None) => return Ok(ExitCode::SUCCESS),
+            // Paused: its next use resumes it, and this watches on from there.
+            (true, true, _) => after,
+            (true, false, Some(url)) => {
+                let client = CovedClient::new(&url, sandbox.token.clone())
+                    .map_err(|e| CliError::Failed(e.to_string()))?;
+                match idle_for(inv, &client, name).await {
+                    Idle::For(secs) if secs >= after => {
+                        // Nothing may hold it open as it pauses; asked once more, with
+                        // the lock held, so no use begins in between.
+                        if let Some(_unused) = idle_watch::unused(&db, name)
+                            && matches!(idle_for(inv, &client, name).await, Idle::For(s) if s >= after)
+                        {
+                            docker.pause(&sandbox.container_id).await?;
+                            tracing::info!(sandbox = name, "paused, idle");
+                        }
+                        after
+                    }
+                    Idle::For(secs) => after - secs,
+                    Idle::Busy => after,
+                    Idle::Never => return Ok(ExitCode::SUCCESS),
+                }
             }
-            Ok(idle) if idle.busy.is_empty() && !live_run => after - idle.idle_secs,
-            Ok(_) => after,
-            // An older coved cannot say: it is never paused by idleness.
-            Err(e) if e.code() == Some(&cove_protocol::ErrorCode::UnknownRoute) => {
-                return Ok(ExitCode::SUCCESS);
-            }
-            Err(_) => after,
         };
         tokio::time::sleep(Duration::from_secs_f64(wait.clamp(0.2, 60.0))).await;
+    }
+}
+
+/// How long a sandbox has been idle, as the watcher sees it.
+enum Idle {
+    For(f64),
+    /// In use, or a run on it is under way.
+    Busy,
+    /// Its coved cannot say (an older one): never paused for idleness.
+    Never,
+}
+
+async fn idle_for(inv: &Invocation, client: &CovedClient, name: &str) -> Idle {
+    let label = format!("docker:{name}");
+    // A run on it may be waiting for its model: never paused under it.
+    let live_run = inv.store.threads().is_ok_and(|threads| {
+        threads.iter().any(|t| {
+            t.sandbox == label && matches!(t.status, ThreadStatus::Running | ThreadStatus::Waiting)
+        })
+    });
+    match client.idle().await {
+        Ok(idle) if idle.busy.is_empty() && !live_run => Idle::For(idle.idle_secs),
+        Ok(_) => Idle::Busy,
+        Err(e) if e.code() == Some(&cove_protocol::ErrorCode::UnknownRoute) => Idle::Never,
+        Err(_) => Idle::Busy,
     }
 }

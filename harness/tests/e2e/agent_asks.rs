@@ -310,7 +310,7 @@ async fn a_question_asked_before_the_controller_was_killed_is_put_on_resume() {
                 }
                 _ => Turn::text("").call(
                     "execute_command",
-                    json!({"command": "sleep 30", "session_name": "agent-2", "timeout": 60}),
+                    json!({"command": "touch started-2; sleep 30", "session_name": "agent-2", "timeout": 60}),
                 ),
             }
         });
@@ -330,18 +330,15 @@ async fn a_question_asked_before_the_controller_was_killed_is_put_on_resume() {
         .spawn()
         .unwrap();
     let mut reader = EventReader::new(&mut child);
-    // Until sub-agent 1 has asked and sub-agent 2's command has started.
+    // Until sub-agent 1 has asked and sub-agent 2's command runs (a call seen starting may
+    // not be stored yet; one running is).
     reader
         .until_seen(|seen| {
             seen.iter()
                 .any(|e| e["type"] == "agent_finished" && e["agent"] == 1)
-                && seen.iter().any(|e| {
-                    e["type"] == "agent_progress"
-                        && e["agent"] == 2
-                        && e["doing"].as_str().unwrap().starts_with("execute_command")
-                })
         })
         .await;
+    super::agents::until_files(&daemon, &["started-2"]).await;
     let asked = reader
         .seen
         .iter()

@@ -419,7 +419,7 @@ async fn sub_agents_left_working_by_a_killed_controller_are_taken_up_on_resume()
                 } else {
                     Turn::text("").call(
                         "execute_command",
-                        json!({"command": "sleep 30", "session_name": format!("agent-{n}"), "timeout": 60}),
+                        json!({"command": format!("touch started-{n}; sleep 30"), "session_name": format!("agent-{n}"), "timeout": 60}),
                     )
                 };
             }
@@ -452,7 +452,8 @@ async fn sub_agents_left_working_by_a_killed_controller_are_taken_up_on_resume()
     let mut reader = EventReader::new(&mut child);
     let first = reader.until("agent_progress").await;
     let parent = first["thread_id"].as_str().unwrap().to_string();
-    reader.until("agent_progress").await;
+    // Both commands run (a call seen starting may not be stored yet; one running is).
+    until_files(&daemon, &["started-1", "started-2"]).await;
     // Killed outright while both work.
     child.start_kill().unwrap();
     let _ = child.wait().await;
@@ -502,4 +503,16 @@ pub(super) fn fork_folders(dir: &std::path::Path) -> Vec<String> {
         }
     }
     found
+}
+
+/// Waits (up to a minute) for these files to be in the daemon's workspace.
+pub(super) async fn until_files(daemon: &cove_harness::DaemonProcess, names: &[&str]) {
+    let started = std::time::Instant::now();
+    while !names.iter().all(|n| daemon.path(n).exists()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{names:?} never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

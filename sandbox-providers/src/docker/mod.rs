@@ -646,6 +646,17 @@ impl Docker {
             .map_err(|e| self.failed(e, || DockerError::NotFound(id.to_string())))
     }
 
+    /// Lets a paused container go on, and is content when someone else just did.
+    pub async fn resume(&self, id: &str) -> Result<(), DockerError> {
+        match self.unpause(id).await {
+            Ok(()) => Ok(()),
+            Err(e) => match self.inspect(id).await {
+                Ok(info) if info.running && !info.paused => Ok(()),
+                _ => Err(e),
+            },
+        }
+    }
+
     /// Removes a container, running or not.
     pub async fn remove(&self, id: &str) -> Result<(), DockerError> {
         let options = RemoveContainerOptionsBuilder::default().force(true).build();
