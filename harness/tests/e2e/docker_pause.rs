@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use cove_harness::llm::Wire;
 
-use super::real_docker::{IMAGE, Leftover, docker};
+use super::real_docker::{IMAGE, Leftover, docker, on_engine_ok};
 use super::{Cove, explain};
 
 /// The counter's ticks per second (it sleeps a tenth of a second between them).
@@ -24,21 +24,6 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
     let cove = Cove::new(Wire::OpenAi).await;
     let name = format!("pause-{}", std::process::id());
     let _leftover = Leftover(format!("cove-{name}"));
-    let run = |args: &[&str]| {
-        let mut cmd = cove.command(args);
-        cmd.env_remove("DOCKER_HOST")
-            .env_remove("DOCKER_TLS_VERIFY")
-            .env_remove("DOCKER_CERT_PATH");
-        let asked = format!("{args:?}");
-        async move {
-            let out = tokio::time::timeout(Duration::from_secs(300), cmd.output())
-                .await
-                .expect("cove finished within 5 minutes")
-                .unwrap();
-            assert!(out.status.success(), "{asked}: {}", explain(&out));
-            out
-        }
-    };
     let stdout =
         |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).trim().to_string();
     let paused = || {
@@ -51,9 +36,9 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
         String::from_utf8_lossy(&out.stdout).trim() == "true"
     };
 
-    run(&["sandbox", "create", &name, "--image", IMAGE]).await;
+    on_engine_ok(&cove, &["sandbox", "create", &name, "--image", IMAGE]).await;
     // A counter in the background, and a shell told something to keep.
-    run(&[
+    on_engine_ok(&cove, &[
         "exec",
         "--sandbox",
         &name,
@@ -62,14 +47,17 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
         "(i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done) > /dev/null 2>&1 &",
     ])
     .await;
-    run(&[
-        "exec",
-        "--sandbox",
-        &name,
-        "--session",
-        "keep",
-        "MARK=kept-in-memory; cd /tmp",
-    ])
+    on_engine_ok(
+        &cove,
+        &[
+            "exec",
+            "--sandbox",
+            &name,
+            "--session",
+            "keep",
+            "MARK=kept-in-memory; cd /tmp",
+        ],
+    )
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let count = |out: &std::process::Output| -> u64 {
@@ -79,12 +67,13 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
             .and_then(|l| l.trim().parse().ok())
             .unwrap_or_else(|| panic!("no count: {}", explain(out)))
     };
-    let before = count(&run(&["exec", "--sandbox", &name, "cat /tmp/counter"]).await);
+    let before =
+        count(&on_engine_ok(&cove, &["exec", "--sandbox", &name, "cat /tmp/counter"]).await);
     let from = Instant::now();
 
-    run(&["sandbox", "pause", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "pause", &name]).await;
     assert!(paused(), "the container is not paused");
-    let listed = stdout(&run(&["sandbox", "ls"]).await);
+    let listed = stdout(&on_engine_ok(&cove, &["sandbox", "ls"]).await);
     assert!(
         listed
             .lines()
@@ -95,7 +84,7 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
     tokio::time::sleep(frozen_for).await;
 
     // Its next use resumes it: the counter goes on from where it stood, missing the pause.
-    let resumed = run(&["exec", "--sandbox", &name, "cat /tmp/counter"]).await;
+    let resumed = on_engine_ok(&cove, &["exec", "--sandbox", &name, "cat /tmp/counter"]).await;
     let after = count(&resumed);
     let elapsed = from.elapsed().as_secs_f64();
     assert!(!paused(), "the next use did not resume it");
@@ -111,20 +100,24 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
         "the counter ran while paused: {before} → {after} in {elapsed:.1} s"
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let later = count(&run(&["exec", "--sandbox", &name, "cat /tmp/counter"]).await);
+    let later =
+        count(&on_engine_ok(&cove, &["exec", "--sandbox", &name, "cat /tmp/counter"]).await);
     assert!(
         later > after,
         "the counter did not go on: {after} → {later}"
     );
     // The open shell session is the one left: what it was told, where it was.
-    let kept = run(&[
-        "exec",
-        "--sandbox",
-        &name,
-        "--session",
-        "keep",
-        "echo $MARK in $(pwd)",
-    ])
+    let kept = on_engine_ok(
+        &cove,
+        &[
+            "exec",
+            "--sandbox",
+            &name,
+            "--session",
+            "keep",
+            "echo $MARK in $(pwd)",
+        ],
+    )
     .await;
     assert!(
         stdout(&kept).contains("kept-in-memory in /tmp"),
@@ -133,11 +126,11 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
     );
 
     // Resume of a running one says so plainly; stop from paused works.
-    run(&["sandbox", "pause", &name]).await;
-    run(&["sandbox", "resume", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "pause", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "resume", &name]).await;
     assert!(!paused());
-    run(&["sandbox", "pause", &name]).await;
-    run(&["sandbox", "stop", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "pause", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "stop", &name]).await;
     let running = docker(&[
         "inspect",
         "-f",
@@ -145,7 +138,7 @@ async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
         &format!("cove-{name}"),
     ]);
     assert_eq!(String::from_utf8_lossy(&running.stdout).trim(), "false");
-    run(&["sandbox", "rm", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "rm", &name]).await;
 }
 
 /// Waits up to `limit` for the container of sandbox `name` to be paused (or not).
@@ -180,22 +173,7 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
     .unwrap();
     let name = format!("idle-{}", std::process::id());
     let _leftover = Leftover(format!("cove-{name}"));
-    let run = |args: &[&str]| {
-        let mut cmd = cove.command(args);
-        cmd.env_remove("DOCKER_HOST")
-            .env_remove("DOCKER_TLS_VERIFY")
-            .env_remove("DOCKER_CERT_PATH");
-        let asked = format!("{args:?}");
-        async move {
-            let out = tokio::time::timeout(Duration::from_secs(300), cmd.output())
-                .await
-                .expect("cove finished within 5 minutes")
-                .unwrap();
-            assert!(out.status.success(), "{asked}: {}", explain(&out));
-            out
-        }
-    };
-    run(&["sandbox", "create", &name, "--image", IMAGE]).await;
+    on_engine_ok(&cove, &["sandbox", "create", &name, "--image", IMAGE]).await;
     // The limits cove.toml gives are the engine's, and `ls` shows them.
     let host = docker(&[
         "inspect",
@@ -207,7 +185,8 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
         String::from_utf8_lossy(&host.stdout).trim(),
         "1073741824 1000000000 512"
     );
-    let listed = String::from_utf8_lossy(&run(&["sandbox", "ls"]).await.stdout).into_owned();
+    let listed =
+        String::from_utf8_lossy(&on_engine_ok(&cove, &["sandbox", "ls"]).await.stdout).into_owned();
     assert!(
         listed
             .lines()
@@ -215,14 +194,15 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
         "{listed}"
     );
     // A command that runs 6 s keeps it awake, well past the 2 s allowed idle.
-    let long = run(&[
+    let long_args = [
         "exec",
         "--sandbox",
         &name,
         "--session",
         "build",
         "sleep 6; echo built",
-    ]);
+    ];
+    let long = on_engine_ok(&cove, &long_args);
     let watch = async {
         tokio::time::sleep(Duration::from_secs(4)).await;
         until_paused(&name, true, Duration::from_millis(1)).await
@@ -236,7 +216,7 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
         "not paused once idle"
     );
     // Its next use resumes it, and it is paused again once idle.
-    let back = run(&["exec", "--sandbox", &name, "echo back"]).await;
+    let back = on_engine_ok(&cove, &["exec", "--sandbox", &name, "echo back"]).await;
     assert!(
         String::from_utf8_lossy(&back.stdout).contains("back"),
         "{}",
@@ -246,5 +226,5 @@ async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() 
         until_paused(&name, true, Duration::from_secs(20)).await,
         "not paused again"
     );
-    run(&["sandbox", "rm", &name]).await;
+    on_engine_ok(&cove, &["sandbox", "rm", &name]).await;
 }

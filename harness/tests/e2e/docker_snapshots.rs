@@ -9,7 +9,7 @@ use std::time::Duration;
 use cove_harness::llm::Wire;
 use serde_json::Value;
 
-use super::real_docker::{IMAGE, Leftover, docker};
+use super::real_docker::{IMAGE, Leftover, docker, on_engine};
 use super::{Cove, events, explain};
 
 #[tokio::test]
@@ -27,25 +27,13 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
         format!("snap-c-{id}"),
     );
     let _leftovers = [&a, &b, &c].map(|n| Leftover(format!("cove-{n}")));
-    let cove_run = |args: &[&str]| {
-        let mut cmd = cove.command(args);
-        cmd.env_remove("DOCKER_HOST")
-            .env_remove("DOCKER_TLS_VERIFY")
-            .env_remove("DOCKER_CERT_PATH");
-        async move {
-            tokio::time::timeout(Duration::from_secs(600), cmd.output())
-                .await
-                .expect("cove finished within 10 minutes")
-                .unwrap()
-        }
-    };
     let ok = |out: std::process::Output| {
         assert!(out.status.success(), "{}", explain(&out));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
 
-    ok(cove_run(&["sandbox", "create", &a, "--image", IMAGE]).await);
-    ok(cove_run(&[
+    ok(on_engine(&cove, &["sandbox", "create", &a, "--image", IMAGE]).await);
+    ok(on_engine(&cove, &[
         "exec",
         "--sandbox",
         &a,
@@ -54,10 +42,11 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
     .await);
 
     // While a command runs in one of its shells, a snapshot is refused.
-    let busy = cove_run(&["exec", "--sandbox", &a, "--session", "build", "sleep 4"]);
+    let busy_args = ["exec", "--sandbox", &a, "--session", "build", "sleep 4"];
+    let busy = on_engine(&cove, &busy_args);
     let refused = async {
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        cove_run(&["sandbox", "snapshot", &a]).await
+        on_engine(&cove, &["sandbox", "snapshot", &a]).await
     };
     let (_, refused) = tokio::join!(busy, refused);
     assert!(!refused.status.success(), "{}", explain(&refused));
@@ -67,9 +56,15 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
         "{said}"
     );
 
-    let taken = events(&cove_run(&["--json", "sandbox", "snapshot", &a, "--tag", "one"]).await);
+    let taken = events(
+        &on_engine(
+            &cove,
+            &["--json", "sandbox", "snapshot", &a, "--tag", "one"],
+        )
+        .await,
+    );
     let reference = taken[0]["snapshot"].as_str().unwrap().to_string();
-    let listed = ok(cove_run(&["sandbox", "snapshots"]).await);
+    let listed = ok(on_engine(&cove, &["sandbox", "snapshots"]).await);
     assert!(
         listed
             .lines()
@@ -82,13 +77,16 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
     assert!(env.contains(&"COVE_TOKEN=".to_string()), "{env:?}");
 
     // A sandbox made from it has both files, and a token of its own.
-    ok(cove_run(&["sandbox", "create", &b, "--from", &reference]).await);
-    let read = ok(cove_run(&[
-        "exec",
-        "--sandbox",
-        &b,
-        "cat ~/.local/share/tool/version /workspace/notes.txt",
-    ])
+    ok(on_engine(&cove, &["sandbox", "create", &b, "--from", &reference]).await);
+    let read = ok(on_engine(
+        &cove,
+        &[
+            "exec",
+            "--sandbox",
+            &b,
+            "cat ~/.local/share/tool/version /workspace/notes.txt",
+        ],
+    )
     .await);
     assert!(read.contains("v1\nnotes"), "{read}");
     let tokens = |name: &str| -> String {
@@ -106,35 +104,49 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
     assert_ne!(tokens(&a), tokens(&b));
 
     // A fork in one step goes on apart from its original.
-    ok(cove_run(&["sandbox", "fork", &a, &c]).await);
-    ok(cove_run(&[
-        "exec",
-        "--sandbox",
-        &c,
-        "echo v2 > ~/.local/share/tool/version",
-    ])
+    ok(on_engine(&cove, &["sandbox", "fork", &a, &c]).await);
+    ok(on_engine(
+        &cove,
+        &[
+            "exec",
+            "--sandbox",
+            &c,
+            "echo v2 > ~/.local/share/tool/version",
+        ],
+    )
     .await);
-    let original =
-        ok(cove_run(&["exec", "--sandbox", &a, "cat ~/.local/share/tool/version"]).await);
-    let forked = ok(cove_run(&["exec", "--sandbox", &c, "cat ~/.local/share/tool/version"]).await);
+    let original = ok(on_engine(
+        &cove,
+        &["exec", "--sandbox", &a, "cat ~/.local/share/tool/version"],
+    )
+    .await);
+    let forked = ok(on_engine(
+        &cove,
+        &["exec", "--sandbox", &c, "cat ~/.local/share/tool/version"],
+    )
+    .await);
     assert_eq!((original.as_str(), forked.as_str()), ("v1", "v2"));
 
     // A snapshot a sandbox is made from stays; once that sandbox is gone, it goes.
-    let in_use = cove_run(&["sandbox", "rm-snapshot", &reference]).await;
+    let in_use = on_engine(&cove, &["sandbox", "rm-snapshot", &reference]).await;
     assert!(!in_use.status.success(), "{}", explain(&in_use));
     for name in [&a, &b, &c] {
-        ok(cove_run(&["sandbox", "rm", name]).await);
+        ok(on_engine(&cove, &["sandbox", "rm", name]).await);
     }
-    ok(cove_run(&["sandbox", "rm-snapshot", &reference]).await);
-    let left: Vec<Value> = events(&cove_run(&["--json", "sandbox", "snapshots"]).await)
+    ok(on_engine(&cove, &["sandbox", "rm-snapshot", &reference]).await);
+    let left: Vec<Value> = events(&on_engine(&cove, &["--json", "sandbox", "snapshots"]).await)
         .into_iter()
         .filter(|s| s["of"].as_str() == Some(a.as_str()) && s["reference"] == reference.as_str())
         .collect();
     assert!(left.is_empty(), "{left:?}");
     // The fork's own snapshot goes with a removal of its own.
-    for s in events(&cove_run(&["--json", "sandbox", "snapshots"]).await) {
+    for s in events(&on_engine(&cove, &["--json", "sandbox", "snapshots"]).await) {
         if s["of"].as_str() == Some(a.as_str()) {
-            ok(cove_run(&["sandbox", "rm-snapshot", s["reference"].as_str().unwrap()]).await);
+            ok(on_engine(
+                &cove,
+                &["sandbox", "rm-snapshot", s["reference"].as_str().unwrap()],
+            )
+            .await);
         }
     }
 }
@@ -145,25 +157,13 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
     let id = std::process::id();
     let (kept, forgotten) = (format!("gc-kept-{id}"), format!("gc-gone-{id}"));
     let _leftovers = [&kept, &forgotten].map(|n| Leftover(format!("cove-{n}")));
-    let cove_run = |args: &[&str]| {
-        let mut cmd = cove.command(args);
-        cmd.env_remove("DOCKER_HOST")
-            .env_remove("DOCKER_TLS_VERIFY")
-            .env_remove("DOCKER_CERT_PATH");
-        async move {
-            tokio::time::timeout(Duration::from_secs(600), cmd.output())
-                .await
-                .expect("cove finished within 10 minutes")
-                .unwrap()
-        }
-    };
     let ok = |out: std::process::Output| {
         assert!(out.status.success(), "{}", explain(&out));
         out
     };
-    ok(cove_run(&["sandbox", "create", &kept, "--image", IMAGE]).await);
-    ok(cove_run(&["sandbox", "create", &forgotten, "--image", IMAGE]).await);
-    ok(cove_run(&["sandbox", "snapshot", &forgotten, "--tag", "old"]).await);
+    ok(on_engine(&cove, &["sandbox", "create", &kept, "--image", IMAGE]).await);
+    ok(on_engine(&cove, &["sandbox", "create", &forgotten, "--image", IMAGE]).await);
+    ok(on_engine(&cove, &["sandbox", "snapshot", &forgotten, "--tag", "old"]).await);
     // Forgotten: its row leaves the database, as a removed database would.
     let db = cove.home.path().join("cove.db");
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -189,7 +189,7 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
         String::from_utf8_lossy(&made.stderr)
     );
 
-    let listed = events(&ok(cove_run(&["--json", "sandbox", "gc"]).await));
+    let listed = events(&ok(on_engine(&cove, &["--json", "sandbox", "gc"]).await));
     let mut kinds: Vec<(String, String)> = listed
         .iter()
         .map(|r| {
@@ -213,7 +213,7 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
     let still = docker(&["inspect", "-f", "{{.Name}}", &format!("cove-{forgotten}")]);
     assert!(still.status.success(), "a dry run removed something");
 
-    ok(cove_run(&["sandbox", "gc", "--yes"]).await);
+    ok(on_engine(&cove, &["sandbox", "gc", "--yes"]).await);
     for gone in [
         vec!["inspect", &format!("cove-{forgotten}")],
         vec!["network", "inspect", &format!("cove-{forgotten}")],
@@ -231,6 +231,6 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
         docker(&["inspect", &theirs]).status.success(),
         "another installation's"
     );
-    assert!(events(&ok(cove_run(&["--json", "sandbox", "gc"]).await)).is_empty());
-    ok(cove_run(&["sandbox", "rm", &kept]).await);
+    assert!(events(&ok(on_engine(&cove, &["--json", "sandbox", "gc"]).await)).is_empty());
+    ok(on_engine(&cove, &["sandbox", "rm", &kept]).await);
 }

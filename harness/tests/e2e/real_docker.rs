@@ -37,6 +37,25 @@ pub(super) fn docker(args: &[&str]) -> Output {
         .expect("the docker client runs")
 }
 
+/// `cove ARGS` on the machine's own engine (its default socket), within 10 minutes.
+pub(super) async fn on_engine(cove: &Cove, args: &[&str]) -> Output {
+    let mut cmd = cove.command(args);
+    cmd.env_remove("DOCKER_HOST")
+        .env_remove("DOCKER_TLS_VERIFY")
+        .env_remove("DOCKER_CERT_PATH");
+    tokio::time::timeout(Duration::from_secs(600), cmd.output())
+        .await
+        .expect("cove finished within 10 minutes")
+        .unwrap()
+}
+
+/// [`on_engine`], which must succeed.
+pub(super) async fn on_engine_ok(cove: &Cove, args: &[&str]) -> Output {
+    let out = on_engine(cove, args).await;
+    assert!(out.status.success(), "{args:?}: {}", explain(&out));
+    out
+}
+
 /// Removes the sandbox's container however the test ends.
 pub(super) struct Leftover(pub(super) String);
 
