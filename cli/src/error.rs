@@ -141,6 +141,17 @@ impl From<SandboxesError> for CliError {
     }
 }
 
+impl From<cove_sandbox::pool::PoolError> for CliError {
+    fn from(e: cove_sandbox::pool::PoolError) -> Self {
+        use cove_sandbox::pool::PoolError;
+        match e {
+            PoolError::Unknown { .. } | PoolError::Invalid { .. } => CliError::Usage(e.to_string()),
+            PoolError::CannotFill { .. } => CliError::Failed(e.to_string()),
+            PoolError::Sandboxes(e) => e.into(),
+        }
+    }
+}
+
 impl From<SandboxError> for CliError {
     fn from(e: SandboxError) -> Self {
         match e {
@@ -149,9 +160,9 @@ impl From<SandboxError> for CliError {
             | SandboxError::NoToken { .. }
             | SandboxError::NoIsolation { .. } => CliError::Setup(e.to_string()),
             SandboxError::Unreachable { .. } => CliError::Unreachable(e.to_string()),
-            SandboxError::Startup(_) | SandboxError::NotStarted(_) => {
-                CliError::Failed(e.to_string())
-            }
+            SandboxError::Startup(_)
+            | SandboxError::NotStarted(_)
+            | SandboxError::Disowned { .. } => CliError::Failed(e.to_string()),
         }
     }
 }

@@ -161,7 +161,7 @@ impl Invocation {
             local: &self.local,
             in_cluster: self.in_cluster,
             narrate: &self.printer,
-            idle_watcher: std::env::current_exe().ok(),
+            helper_program: std::env::current_exe().ok(),
         }
     }
 

@@ -78,6 +78,10 @@ pub struct FileConfig {
     /// Seconds a Docker sandbox Cove made may sit idle (no request, no command running, no
     /// run on it) before it is paused; its next use resumes it. None: never paused.
     pub idle_pause_secs: Option<u64>,
+    /// Warm pools by name (`[pools.NAME]`): sandboxes made ahead of use, taken whole by
+    /// `cove sandbox create NAME --pool POOL` and by served threads that name the pool.
+    #[serde(default)]
+    pub pools: std::collections::BTreeMap<String, PoolConfig>,
     /// Sandboxes by name (`[sandboxes.NAME]`), for `--sandbox NAME`.
     #[serde(default)]
     pub sandboxes: std::collections::BTreeMap<String, NamedSandbox>,
@@ -126,6 +130,26 @@ pub struct SandboxLimits {
     pub cpus: Option<f64>,
     /// Processes at once (Docker; default 4096).
     pub processes: Option<i64>,
+}
+
+/// `[pools.NAME]` of `cove.toml`: a warm pool, sized by `size`; its sandboxes use
+/// `[sandbox_limits]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Ready sandboxes it keeps.
+    pub size: u32,
+    /// The image its sandboxes are made from (default `cove-sandbox:latest`).
+    pub image: Option<String>,
+    /// Seconds a ready sandbox waits to be taken before it is replaced by a fresh one
+    /// (none: it waits until taken).
+    pub max_age_secs: Option<u64>,
+    /// `docker` (the default) or `kubernetes`.
+    pub provider: Option<String>,
+    /// Kubernetes: the namespace (default: the kubeconfig context's).
+    pub namespace: Option<String>,
+    /// Kubernetes: a volume of this size (`10Gi`) holds each sandbox's workspace.
+    pub storage: Option<String>,
 }
 
 /// `[local_sandbox]` of `cove.toml`: what a local sandbox's walls let through.

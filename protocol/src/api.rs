@@ -23,7 +23,7 @@ use crate::files::{
     ReadResponse, RewriteRequest, StrReplaceRequest, StrReplaceResponse, WriteResponse,
 };
 use crate::forks::{ApplyResponse, CreateFork, ForkInfo, ForkList};
-use crate::info::{HealthResponse, IdleResponse, InfoResponse};
+use crate::info::{HealthResponse, IdleResponse, InfoResponse, RotateToken, TokenRotated};
 use crate::preview::{ExposeRequest, ExposeResponse};
 use crate::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, InputRequest, InputResponse, OutputQuery,
@@ -45,6 +45,7 @@ pub enum Op {
     Health,
     Info,
     Idle,
+    RotateToken,
     OpenApi,
     ShellExec,
     ShellSessions,
@@ -222,6 +223,16 @@ pub const ENDPOINTS: &[Endpoint] = &[
         query: None,
         request: RequestBody::None,
         response: ResponseBody::Json(reference::<IdleResponse>),
+    },
+    Endpoint {
+        op: Op::RotateToken,
+        method: Method::Post,
+        path: "/v1/token",
+        summary: "Replace the API token: the one this request carries is refused from then on (a pooled sandbox gets its own as it is handed out)",
+        auth: true,
+        query: None,
+        request: RequestBody::Json(reference::<RotateToken>),
+        response: ResponseBody::Json(reference::<TokenRotated>),
     },
     Endpoint {
         op: Op::OpenApi,
@@ -887,7 +898,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 60, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 61, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -199,6 +199,20 @@ impl CovedClient {
         self.call(Method::GET, &["v1", "idle"], |b| b).await
     }
 
+    /// `POST /v1/token`: the daemon takes `token` from now on; this client keeps the old
+    /// one, so make a new client with the new token.
+    pub async fn rotate_token(&self, token: &str) -> Result<(), ClientError> {
+        let _: crate::info::TokenRotated = self
+            .post(
+                &["v1", "token"],
+                &crate::info::RotateToken {
+                    token: token.to_string(),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
     /// `GET /v1/openapi.json`.
     pub async fn openapi(&self) -> Result<serde_json::Value, ClientError> {
         self.call(Method::GET, &["v1", "openapi.json"], |b| b).await

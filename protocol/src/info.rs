@@ -36,3 +36,25 @@ pub struct IdleResponse {
     /// in a shell session, a person in the takeover view. Empty when idle.
     pub busy: Vec<String>,
 }
+
+/// `POST /v1/token`: the token the daemon takes from now on, in place of the one this
+/// request carries (which stops working at once). A sandbox made ahead of use (a pool's)
+/// gets its own token as it is handed out; one restarted gets it again.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RotateToken {
+    /// At least 32 characters, no whitespace.
+    pub token: String,
+}
+
+impl std::fmt::Debug for RotateToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RotateToken(<redacted>)")
+    }
+}
+
+/// The answer to `POST /v1/token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenRotated {
+    /// Always true: the old token is refused from now on.
+    pub rotated: bool,
+}

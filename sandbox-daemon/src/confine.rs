@@ -37,14 +37,19 @@ pub enum ConfineError {
     Seccomp(String),
 }
 
+/// Closes this process to others of its user. The agent's processes run as coved's user:
+/// without this they could read coved's environment and memory (its token) and attach to
+/// it (its listening socket, which is of the network outside). Its children are dumpable
+/// again once they exec.
+pub fn undumpable() -> Result<(), ConfineError> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| ConfineError::Seccomp(format!("cannot make coved undumpable: {e}")))
+}
+
 /// Restricts this process and its future children: writes only under `writable`, and the
 /// system calls of [`refused_calls`] refused. Call before any other thread starts.
 pub fn confine(writable: &[PathBuf]) -> Result<Confined, ConfineError> {
-    // The agent's processes run as coved's user: without this they could read coved's
-    // environment and memory (its token) and attach to it (its listening socket, which is
-    // of the network outside). Its children are dumpable again once they exec.
-    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-        .map_err(|e| ConfineError::Seccomp(format!("cannot make coved undumpable: {e}")))?;
+    undumpable()?;
     let landlock = restrict_files(writable)?;
     let refused = refused_calls();
     let syscalls_refused = refused.len() + 1;

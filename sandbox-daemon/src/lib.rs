@@ -25,6 +25,7 @@ pub mod server;
 pub mod shell;
 pub mod takeover;
 pub mod timestamp;
+pub mod token;
 pub mod vision;
 pub mod watches;
 pub mod web;
@@ -66,7 +67,8 @@ pub const DOWNLOADS_DIR: &str = "downloads";
 pub struct DaemonConfig {
     /// Root of every file path; the shell's starting directory.
     pub workspace: PathBuf,
-    pub token: AuthToken,
+    /// Shared by the forks' daemons, so a new token reaches them too.
+    pub token: token::ApiToken,
     /// The shell sessions run (bash).
     pub shell: PathBuf,
     pub max_sessions: usize,
@@ -115,7 +117,7 @@ impl DaemonConfig {
     pub fn new(workspace: PathBuf, token: AuthToken) -> Self {
         DaemonConfig {
             workspace,
-            token,
+            token: token.into(),
             shell: PathBuf::from("/bin/bash"),
             max_sessions: 64,
             output_cap: 1024 * 1024,
@@ -173,7 +175,7 @@ pub struct Limits {
 
 /// State shared by every handler.
 pub struct App {
-    pub token: AuthToken,
+    pub token: token::ApiToken,
     /// Wrong tokens per client address, for every token the daemon checks.
     pub failures: auth::Failures,
     pub shell: ShellManager,

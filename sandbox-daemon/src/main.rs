@@ -234,6 +234,8 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // In a container too, where nothing else walls coved in from the agent's processes.
+    coved::confine::undumpable().context("cannot close coved to its own user's processes")?;
     if cli.confine {
         // Before the runtime starts its threads: Landlock binds only the calling thread.
         let confined = coved::confine::confine(&writable_roots(&cli))
@@ -451,7 +453,7 @@ async fn serve_mcp_on_stdio(daemon: Daemon) -> anyhow::Result<()> {
         .await
         .context("cannot listen on a loopback port")?;
     let addr = listener.local_addr()?;
-    let token = daemon.state().token.expose().to_string();
+    let token = daemon.state().token.expose();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(daemon.serve(listener, async {
         let _ = stopped.await;

@@ -21,7 +21,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::error::ApiError;
 use crate::{
     AppState, auth, browser, checkpoints, files, forks, idle, info, mcp, preview, shell, takeover,
-    vision, watches, web,
+    token, vision, watches, web,
 };
 
 fn filter(method: Method) -> MethodFilter {
@@ -45,6 +45,7 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::Health => on(m, info::health),
         Op::Info => on(m, info::info),
         Op::Idle => on(m, idle::idle),
+        Op::RotateToken => on(m, token::rotate),
         Op::OpenApi => on(m, info::openapi),
         Op::ShellExec => on(m, shell::http::exec),
         Op::ShellSessions => on(m, shell::http::sessions),

@@ -66,9 +66,9 @@ pub struct Sandboxes<'a> {
     /// How Kubernetes sandboxes are reached (none: detected).
     pub in_cluster: Option<bool>,
     pub narrate: &'a dyn Narrate,
-    /// The program that pauses a Docker sandbox left idle (`cove` itself), started as one
-    /// opens when `idle_pause_secs` is set.
-    pub idle_watcher: Option<PathBuf>,
+    /// `cove` itself, for the helpers that outlive the command that starts them: the
+    /// watcher that pauses a Docker sandbox left idle (`idle_pause_secs`), a pool's refill.
+    pub helper_program: Option<PathBuf>,
 }
 
 impl Sandboxes<'_> {
@@ -81,6 +81,20 @@ impl Sandboxes<'_> {
     ) -> Result<(SandboxSpec, Option<String>), SandboxesError> {
         let file = self.file;
         let choice = request.sandbox.clone().or_else(|| file.sandbox.clone());
+        if let Some(pool) = choice.as_deref().and_then(|c| c.strip_prefix("pool:")) {
+            // Taken now, whole, for this thread alone; its daemon gets the sandbox's own
+            // token as it opens.
+            let made = self.take_from_pool(pool, None)?;
+            let name = made.name.clone();
+            return Ok((
+                if made.provider == "kubernetes" {
+                    SandboxSpec::Kubernetes { name }
+                } else {
+                    SandboxSpec::Docker { name }
+                },
+                None,
+            ));
+        }
         if let Some(name) = choice.as_deref().and_then(|c| c.strip_prefix("k8s:")) {
             // Made on first use when Cove does not know it yet.
             return match self.store.sandbox(name)? {
@@ -227,11 +241,12 @@ impl Sandboxes<'_> {
         self.store.set_sandbox_url(name, Some(&url))?;
         if let (Some(secs), Some(program), Some(db)) = (
             self.file.idle_pause_secs,
-            &self.idle_watcher,
+            &self.helper_program,
             self.store.path(),
         ) {
             crate::idle_watch::start(program, &db, name, secs);
         }
+        crate::tokens::ensure_own(&url, &managed).await?;
         let mut sandbox = Sandbox::open(
             SandboxSpec::Remote { url },
             Some(managed.token),
@@ -302,12 +317,14 @@ impl Sandboxes<'_> {
         mut plan: PodPlan,
     ) -> Result<ManagedSandbox, SandboxesError> {
         let token = cove_store::new_id(32);
+        // What the Pod's environment holds; its daemon is given `token` as it opens.
+        let boot_token = cove_store::new_id(32);
         plan.installation = Some(self.store.installation_id()?);
         self.narrate.note(&format!(
             "creating sandbox {name} in Kubernetes namespace {} from {}",
             plan.namespace, plan.image
         ));
-        match kube.create(name, &token, &plan).await {
+        match kube.create(name, &boot_token, &plan).await {
             Ok(started) => plan.pod_uid = started.uid,
             Err(e) => {
                 // A claim made before the Pod failed, say; a name taken is someone else's.
@@ -326,6 +343,8 @@ impl Sandboxes<'_> {
             image: plan.image.clone(),
             created_at: now_ms(),
             spec: serde_json::to_string(&plan).ok(),
+            boot_token: Some(boot_token),
+            made_as: None,
         };
         self.store.add_sandbox(&made)?;
         Ok(made)
@@ -356,7 +375,10 @@ impl Sandboxes<'_> {
             }
         };
         let plan = pod_plan(&made)?;
-        let started = kube.ensure_running(name, &made.token, &plan).await?;
+        let resource = made.resource_name();
+        let started = kube
+            .ensure_running(resource, made.start_token(), &plan)
+            .await?;
         self.keep_pod_uid(name, plan.clone(), started.uid.clone())?;
         if started.remade {
             let why = started
@@ -373,8 +395,9 @@ impl Sandboxes<'_> {
             });
         }
         let tunnel = kube
-            .connect(name, &plan.namespace, started.ip.as_deref())
+            .connect(resource, &plan.namespace, started.ip.as_deref())
             .await?;
+        crate::tokens::ensure_own(&tunnel.url, &made).await?;
         Ok(Sandbox::through(
             tunnel,
             made.token.clone(),

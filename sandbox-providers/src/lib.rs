@@ -7,6 +7,8 @@ pub mod docker;
 pub mod idle_watch;
 pub mod kubernetes;
 pub mod local;
+pub mod pool;
+pub mod tokens;
 
 /// Where a local sandbox's daemon writes its log.
 pub fn coved_log() -> PathBuf {
@@ -101,6 +103,11 @@ pub enum SandboxError {
     /// A remote sandbox needs a token.
     #[error("no token for the sandbox at {url}: set COVE_SANDBOX_TOKEN")]
     NoToken { url: String },
+    /// Its daemon takes neither the token Cove gave it nor the one it started with.
+    #[error(
+        "sandbox {name} refuses both its own token and the one it was started with (changed outside Cove?); remove it with `cove sandbox rm {name}` and make another"
+    )]
+    Disowned { name: String },
     /// A Docker sandbox is opened by its URL once its container runs.
     #[error("the Docker sandbox {0} must be started before it is opened")]
     NotStarted(String),

@@ -20,6 +20,7 @@ use super::runs::{Claim, Input, launch};
 use cove_core::llm::ChatMessage;
 use cove_core::plan_answer::{approved, rejected};
 use cove_core::store::{Decision, RequestKind, Thread};
+use cove_sandbox::SandboxSpec;
 
 /// A thread as the API shows it: the stored row, whether it runs now, what it waits for and
 /// the number of its newest event.
@@ -378,9 +379,37 @@ pub(super) async fn delete_thread(
     let _held = Claim::take(&state, &thread.id)?;
     state.store.delete_thread(&thread.id)?;
     tracing::info!(thread = %thread.id, "thread deleted");
+    state.sandboxes.close(&thread.id).await;
+    release_pooled_sandbox(&state, &thread.sandbox).await;
     Ok(Json(Accepted {
         state: "deleted".into(),
     }))
+}
+
+/// Removes the sandbox a deleted thread took from a pool, once no thread uses it: a pooled
+/// sandbox is never handed to another.
+async fn release_pooled_sandbox(state: &Arc<ServeState>, label: &str) {
+    let name = match SandboxSpec::from_label(label) {
+        SandboxSpec::Docker { name } | SandboxSpec::Kubernetes { name } => name,
+        _ => return,
+    };
+    let pooled = match state.store.sandbox(&name) {
+        Ok(Some(made)) if made.made_as.is_some() => made,
+        _ => return,
+    };
+    let still_used = state
+        .store
+        .threads()
+        .map_or(true, |threads| threads.iter().any(|t| t.sandbox == label));
+    if still_used {
+        return;
+    }
+    match state.sandbox_layer().remove_made(&pooled).await {
+        Ok(()) => tracing::info!(sandbox = %name, "the pooled sandbox of a deleted thread removed"),
+        Err(e) => {
+            tracing::warn!(sandbox = %name, error = %e, "the pooled sandbox of a deleted thread could not be removed; `cove sandbox rm` it")
+        }
+    }
 }
 
 /// `POST /v1/threads/{id}/resume`: continues a thread whose run stopped.

@@ -351,7 +351,7 @@ impl ServeState {
             local: &self.local,
             in_cluster: self.in_cluster,
             narrate: &self.log,
-            idle_watcher: std::env::current_exe().ok(),
+            helper_program: std::env::current_exe().ok(),
         }
     }
 }

@@ -21,47 +21,85 @@ pub struct ManagedSandbox {
     pub created_at: i64,
     /// What the provider needs to make it again (JSON; a Kubernetes Pod's plan).
     pub spec: Option<String>,
+    /// The token its container or Pod starts with; its daemon is given `token` after each
+    /// start. None for a sandbox made before Cove rotated tokens (it keeps `token` there).
+    #[serde(skip)]
+    pub boot_token: Option<String>,
+    /// The name its resources were made under, when not its own (a pool member's).
+    pub made_as: Option<String>,
+}
+
+impl ManagedSandbox {
+    /// The token its container or Pod is started with.
+    pub fn start_token(&self) -> &str {
+        self.boot_token.as_deref().unwrap_or(&self.token)
+    }
+
+    /// The name its container, network or Pod carry.
+    pub fn resource_name(&self) -> &str {
+        self.made_as.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// The columns of `sandboxes`, in the order [`sandbox_row`] reads them.
+pub(crate) const SANDBOX_COLUMNS: &str =
+    "name, provider, container_id, url, token, image, created_at, spec, boot_token, made_as";
+
+/// A `sandboxes` row read with [`SANDBOX_COLUMNS`].
+pub(crate) fn sandbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ManagedSandbox> {
+    Ok(ManagedSandbox {
+        name: r.get(0)?,
+        provider: r.get(1)?,
+        container_id: r.get(2)?,
+        url: r.get(3)?,
+        token: r.get(4)?,
+        image: r.get(5)?,
+        created_at: r.get(6)?,
+        spec: r.get(7)?,
+        boot_token: r.get(8)?,
+        made_as: r.get(9)?,
+    })
+}
+
+/// Records `s` through `conn`.
+pub(crate) fn insert_sandbox(
+    conn: &rusqlite::Connection,
+    s: &ManagedSandbox,
+) -> Result<(), StoreError> {
+    conn.execute(
+        &format!(
+            "INSERT INTO sandboxes ({SANDBOX_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        ),
+        params![
+            s.name,
+            s.provider,
+            s.container_id,
+            s.url,
+            s.token,
+            s.image,
+            s.created_at,
+            s.spec,
+            s.boot_token,
+            s.made_as
+        ],
+    )?;
+    Ok(())
 }
 
 impl Store {
     /// Records a sandbox a provider made.
     pub fn add_sandbox(&self, s: &ManagedSandbox) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO sandboxes (name, provider, container_id, url, token, image, created_at, spec)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                s.name,
-                s.provider,
-                s.container_id,
-                s.url,
-                s.token,
-                s.image,
-                s.created_at,
-                s.spec
-            ],
-        )?;
-        Ok(())
+        insert_sandbox(&self.conn(), s)
     }
 
     /// Every sandbox a provider made, by name.
     pub fn sandboxes(&self) -> Result<Vec<ManagedSandbox>, StoreError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT name, provider, container_id, url, token, image, created_at, spec FROM sandboxes ORDER BY name",
-        )?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {SANDBOX_COLUMNS} FROM sandboxes ORDER BY name"
+        ))?;
         let rows = stmt
-            .query_map([], |r| {
-                Ok(ManagedSandbox {
-                    name: r.get(0)?,
-                    provider: r.get(1)?,
-                    container_id: r.get(2)?,
-                    url: r.get(3)?,
-                    token: r.get(4)?,
-                    image: r.get(5)?,
-                    created_at: r.get(6)?,
-                    spec: r.get(7)?,
-                })
-            })?
+            .query_map([], sandbox_row)?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }

@@ -242,6 +242,27 @@ CREATE TABLE spawns (
     // 11: why the sub-agents of a spawn_agents call that could not start did not, kept with
     // the call while a sub-agent's question pauses it.
     "ALTER TABLE spawns ADD COLUMN failed TEXT NOT NULL DEFAULT '[]';",
+    // 12: the token a sandbox's container or Pod starts with (its daemon is given the
+    // sandbox's own token after each start, so what its environment shows is dead), the
+    // name its resources were made under (a pool member's), and the pools' members: made
+    // ahead of use, handed out whole to one sandbox name each.
+    "
+ALTER TABLE sandboxes ADD COLUMN boot_token TEXT;
+ALTER TABLE sandboxes ADD COLUMN made_as TEXT;
+CREATE TABLE pool_members (
+    name TEXT PRIMARY KEY,
+    pool TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    container_id TEXT NOT NULL,
+    url TEXT,
+    boot_token TEXT NOT NULL,
+    image TEXT NOT NULL,
+    spec TEXT,
+    ready INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX pool_members_by_pool ON pool_members(pool, ready, created_at);
+",
 ];
 
 /// The version this build writes.

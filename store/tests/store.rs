@@ -813,3 +813,97 @@ fn a_spawn_keeps_its_notes_and_a_sub_agents_answer_closes_the_parents_question_a
     // Nothing of it in the parent's conversation.
     assert!(store.llm_messages(&parent.id).unwrap().is_empty());
 }
+
+#[test]
+fn a_pool_member_goes_to_one_sandbox_only_and_never_past_its_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cove.db");
+    let store = Store::open(&path).unwrap();
+    let member = |name: &str, created_at: i64, ready: bool| cove_store::PoolMember {
+        name: name.into(),
+        pool: "py".into(),
+        provider: "docker".into(),
+        container_id: String::new(),
+        url: None,
+        boot_token: format!("boot-of-{name}"),
+        image: "cove-sandbox:test".into(),
+        spec: None,
+        ready,
+        created_at,
+    };
+    store
+        .add_pool_member(&member("pool-py-old", 1_000, false))
+        .unwrap();
+    store
+        .add_pool_member(&member("pool-py-a", 2_000, false))
+        .unwrap();
+    store
+        .add_pool_member(&member("pool-py-b", 3_000, false))
+        .unwrap();
+    store
+        .set_pool_member_ready("pool-py-old", "c-old", Some("http://127.0.0.1:1"), None)
+        .unwrap();
+    store
+        .set_pool_member_ready("pool-py-a", "c-a", Some("http://127.0.0.1:2"), None)
+        .unwrap();
+    let as_sandbox = |name: &str| {
+        let name = name.to_string();
+        move |m: &cove_store::PoolMember| cove_store::ManagedSandbox {
+            name: name.clone(),
+            provider: m.provider.clone(),
+            container_id: m.container_id.clone(),
+            url: m.url.clone(),
+            token: format!("own-token-of-{name}"),
+            image: m.image.clone(),
+            created_at: 9_000,
+            spec: None,
+            boot_token: Some(m.boot_token.clone()),
+            made_as: Some(m.name.clone()),
+        }
+    };
+    // Several controllers claim at once: each member goes to one of them, the one past its
+    // age and the one not ready go to none.
+    let start = std::sync::Barrier::new(4);
+    let claimed: Vec<Option<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|n| {
+                let (path, start, as_sandbox) = (&path, &start, &as_sandbox);
+                s.spawn(move || {
+                    let store = Store::open(path).unwrap();
+                    start.wait();
+                    store
+                        .claim_pool_member("py", 1_500, as_sandbox(&format!("t{n}")))
+                        .unwrap()
+                        .map(|(member, made)| {
+                            assert_eq!(made.made_as.as_deref(), Some(member.name.as_str()));
+                            assert_eq!(made.boot_token, Some(member.boot_token));
+                            member.name
+                        })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let taken: Vec<&String> = claimed.iter().flatten().collect();
+    assert_eq!(taken, [&"pool-py-a".to_string()], "{claimed:?}");
+    let made = store.sandboxes().unwrap();
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].resource_name(), "pool-py-a");
+    assert_eq!(made[0].start_token(), "boot-of-pool-py-a");
+    let left: Vec<String> = store
+        .pool_members(Some("py"))
+        .unwrap()
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(left, ["pool-py-old", "pool-py-b"]);
+    // A name taken already: nothing is claimed, the member stays.
+    store
+        .set_pool_member_ready("pool-py-b", "c-b", None, None)
+        .unwrap();
+    let name = made[0].name.clone();
+    assert!(store.claim_pool_member("py", 0, as_sandbox(&name)).is_err());
+    assert_eq!(store.pool_members(Some("py")).unwrap().len(), 2);
+    assert!(store.remove_pool_member("pool-py-old").unwrap());
+    assert!(!store.remove_pool_member("pool-py-old").unwrap());
+}

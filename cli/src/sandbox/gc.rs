@@ -19,14 +19,36 @@ pub(super) async fn gc(
 ) -> Result<ExitCode, CliError> {
     let installation = inv.store.installation_id()?;
     let made = inv.store.sandboxes()?;
-    let mut rows = Vec::new();
+    let mut rows = pool_leftovers(inv, dry_run).await?;
+    // Whatever a pool made is known while the pool's record of it lives.
+    let members = inv.store.pool_members(None)?;
+    let known = |provider: &str| -> Vec<String> {
+        made.iter()
+            .filter(|s| (s.provider == "kubernetes") == (provider == "kubernetes"))
+            .flat_map(|s| [s.name.clone(), s.resource_name().to_string()])
+            .chain(
+                members
+                    .iter()
+                    .filter(|m| m.provider == provider)
+                    .map(|m| m.name.clone()),
+            )
+            .collect()
+    };
     let mut unreached = Vec::new();
-    match docker_leftovers(&installation, &made, dry_run).await {
+    match docker_leftovers(&installation, &known("docker"), dry_run).await {
         Ok(found) => rows.extend(found),
         Err(e) => unreached.push(e),
     }
     let wants_kube = !namespaces.is_empty() || made.iter().any(|s| s.provider == "kubernetes");
-    match kube_leftovers(inv, namespaces, &installation, &made, dry_run).await {
+    match kube_leftovers(
+        inv,
+        namespaces,
+        &installation,
+        (&made, &known("kubernetes")),
+        dry_run,
+    )
+    .await
+    {
         Ok(found) => rows.extend(found),
         Err(e) if wants_kube => return Err(e),
         Err(e) => unreached.push(e),
@@ -61,20 +83,36 @@ pub(super) async fn gc(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The members of pools `cove.toml` no longer has, removed unless `dry_run`.
+async fn pool_leftovers(inv: &Invocation, dry_run: bool) -> Result<Vec<Value>, CliError> {
+    let mut rows = Vec::new();
+    let mut gone: Vec<String> = Vec::new();
+    for member in inv.store.pool_members(None)? {
+        if inv.file.pools.contains_key(&member.pool) {
+            continue;
+        }
+        rows.push(json!({"provider": member.provider, "kind": "pool member", "name": member.name, "pool": member.pool}));
+        if !gone.contains(&member.pool) {
+            gone.push(member.pool);
+        }
+    }
+    if !dry_run {
+        for pool in &gone {
+            inv.sandboxes().drain_pool(pool).await?;
+        }
+    }
+    Ok(rows)
+}
+
 /// Docker's leftovers of this installation, removed unless `dry_run`.
 async fn docker_leftovers(
     installation: &str,
-    made: &[ManagedSandbox],
+    known: &[String],
     dry_run: bool,
 ) -> Result<Vec<Value>, CliError> {
     let docker = Docker::from_env()?;
     docker.ping().await?;
-    let known: Vec<String> = made
-        .iter()
-        .filter(|s| s.provider != "kubernetes")
-        .map(|s| s.name.clone())
-        .collect();
-    let mut found = docker.leftovers(installation, &known).await?;
+    let mut found = docker.leftovers(installation, known).await?;
     // Containers first: a network or an image goes once nothing uses it.
     found.sort_by_key(|l| match l.kind {
         "container" => 0,
@@ -96,15 +134,10 @@ async fn kube_leftovers(
     inv: &Invocation,
     mut namespaces: Vec<String>,
     installation: &str,
-    made: &[ManagedSandbox],
+    (made, known): (&[ManagedSandbox], &[String]),
     dry_run: bool,
 ) -> Result<Vec<Value>, CliError> {
     let kube = Kubernetes::from_env(inv.in_cluster).await?;
-    let known: Vec<String> = made
-        .iter()
-        .filter(|s| s.provider == "kubernetes")
-        .map(|s| s.name.clone())
-        .collect();
     if namespaces.is_empty() {
         namespaces.push(kube.default_namespace.clone());
         for sandbox in made.iter().filter(|s| s.provider == "kubernetes") {
@@ -117,7 +150,7 @@ async fn kube_leftovers(
     }
     let mut rows = Vec::new();
     for namespace in &namespaces {
-        for (kind, name) in kube.leftovers(namespace, &known, installation).await? {
+        for (kind, name) in kube.leftovers(namespace, known, installation).await? {
             if !dry_run {
                 kube.delete(namespace, kind, &name).await?;
             }

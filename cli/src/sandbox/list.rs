@@ -99,14 +99,17 @@ async fn pod_row_state(
     sandbox: &ManagedSandbox,
 ) -> Result<InfoResponse, String> {
     let plan = pod_plan(sandbox).map_err(|e| e.to_string())?;
-    match kube.state(&sandbox.name, &plan.namespace).await {
+    match kube.state(sandbox.resource_name(), &plan.namespace).await {
         Err(e) => Err(e.to_string()),
         Ok(PodState::Missing) => Err("stopped (no Pod)".into()),
         Ok(PodState::Starting(phase)) => Err(format!("Pod {phase}")),
         Ok(PodState::Failed(why)) => Err(format!("Pod ended: {why}")),
         Ok(PodState::Ready { ip }) => {
             let tunnel = kube
-                .connect(&sandbox.name, &plan.namespace, ip.as_deref())
+                .connect(sandbox.resource_name(), &plan.namespace, ip.as_deref())
+                .await
+                .map_err(|e| e.to_string())?;
+            cove_sandbox::tokens::ensure_own(&tunnel.url, sandbox)
                 .await
                 .map_err(|e| e.to_string())?;
             check(&tunnel.url, &sandbox.token).await
@@ -183,7 +186,14 @@ pub(super) async fn ls(inv: &Invocation) -> Result<ExitCode, CliError> {
                         Ok(info) => {
                             limits = Some(info.limits);
                             match info.url {
-                                Some(url) => check(&url, &s.token).await,
+                                // Started again (by the engine, say), it takes its
+                                // boot token until it is given its own.
+                                Some(url) => {
+                                    match cove_sandbox::tokens::ensure_own(&url, s).await {
+                                        Ok(()) => check(&url, &s.token).await,
+                                        Err(e) => Err(e.to_string()),
+                                    }
+                                }
                                 None => Err("no published port".to_string()),
                             }
                         }

@@ -4,6 +4,7 @@
 mod gc;
 mod list;
 mod pause;
+mod pool;
 mod snapshot;
 
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use crate::sandbox_choice::{self, SandboxArgs, coved_log};
 use crate::{CliError, Invocation};
 use cove_core::store::{ManagedSandbox, now_ms};
 use cove_sandbox::choice::pod_plan;
-use cove_sandbox::docker::{ContainerSpec, Created, Docker, DockerError, parse_size};
+use cove_sandbox::docker::{ContainerSpec, Created, Docker, parse_size};
 use cove_sandbox::kubernetes::{Kubernetes, PodPlan, pod_name};
 use cove_sandbox::{LocalDaemon, SandboxSpec};
 
@@ -43,6 +44,10 @@ pub(super) enum SandboxCommand {
     Create {
         /// The sandbox's name, for --sandbox NAME.
         name: String,
+        /// Take a ready sandbox from this warm pool (`[pools.NAME]` in cove.toml) instead
+        /// of making one; the pool refills in the background.
+        #[arg(long, conflicts_with_all = ["image", "from", "memory", "cpus", "kubernetes"])]
+        pool: Option<String>,
         /// The sandbox image (build it from sandbox-image/).
         #[arg(long, default_value = cove_sandbox::docker::DEFAULT_IMAGE)]
         image: String,
@@ -115,6 +120,9 @@ pub(super) enum SandboxCommand {
     },
     /// Remove a sandbox and what it is made of.
     Rm { name: String },
+    /// Warm pools (`[pools.NAME]` in cove.toml): sandboxes made ahead of use.
+    #[command(subcommand)]
+    Pool(pool::PoolCommand),
     /// List what Cove made for sandboxes it no longer knows (left by a failed create, a
     /// removed database): Docker containers, networks and snapshots of sandboxes gone that
     /// no container is made from; Kubernetes Pods, Secrets and volumes. Only this
@@ -138,6 +146,12 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::Ls => list::ls(inv).await,
         SandboxCommand::Create {
             name,
+            pool: Some(pool),
+            ..
+        } => pool::create(inv, &name, &pool).await,
+        SandboxCommand::Create {
+            name,
+            pool: None,
             image,
             from,
             memory,
@@ -176,6 +190,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         }
         SandboxCommand::IdleWatch { name, after } => pause::idle_watch(inv, &name, after).await,
         SandboxCommand::Rm { name } => remove(inv, &name).await,
+        SandboxCommand::Pool(cmd) => pool::command(inv, cmd).await,
         SandboxCommand::Gc { namespace, yes } => gc::gc(inv, namespace, !yes).await,
     }
 }
@@ -275,7 +290,7 @@ impl Sizes {
         cpus: Option<f64>,
         storage: Option<&str>,
     ) -> Result<Sizes, CliError> {
-        let file = inv.file.sandbox_limits.clone().unwrap_or_default();
+        let file = cove_sandbox::pool::file_limits(&inv.file).map_err(CliError::Usage)?;
         let size = |flag: &str, value: &str| {
             parse_size(value).ok_or_else(|| {
                 CliError::Usage(format!(
@@ -283,23 +298,15 @@ impl Sizes {
                 ))
             })
         };
-        let memory_bytes = match (memory, file.memory.as_deref()) {
-            (Some(m), _) => Some(size("--memory", m)?),
-            (None, Some(m)) => Some(size("[sandbox_limits] memory", m)?),
-            (None, None) => None,
+        let memory_bytes = match memory {
+            Some(m) => Some(size("--memory", m)?),
+            None => file.memory_bytes,
         };
         let cpus = cpus.or(file.cpus);
         if let Some(c) = cpus
             && !(c > 0.0 && c <= 1024.0)
         {
             return Err(CliError::Usage(format!("--cpus {c} is not a CPU count")));
-        }
-        if let Some(p) = file.processes
-            && p < 1
-        {
-            return Err(CliError::Usage(format!(
-                "[sandbox_limits] processes = {p}: give 1 or more"
-            )));
         }
         Ok(Sizes {
             memory_bytes,
@@ -320,6 +327,8 @@ async fn create(
     let docker = Docker::from_env()?;
     docker.ping().await?;
     let token = cove_core::store::new_id(32);
+    // What the container's environment holds; its daemon is given `token` below.
+    let boot_token = cove_core::store::new_id(32);
     let spec = ContainerSpec {
         image: image.clone(),
         memory_bytes: sizes.memory_bytes,
@@ -330,8 +339,8 @@ async fn create(
     };
     inv.printer
         .note(&format!("creating sandbox {name} from {image}"));
-    let Created { info, phases } = docker.create(name, &token, &spec).await?;
-    inv.store.add_sandbox(&ManagedSandbox {
+    let Created { info, phases } = docker.create(name, &boot_token, &spec).await?;
+    let made = ManagedSandbox {
         name: name.to_string(),
         provider: "docker".into(),
         container_id: info.id.clone(),
@@ -340,7 +349,13 @@ async fn create(
         image,
         created_at: now_ms(),
         spec: None,
-    })?;
+        boot_token: Some(boot_token),
+        made_as: None,
+    };
+    inv.store.add_sandbox(&made)?;
+    if let Some(url) = &info.url {
+        cove_sandbox::tokens::ensure_own(url, &made).await?;
+    }
     let url = info.url.unwrap_or_default();
     inv.printer.result(
         &json!({"name": name, "container_id": info.id, "url": url, "phases": phases}),
@@ -400,7 +415,9 @@ pub(super) async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
     if sandbox.provider == "kubernetes" {
         let plan = pod_plan(&sandbox)?;
         let kube = Kubernetes::from_env(inv.in_cluster).await?;
-        let started = kube.ensure_running(name, &sandbox.token, &plan).await?;
+        let started = kube
+            .ensure_running(sandbox.resource_name(), sandbox.start_token(), &plan)
+            .await?;
         inv.sandboxes()
             .keep_pod_uid(name, plan, started.uid.clone())?;
         inv.printer.result(
@@ -409,7 +426,7 @@ pub(super) async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
                 if started.lost_workspace {
                     format!("sandbox {name} runs again, with an empty workspace (it has no volume)")
                 } else {
-                    format!("sandbox {name} runs in Pod {}", pod_name(name))
+                    format!("sandbox {name} runs in Pod {}", pod_name(sandbox.resource_name()))
                 }
             },
         );
@@ -439,7 +456,7 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
         let plan = pod_plan(&sandbox)?;
         Kubernetes::from_env(inv.in_cluster)
             .await?
-            .stop(name, &plan.namespace)
+            .stop(sandbox.resource_name(), &plan.namespace)
             .await?;
         inv.printer
             .result(&json!({"name": name, "running": false}), |_| {
@@ -473,22 +490,7 @@ async fn stop(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
 /// `cove sandbox rm NAME`
 async fn remove(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
     let sandbox = managed(inv, name)?;
-    if sandbox.provider == "kubernetes" {
-        let plan = pod_plan(&sandbox)?;
-        Kubernetes::from_env(inv.in_cluster)
-            .await?
-            .remove(name, &plan.namespace)
-            .await?;
-    } else {
-        let docker = Docker::from_env()?;
-        match docker.remove(&sandbox.container_id).await {
-            // Removed outside Cove already: forget it all the same.
-            Ok(()) | Err(DockerError::NotFound(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        docker.remove_network(name).await?;
-    }
-    inv.store.remove_sandbox(name)?;
+    inv.sandboxes().remove_made(&sandbox).await?;
     inv.printer
         .result(&json!({"name": name, "removed": true}), |_| {
             format!("sandbox {name} removed")

@@ -17,6 +17,7 @@ mod agents;
 mod common;
 mod cost;
 mod docker_pause;
+mod docker_pools;
 mod docker_snapshots;
 mod isolation;
 mod kubernetes;

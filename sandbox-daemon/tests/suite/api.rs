@@ -186,6 +186,49 @@ async fn a_generated_token_is_stored_privately_and_announced() {
 }
 
 #[tokio::test]
+async fn a_new_token_replaces_the_one_the_daemon_started_with() {
+    let started_with = "started-with-this-token-0123456789abcdef";
+    let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
+        .token_in_env(started_with)
+        .spawn()
+        .await
+        .unwrap();
+    // A token too short is refused, and the old one still works.
+    let refused = d.client.rotate_token("short").await.unwrap_err();
+    assert!(
+        matches!(&refused, cove_protocol::client::ClientError::Api { code: ErrorCode::InvalidRequest, message, .. } if message.contains("at least 32")),
+        "{refused:?}"
+    );
+    d.client.info().await.unwrap();
+
+    let new = "the-token-handed-out-with-it-0123456789abcdef";
+    d.client.rotate_token(new).await.unwrap();
+    let old = d.client.info().await.unwrap_err();
+    assert!(
+        matches!(
+            old,
+            cove_protocol::client::ClientError::Api {
+                code: ErrorCode::Unauthorized,
+                ..
+            }
+        ),
+        "{old:?}"
+    );
+    let client =
+        cove_protocol::client::CovedClient::new(d.client.base_url().as_str(), new).unwrap();
+    client.info().await.unwrap();
+    assert_eq!(
+        client
+            .exec(&ExecRequest::new("echo on"))
+            .await
+            .unwrap()
+            .output,
+        "on\n"
+    );
+    assert!(!d.stderr().contains(new), "never prints the token itself");
+}
+
+#[tokio::test]
 async fn tokens_come_from_the_environment_or_a_file() {
     let d = DaemonBuilder::new(env!("CARGO_BIN_EXE_coved"))
         .token_in_env("from-the-environment-0123456789abcdef")

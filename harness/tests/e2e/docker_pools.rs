@@ -1,0 +1,325 @@
+//! A warm pool on the real Docker engine: it fills to its size; three sandboxes taken at
+//! once get three different members, each with a token of its own that its container's
+//! environment does not hold (the one there is dead); a member started again takes its own
+//! token back at its next use; the pool refills behind what was taken; a served thread
+//! that names the pool takes one, which goes with the thread; drained, nothing is left.
+
+use std::time::{Duration, Instant};
+
+use cove_harness::Turn;
+use cove_harness::llm::Wire;
+use cove_protocol::ErrorCode;
+use cove_protocol::client::{ClientError, CovedClient};
+use serde_json::{Value, json};
+
+use super::real_docker::{IMAGE, docker, on_engine_ok};
+use super::serve::Server;
+use super::{Cove, explain};
+
+/// The rows a `--json` list prints, a line each.
+fn rows_of(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {}", explain(out))))
+        .collect()
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("not JSON: {}", explain(out)))
+}
+
+/// The containers this test's installation made, by name.
+fn containers(installation: &str) -> Vec<String> {
+    let out = docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=cove.installation={installation}"),
+        "--format",
+        "{{.Names}}",
+    ]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Removes what the test's installation made however it ends.
+struct Tidy(String);
+
+impl Drop for Tidy {
+    fn drop(&mut self) {
+        for name in containers(&self.0) {
+            let _ = docker(&["rm", "-f", &name]);
+        }
+        let out = docker(&[
+            "network",
+            "ls",
+            "--filter",
+            &format!("label=cove.installation={}", self.0),
+            "--format",
+            "{{.Name}}",
+        ]);
+        for network in String::from_utf8_lossy(&out.stdout).lines() {
+            let _ = docker(&["network", "rm", network]);
+        }
+    }
+}
+
+/// Waits up to `limit` for `cove sandbox pool ls` to show pool `pool` with `ready` ready.
+async fn until_ready(cove: &Cove, pool: &str, ready: u64, limit: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let listed = rows_of(&on_engine_ok(cove, &["--json", "sandbox", "pool", "ls"]).await);
+        let row = listed
+            .iter()
+            .find(|r| r["pool"] == pool)
+            .cloned()
+            .unwrap_or_default();
+        if row["ready"] == ready {
+            return row;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "pool {pool} did not get {ready} ready in {limit:?}: {row}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// (own token, boot token, the member it was made as) of sandbox `name`, from the database.
+fn tokens_of(cove: &Cove, name: &str) -> (String, String, String) {
+    let conn = rusqlite::Connection::open(cove.home.path().join("cove.db")).unwrap();
+    conn.query_row(
+        "SELECT token, boot_token, made_as FROM sandboxes WHERE name = ?1",
+        [name],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .unwrap()
+}
+
+async fn refused(url: &str, token: &str) -> bool {
+    matches!(
+        CovedClient::new(url, token).unwrap().info().await,
+        Err(ClientError::Api {
+            code: ErrorCode::Unauthorized,
+            ..
+        })
+    )
+}
+
+#[tokio::test]
+async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills() {
+    let present = docker(&["image", "inspect", IMAGE]);
+    assert!(
+        present.status.success(),
+        "no {IMAGE} on a running Docker engine: run sandbox-image/build-test-image.sh"
+    );
+    let cove = Cove::new(Wire::OpenAi).await;
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("cove.toml"),
+        format!("[pools.p3]\nsize = 3\nimage = \"{IMAGE}\"\n[sandbox_limits]\nmemory = \"1g\"\n"),
+    )
+    .unwrap();
+    // A pool that names no image Docker has says so, and why, in one line.
+    let bad = cove.home.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[pools.nope]\nsize = 1\nimage = \"cove-no-such-image:1\"\n",
+    )
+    .unwrap();
+    let mut cmd = cove.command(&["sandbox", "pool", "fill", "nope"]);
+    cmd.env("COVE_CONFIG", &bad)
+        .env_remove("DOCKER_HOST")
+        .env_remove("DOCKER_TLS_VERIFY")
+        .env_remove("DOCKER_CERT_PATH");
+    let out = cmd.output().await.unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", explain(&out));
+    assert!(
+        said.contains("pool nope cannot fill") && said.contains("cove-no-such-image:1"),
+        "{said}"
+    );
+
+    let filled = json_of(&on_engine_ok(&cove, &["--json", "sandbox", "pool", "fill", "p3"]).await);
+    assert_eq!(filled["ready"], 3, "{filled}");
+    assert_eq!(filled["made"], 3, "{filled}");
+    let conn = rusqlite::Connection::open(cove.home.path().join("cove.db")).unwrap();
+    let installation: String = conn
+        .query_row(
+            "SELECT value FROM settings WHERE key = 'installation'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let _tidy = Tidy(installation.clone());
+    assert_eq!(containers(&installation).len(), 3);
+
+    // Three takers at once: three members, one each.
+    let takers = (0..3).map(|n| {
+        let cove = &cove;
+        async move {
+            let name = format!("t{n}");
+            json_of(
+                &on_engine_ok(
+                    cove,
+                    &["--json", "sandbox", "create", &name, "--pool", "p3"],
+                )
+                .await,
+            )
+        }
+    });
+    let taken = futures_util::future::join_all(takers).await;
+    let mut members: Vec<String> = taken
+        .iter()
+        .map(|t| t["from"].as_str().unwrap().to_string())
+        .collect();
+    members.sort();
+    members.dedup();
+    assert_eq!(members.len(), 3, "{taken:?}");
+    let mut own_tokens = Vec::new();
+    for (n, took) in taken.iter().enumerate() {
+        let name = format!("t{n}");
+        let (own, boot, made_as) = tokens_of(&cove, &name);
+        assert_eq!(Some(made_as.as_str()), took["from"].as_str());
+        let url = took["url"].as_str().unwrap();
+        // Its own token works; the one its container started with is dead.
+        assert!(!refused(url, &own).await, "{name}: own token refused");
+        assert!(
+            refused(url, &boot).await,
+            "{name}: its boot token still works"
+        );
+        own_tokens.push(own);
+    }
+    own_tokens.sort();
+    own_tokens.dedup();
+    assert_eq!(own_tokens.len(), 3, "a token was shared");
+
+    // What the agent can read in its sandbox holds no live token: the container's first
+    // process shows the dead boot token, coved's own environment is closed to it.
+    let (own, boot, member) = tokens_of(&cove, "t0");
+    let seen = on_engine_ok(
+        &cove,
+        &[
+            "exec",
+            "--sandbox",
+            "t0",
+            "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep COVE_TOKEN= | sort -u; tr '\\0' '\\n' < /proc/$(pgrep -xo coved)/environ >/dev/null 2>&1 && echo COVED-READABLE; echo DONE",
+        ],
+    )
+    .await;
+    let seen = String::from_utf8_lossy(&seen.stdout).into_owned();
+    assert!(seen.contains("DONE"), "{seen}");
+    assert!(!seen.contains("COVED-READABLE"), "{seen}");
+    assert!(!seen.contains(&own), "the live token is readable:\n{seen}");
+    assert!(seen.contains(&format!("COVE_TOKEN={boot}")), "{seen}");
+
+    // Started again, the member's daemon takes its boot token; its next use gives it its own.
+    let restarted = docker(&["restart", "-t", "1", &format!("cove-{member}")]);
+    assert!(restarted.status.success());
+    let again = on_engine_ok(&cove, &["exec", "--sandbox", "t0", "echo again"]).await;
+    assert!(String::from_utf8_lossy(&again.stdout).contains("again"));
+    let url = taken[0]["url"].as_str().unwrap().to_string();
+    let url = rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "ls"]).await)
+        .into_iter()
+        .find(|r| r["name"] == "t0")
+        .and_then(|r| r["url"].as_str().map(str::to_string))
+        .unwrap_or(url);
+    assert!(refused(&url, &boot).await, "the boot token works again");
+    assert!(!refused(&url, &own).await);
+
+    // The pool refills behind the three taken, by itself.
+    let row = until_ready(&cove, "p3", 3, Duration::from_secs(400)).await;
+    let refilled: Vec<&str> = row["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        refilled.iter().all(|m| !members.iter().any(|t| t == m)),
+        "a member taken is offered again: {row}"
+    );
+
+    // A served thread that names the pool takes one, which goes with the thread.
+    cove.llm
+        .push(Turn::text("").call("execute_command", json!({"command": "hostname"})));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "looked"})));
+    let mut cmd = cove.command(&[
+        "--json",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--sandbox",
+        "pool:p3",
+    ]);
+    cmd.env_remove("DOCKER_HOST")
+        .env_remove("DOCKER_TLS_VERIFY")
+        .env_remove("DOCKER_CERT_PATH");
+    let server = Server::from_child(cmd.spawn().unwrap()).await;
+    let thread = server
+        .create(json!({"task": "Look around", "model": "openai/scripted"}))
+        .await;
+    let mut sse = server.stream(&thread, None).await;
+    let events = sse.until("thread_run_end").await;
+    let (_, view) = server.get(&format!("/v1/threads/{thread}")).await;
+    let label = view["sandbox"].as_str().unwrap().to_string();
+    let name = label
+        .strip_prefix("docker:")
+        .expect("a Docker sandbox")
+        .to_string();
+    let (_, _, served_member) = tokens_of(&cove, &name);
+    assert!(served_member.starts_with("pool-p3-"), "{served_member}");
+    let hostname = docker(&[
+        "inspect",
+        "-f",
+        "{{.Config.Hostname}}",
+        &format!("cove-{served_member}"),
+    ]);
+    let hostname = String::from_utf8_lossy(&hostname.stdout).trim().to_string();
+    assert!(!hostname.is_empty());
+    assert!(
+        events.iter().any(|(_, e)| e["type"] == "tool_completed"
+            && e["output"].as_str().is_some_and(|o| o.contains(&hostname))),
+        "the command did not run in the pooled sandbox {hostname}: {events:?}"
+    );
+    let mut deleted = server
+        .raw(reqwest::Method::DELETE, &format!("/v1/threads/{thread}"))
+        .await;
+    for _ in 0..50 {
+        if deleted.status() != 409 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        deleted = server
+            .raw(reqwest::Method::DELETE, &format!("/v1/threads/{thread}"))
+            .await;
+    }
+    assert_eq!(deleted.status(), 200);
+    server.kill().await;
+    assert!(
+        !containers(&installation).contains(&format!("cove-{served_member}")),
+        "the deleted thread's pooled sandbox is still there"
+    );
+    let listed = rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "ls"]).await);
+    assert!(
+        !listed.iter().any(|r| r["name"] == name),
+        "the deleted thread's sandbox is still listed: {listed:?}"
+    );
+
+    // Taken out of cove.toml (so no refill under way makes more), drained, the takers
+    // removed: nothing of the pool is left.
+    std::fs::write(config.join("cove.toml"), "").unwrap();
+    let drained =
+        json_of(&on_engine_ok(&cove, &["--json", "sandbox", "pool", "drain", "p3"]).await);
+    assert!(drained["removed"].as_u64().unwrap() >= 2, "{drained}");
+    for n in 0..3 {
+        on_engine_ok(&cove, &["sandbox", "rm", &format!("t{n}")]).await;
+    }
+    assert_eq!(containers(&installation), Vec::<String>::new());
+    let gc = rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "gc"]).await);
+    assert!(gc.is_empty(), "gc finds leftovers: {gc:?}");
+}
