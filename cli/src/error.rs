@@ -186,7 +186,9 @@ impl From<DockerError> for CliError {
 impl From<KubeError> for CliError {
     fn from(e: KubeError) -> Self {
         match e {
-            KubeError::NoConfig(_) => CliError::Setup(e.to_string()),
+            KubeError::NoConfig(_) | KubeError::NoSnapshots { .. } => {
+                CliError::Setup(e.to_string())
+            }
             KubeError::Unreachable(_) | KubeError::Forward { .. } => {
                 CliError::Unreachable(e.to_string())
             }
@@ -194,7 +196,9 @@ impl From<KubeError> for CliError {
                 CliError::Usage(e.to_string())
             }
             KubeError::Api { code: 404, .. } => CliError::NotFound(e.to_string()),
-            KubeError::Api { .. } | KubeError::NotReady { .. } => CliError::Failed(e.to_string()),
+            KubeError::Api { .. }
+            | KubeError::NotReady { .. }
+            | KubeError::SnapshotFailed { .. } => CliError::Failed(e.to_string()),
         }
     }
 }

@@ -34,6 +34,7 @@ async fn main() {
         shm_bytes: 512 << 20,
         installation: Some("bench".into()),
         pod_uid: None,
+        restore_from: None,
     };
     let before = fake.calls().len();
     let started = Instant::now();

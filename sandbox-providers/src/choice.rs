@@ -370,6 +370,7 @@ impl Sandboxes<'_> {
                     shm_bytes: ContainerSpec::default().shm_bytes,
                     installation: None,
                     pod_uid: None,
+                    restore_from: None,
                 };
                 self.make_pod_sandbox(&kube, name, plan).await?
             }

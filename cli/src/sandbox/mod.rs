@@ -51,9 +51,10 @@ pub(super) enum SandboxCommand {
         /// The sandbox image (build it from sandbox-image/).
         #[arg(long, default_value = cove_sandbox::docker::DEFAULT_IMAGE)]
         image: String,
-        /// Make it from a snapshot (`cove sandbox snapshots` lists them): its whole
-        /// filesystem as the snapshot holds it.
-        #[arg(long, conflicts_with_all = ["image", "kubernetes"])]
+        /// Make it from a snapshot (`cove sandbox snapshots` lists them): a Docker one's
+        /// whole filesystem, or a Kubernetes one's workspace volume (`k8s:NAMESPACE/NAME`;
+        /// its Pod is made in that namespace).
+        #[arg(long, conflicts_with_all = ["image", "namespace"])]
         from: Option<String>,
         /// Memory limit (512m, 4g, 4Gi).
         #[arg(long)]
@@ -162,7 +163,25 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             deadline_secs,
         } => {
             let sizes = Sizes::read(inv, memory.as_deref(), cpus, storage.as_deref())?;
-            inv.sandboxes().check_name(&name, kubernetes)?;
+            let from_volume = match &from {
+                Some(reference) => {
+                    snapshot::plan_from(inv, reference, None, sizes.storage_bytes).await?
+                }
+                None => None,
+            };
+            if from.is_some() && kubernetes && from_volume.is_none() {
+                return Err(CliError::Usage(
+                    "a Docker snapshot makes Docker sandboxes: leave out --kubernetes, or give a Kubernetes snapshot (k8s:NAMESPACE/NAME)".into(),
+                ));
+            }
+            inv.sandboxes()
+                .check_name(&name, kubernetes || from_volume.is_some())?;
+            if let Some(mut plan) = from_volume {
+                plan.cpu = sizes.cpus.map(cove_sandbox::kubernetes::cpu_quantity);
+                plan.memory_bytes = sizes.memory_bytes;
+                plan.deadline_secs = deadline_secs;
+                return create_pod_with(inv, &name, plan).await;
+            }
             if kubernetes {
                 create_pod(inv, &name, image, sizes, namespace, deadline_secs).await
             } else {
@@ -183,6 +202,11 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::Snapshots => snapshot::list(inv).await,
         SandboxCommand::RmSnapshot { snapshot } => snapshot::remove(inv, &snapshot).await,
         SandboxCommand::Fork { name, new, force } => {
+            let source = managed(inv, &name)?;
+            if source.provider == "kubernetes" {
+                inv.sandboxes().check_name(&new, true)?;
+                return snapshot::fork_pod(inv, &source, &new, force).await;
+            }
             inv.sandboxes().check_name(&new, false)?;
             let snapshot = snapshot::take(inv, &name, None, force).await?;
             let sizes = Sizes::read(inv, None, None, None)?;
@@ -378,9 +402,6 @@ async fn create_pod(
     namespace: Option<String>,
     deadline_secs: Option<i64>,
 ) -> Result<ExitCode, CliError> {
-    if deadline_secs.is_some_and(|d| d < 1) {
-        return Err(CliError::Usage("--deadline-secs must be 1 or more".into()));
-    }
     let kube = Kubernetes::from_env(inv.in_cluster).await?;
     let plan = PodPlan {
         namespace: namespace.unwrap_or_else(|| kube.default_namespace.clone()),
@@ -392,12 +413,26 @@ async fn create_pod(
         shm_bytes: ContainerSpec::default().shm_bytes,
         installation: None,
         pod_uid: None,
+        restore_from: None,
     };
+    create_pod_with(inv, name, plan).await
+}
+
+/// Makes Kubernetes sandbox `name` as `plan` says.
+async fn create_pod_with(
+    inv: &Invocation,
+    name: &str,
+    plan: PodPlan,
+) -> Result<ExitCode, CliError> {
+    if plan.deadline_secs.is_some_and(|d| d < 1) {
+        return Err(CliError::Usage("--deadline-secs must be 1 or more".into()));
+    }
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
     inv.sandboxes()
         .make_pod_sandbox(&kube, name, plan.clone())
         .await?;
     inv.printer.result(
-        &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name)}),
+        &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name), "from": plan.restore_from}),
         |_| {
             format!(
                 "sandbox {name} runs in Pod {} (namespace {}); use it with: cove run --sandbox {name} \"...\"",

@@ -9,9 +9,11 @@
 
 mod objects;
 mod pods;
+mod snapshots;
 
 use objects::*;
 use pods::*;
+use snapshots::*;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -42,6 +44,9 @@ struct Cluster {
     pods: BTreeMap<(String, String), PodState>,
     secrets: BTreeMap<(String, String), Value>,
     claims: BTreeMap<(String, String), Claim>,
+    snapshots: BTreeMap<(String, String), Snapshot>,
+    /// Whether the snapshot API is served (the CSI snapshot controller installed).
+    snapshots_offered: bool,
     /// Each change bumps it; watches follow it.
     version: u64,
     /// Every request, as `METHOD path`.
@@ -129,7 +134,10 @@ impl FakeKube {
     /// Serves the fake API on a free port of 127.0.0.1; Pods run `coved`.
     pub async fn start(coved: impl AsRef<Path>) -> Result<FakeKube> {
         let shared: AppState = Arc::new(Shared {
-            cluster: Mutex::new(Cluster::default()),
+            cluster: Mutex::new(Cluster {
+                snapshots_offered: true,
+                ..Cluster::default()
+            }),
             changed: watch::Sender::new(0),
             coved: coved.as_ref().to_path_buf(),
         });
@@ -177,6 +185,14 @@ impl FakeKube {
             .route(
                 "/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}",
                 get(get_claim).delete(delete_claim),
+            )
+            .route(
+                "/apis/snapshot.storage.k8s.io/v1/namespaces/{ns}/volumesnapshots",
+                get(list_snapshots).post(create_snapshot),
+            )
+            .route(
+                "/apis/snapshot.storage.k8s.io/v1/namespaces/{ns}/volumesnapshots/{name}",
+                get(get_snapshot).delete(delete_snapshot),
             )
             // Anything else is not here, said as the API says it.
             .fallback(|uri: axum::http::Uri| async move {
@@ -234,6 +250,34 @@ impl FakeKube {
             .pods
             .get(&(namespace.to_string(), name.to_string()))
             .map(|p| p.object.clone())
+    }
+
+    /// Where the coved of Pod `namespace/name` answers on this machine, while it runs.
+    pub fn coved_url(&self, namespace: &str, name: &str) -> Option<String> {
+        lock(&self.shared)
+            .pods
+            .get(&(namespace.to_string(), name.to_string()))
+            .and_then(|p| p.daemon.as_ref())
+            .map(|d| {
+                d.client
+                    .base_url()
+                    .as_str()
+                    .trim_end_matches('/')
+                    .to_string()
+            })
+    }
+
+    /// The VolumeSnapshot `namespace/name` as the API holds it.
+    pub fn volume_snapshot(&self, namespace: &str, name: &str) -> Option<Value> {
+        lock(&self.shared)
+            .snapshots
+            .get(&(namespace.to_string(), name.to_string()))
+            .map(|s| s.object.clone())
+    }
+
+    /// Serves the snapshot API or not (a cluster without the CSI snapshot controller).
+    pub fn offer_snapshots(&self, offered: bool) {
+        lock(&self.shared).snapshots_offered = offered;
     }
 
     /// Takes away Pod `namespace/name` (one planted, whose daemon there is none of).

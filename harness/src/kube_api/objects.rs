@@ -141,6 +141,7 @@ pub(super) async fn create_claim(
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let mut object = serde_json::to_value(&claim).unwrap_or(body);
+    restore_into(&cluster, &ns, &object, dir.path());
     object["kind"] = json!("PersistentVolumeClaim");
     object["apiVersion"] = json!("v1");
     object["metadata"]["namespace"] = json!(ns);

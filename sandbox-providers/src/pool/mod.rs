@@ -339,6 +339,7 @@ fn plan_of(
             shm_bytes: ContainerSpec::default().shm_bytes,
             installation: Some(installation),
             pod_uid: None,
+            restore_from: None,
         }),
         Some(other) => {
             return Err(invalid(format!(
