@@ -377,6 +377,11 @@ impl Sandboxes<'_> {
         };
         let plan = pod_plan(&made)?;
         let resource = made.resource_name();
+        // Held while it is open: its idle watcher does not pause it meanwhile.
+        let in_use = match self.store.path() {
+            Some(db) => crate::idle_watch::in_use(&db, name).await,
+            None => None,
+        };
         let started = kube
             .ensure_running(resource, made.start_token(), &plan)
             .await?;
@@ -399,14 +404,25 @@ impl Sandboxes<'_> {
             .connect(resource, &plan.namespace, started.ip.as_deref())
             .await?;
         crate::tokens::ensure_own(&tunnel.url, &made).await?;
-        Ok(Sandbox::through(
+        // Only a sandbox with a volume is paused when idle: its files stay on it.
+        if let (Some(secs), Some(program), Some(db), Some(_)) = (
+            self.file.idle_pause_secs,
+            &self.helper_program,
+            self.store.path(),
+            plan.storage_bytes,
+        ) {
+            crate::idle_watch::start(program, &db, name, secs);
+        }
+        let mut sandbox = Sandbox::through(
             tunnel,
             made.token.clone(),
             SandboxSpec::Kubernetes {
                 name: name.to_string(),
             },
         )
-        .await?)
+        .await?;
+        sandbox._in_use = in_use;
+        Ok(sandbox)
     }
 }
 

@@ -1,7 +1,11 @@
 //! `cove sandbox gc [--yes]`: what this installation of Cove made for sandboxes it no
-//! longer knows, in Docker and in Kubernetes; listed, and removed with `--yes`.
+//! longer knows, in Docker and in Kubernetes, members of pools gone from cove.toml, and
+//! Docker sandboxes no thread uses that have been stopped long; listed, and removed with
+//! `--yes`.
 
+use std::collections::HashSet;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -15,11 +19,13 @@ use cove_sandbox::kubernetes::Kubernetes;
 pub(super) async fn gc(
     inv: &Invocation,
     namespaces: Vec<String>,
+    stopped_for: Duration,
     dry_run: bool,
 ) -> Result<ExitCode, CliError> {
     let installation = inv.store.installation_id()?;
-    let made = inv.store.sandboxes()?;
     let mut rows = pool_leftovers(inv, dry_run).await?;
+    rows.extend(stopped_unused(inv, stopped_for, dry_run).await?);
+    let made = inv.store.sandboxes()?;
     // Whatever a pool made is known while the pool's record of it lives.
     let members = inv.store.pool_members(None)?;
     let known = |provider: &str| -> Vec<String> {
@@ -62,14 +68,18 @@ pub(super) async fn gc(
     let verb = if dry_run { "would remove" } else { "removed" };
     inv.printer.list(
         &rows,
-        "nothing to remove: everything Cove made belongs to a sandbox it knows",
+        "nothing to remove: everything Cove made belongs to a sandbox it knows, and no sandbox of no thread has been stopped that long",
         |row| {
             let place = match row["namespace"].as_str() {
                 Some(namespace) => format!("{namespace}/"),
                 None => String::new(),
             };
+            let why = row["why"]
+                .as_str()
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default();
             format!(
-                "{verb} {} {} {place}{}",
+                "{verb} {} {} {place}{}{why}",
                 row["provider"].as_str().unwrap_or_default(),
                 row["kind"].as_str().unwrap_or_default(),
                 row["name"].as_str().unwrap_or_default()
@@ -81,6 +91,59 @@ pub(super) async fn gc(
             .note("nothing was removed: `cove sandbox gc --yes` removes these");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Docker sandboxes Cove made that no thread records and that have been stopped for
+/// `limit` or longer, removed unless `dry_run`.
+async fn stopped_unused(
+    inv: &Invocation,
+    limit: Duration,
+    dry_run: bool,
+) -> Result<Vec<Value>, CliError> {
+    let made: Vec<ManagedSandbox> = inv
+        .store
+        .sandboxes()?
+        .into_iter()
+        .filter(|s| s.provider == "docker")
+        .collect();
+    if made.is_empty() {
+        return Ok(Vec::new());
+    }
+    let used: HashSet<String> = inv
+        .store
+        .threads()?
+        .into_iter()
+        .map(|t| t.sandbox)
+        .collect();
+    let docker = Docker::from_env()?;
+    let mut rows = Vec::new();
+    for sandbox in made {
+        if used.contains(&format!("docker:{}", sandbox.name)) {
+            continue;
+        }
+        let info = match docker.inspect(&sandbox.container_id).await {
+            Ok(info) => info,
+            // Gone outside Cove: `cove sandbox rm` forgets it.
+            Err(_) => continue,
+        };
+        let stopped_secs = info
+            .finished_at
+            .as_deref()
+            .and_then(|at| humantime::parse_rfc3339_weak(at).ok())
+            .and_then(|at| at.elapsed().ok())
+            .map(|d| d.as_secs());
+        let Some(stopped_secs) = stopped_secs.filter(|_| !info.running) else {
+            continue;
+        };
+        if stopped_secs < limit.as_secs() {
+            continue;
+        }
+        if !dry_run {
+            inv.sandboxes().remove_made(&sandbox).await?;
+        }
+        rows.push(json!({"provider": "docker", "kind": "sandbox", "name": sandbox.name, "stopped_secs": stopped_secs, "why": format!("no thread uses it; stopped {}", humantime::format_duration(Duration::from_secs(stopped_secs)))}));
+    }
+    Ok(rows)
 }
 
 /// The members of pools `cove.toml` no longer has, removed unless `dry_run`.

@@ -136,6 +136,10 @@ pub(super) enum SandboxCommand {
         /// Remove what is listed (without it, nothing is removed).
         #[arg(long)]
         yes: bool,
+        /// Also list Docker sandboxes Cove made that no thread uses and that have been
+        /// stopped this long (`7d`, `12h`, `0s` for any stopped).
+        #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+        stopped_for: std::time::Duration,
     },
 }
 
@@ -215,7 +219,11 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
         SandboxCommand::IdleWatch { name, after } => pause::idle_watch(inv, &name, after).await,
         SandboxCommand::Rm { name } => remove(inv, &name).await,
         SandboxCommand::Pool(cmd) => pool::command(inv, cmd).await,
-        SandboxCommand::Gc { namespace, yes } => gc::gc(inv, namespace, !yes).await,
+        SandboxCommand::Gc {
+            namespace,
+            yes,
+            stopped_for,
+        } => gc::gc(inv, namespace, stopped_for, !yes).await,
     }
 }
 

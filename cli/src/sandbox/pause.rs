@@ -2,7 +2,8 @@
 //! processes, shells and browser included, wait in memory where they were, take no CPU,
 //! and go on at resume. Its next use resumes it by itself. Kubernetes offers no freezer: a
 //! paused sandbox's Pod goes and its volume stays (files kept, processes not). With
-//! `idle_pause_secs`, a watcher pauses a Docker sandbox left idle that long.
+//! `idle_pause_secs`, a watcher pauses a sandbox left idle that long (a Kubernetes one only
+//! with a volume, which keeps its files).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -105,8 +106,11 @@ pub(super) async fn idle_watch(
         return Ok(ExitCode::SUCCESS);
     };
     let sandbox = managed(inv, name)?;
-    let docker = Docker::from_env()?;
     let after = after_secs.max(1) as f64;
+    if sandbox.provider == "kubernetes" {
+        return idle_watch_pod(inv, &db, &sandbox, after).await;
+    }
+    let docker = Docker::from_env()?;
     loop {
         let Ok(info) = docker.inspect(&sandbox.container_id).await else {
             return Ok(ExitCode::SUCCESS);
@@ -118,12 +122,13 @@ pub(super) async fn idle_watch(
             (true, false, Some(url)) => {
                 let client = CovedClient::new(&url, sandbox.token.clone())
                     .map_err(|e| CliError::Failed(e.to_string()))?;
-                match idle_for(inv, &client, name).await {
+                let label = format!("docker:{name}");
+                match idle_for(inv, &client, &label).await {
                     Idle::For(secs) if secs >= after => {
                         // Nothing may hold it open as it pauses; asked once more, with
                         // the lock held, so no use begins in between.
                         if let Some(_unused) = idle_watch::unused(&db, name)
-                            && matches!(idle_for(inv, &client, name).await, Idle::For(s) if s >= after)
+                            && matches!(idle_for(inv, &client, &label).await, Idle::For(s) if s >= after)
                         {
                             docker.pause(&sandbox.container_id).await?;
                             tracing::info!(sandbox = name, "paused, idle");
@@ -140,6 +145,59 @@ pub(super) async fn idle_watch(
     }
 }
 
+/// [`idle_watch`] of a Kubernetes sandbox with a volume: once it has been idle `after`
+/// seconds, its Pod goes and its volume stays (its next use makes it again, and starts a
+/// watcher anew). It ends when the Pod is gone.
+async fn idle_watch_pod(
+    inv: &Invocation,
+    db: &std::path::Path,
+    sandbox: &cove_core::store::ManagedSandbox,
+    after: f64,
+) -> Result<ExitCode, CliError> {
+    let name = &sandbox.name;
+    let plan = pod_plan(sandbox)?;
+    if plan.storage_bytes.is_none() {
+        // Its files would go with its Pod.
+        return Ok(ExitCode::SUCCESS);
+    }
+    let kube = Kubernetes::from_env(inv.in_cluster).await?;
+    let resource = sandbox.resource_name();
+    loop {
+        let ip = match kube.state(resource, &plan.namespace).await {
+            Ok(cove_sandbox::kubernetes::PodState::Ready { ip }) => ip,
+            Ok(cove_sandbox::kubernetes::PodState::Starting(_)) => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+            _ => return Ok(ExitCode::SUCCESS),
+        };
+        let Ok(tunnel) = kube.connect(resource, &plan.namespace, ip.as_deref()).await else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let client = CovedClient::new(&tunnel.url, sandbox.token.clone())
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let label = format!("k8s:{name}");
+        let wait = match idle_for(inv, &client, &label).await {
+            Idle::For(secs) if secs >= after => {
+                if let Some(_unused) = idle_watch::unused(db, name)
+                    && matches!(idle_for(inv, &client, &label).await, Idle::For(s) if s >= after)
+                {
+                    drop(tunnel);
+                    kube.stop(resource, &plan.namespace).await?;
+                    tracing::info!(sandbox = %name, "paused, idle: its Pod went, its volume stays");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                after
+            }
+            Idle::For(secs) => after - secs,
+            Idle::Busy => after,
+            Idle::Never => return Ok(ExitCode::SUCCESS),
+        };
+        drop(tunnel);
+        tokio::time::sleep(Duration::from_secs_f64(wait.clamp(0.2, 60.0))).await;
+    }
+}
+
 /// How long a sandbox has been idle, as the watcher sees it.
 enum Idle {
     For(f64),
@@ -149,12 +207,12 @@ enum Idle {
     Never,
 }
 
-async fn idle_for(inv: &Invocation, client: &CovedClient, name: &str) -> Idle {
-    let label = format!("docker:{name}");
+/// `label`: how threads record the sandbox (`docker:NAME`, `k8s:NAME`).
+async fn idle_for(inv: &Invocation, client: &CovedClient, label: &str) -> Idle {
     // A run on it may be waiting for its model: never paused under it.
     let live_run = inv.store.threads().is_ok_and(|threads| {
         threads.iter().any(|t| {
-            t.sandbox == label && matches!(t.status, ThreadStatus::Running | ThreadStatus::Waiting)
+            t.sandbox == *label && matches!(t.status, ThreadStatus::Running | ThreadStatus::Waiting)
         })
     });
     match client.idle().await {

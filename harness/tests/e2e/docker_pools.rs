@@ -44,19 +44,33 @@ fn containers(installation: &str) -> Vec<String> {
         .collect()
 }
 
-/// Removes what the test's installation made however it ends.
-struct Tidy(String);
+/// Removes what the test's installation made however it ends, its pools' refills (which
+/// outlive the commands that start them) stopped first.
+struct Tidy {
+    installation: String,
+    db: std::path::PathBuf,
+}
 
 impl Drop for Tidy {
     fn drop(&mut self) {
-        for name in containers(&self.0) {
-            let _ = docker(&["rm", "-f", &name]);
+        let _ = std::process::Command::new("pkill")
+            .arg("-f")
+            .arg(format!("{} sandbox pool fill", self.db.display()))
+            .status();
+        // A container the engine was making as its refill stopped comes a moment later.
+        for round in 0..2 {
+            if round == 1 {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+            }
+            for name in containers(&self.installation) {
+                let _ = docker(&["rm", "-f", &name]);
+            }
         }
         let out = docker(&[
             "network",
             "ls",
             "--filter",
-            &format!("label=cove.installation={}", self.0),
+            &format!("label=cove.installation={}", self.installation),
             "--format",
             "{{.Name}}",
         ]);
@@ -154,7 +168,10 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
             |r| r.get(0),
         )
         .unwrap();
-    let _tidy = Tidy(installation.clone());
+    let _tidy = Tidy {
+        installation: installation.clone(),
+        db: cove.home.path().join("cove.db"),
+    };
     assert_eq!(containers(&installation).len(), 3);
 
     // Three takers at once: three members, one each.
@@ -196,6 +213,18 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
     own_tokens.sort();
     own_tokens.dedup();
     assert_eq!(own_tokens.len(), 3, "a token was shared");
+
+    // gc lists a sandbox no thread uses once it has been stopped long enough, and only then.
+    on_engine_ok(&cove, &["sandbox", "stop", "t1"]).await;
+    let listed =
+        rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "gc", "--stopped-for", "1h"]).await);
+    assert!(listed.is_empty(), "{listed:?}");
+    let listed =
+        rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "gc", "--stopped-for", "0s"]).await);
+    let names: Vec<&str> = listed.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["t1"], "{listed:?}");
+    assert_eq!(listed[0]["kind"], "sandbox");
+    on_engine_ok(&cove, &["sandbox", "start", "t1"]).await;
 
     // What the agent can read in its sandbox holds no live token: the container's first
     // process shows the dead boot token, coved's own environment is closed to it.
@@ -272,6 +301,14 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
         .expect("a Docker sandbox")
         .to_string();
     let (_, _, served_member) = tokens_of(&cove, &name);
+    // A sandbox a thread uses is never gc's, however long it has been stopped.
+    on_engine_ok(&cove, &["sandbox", "stop", &name]).await;
+    let listed =
+        rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "gc", "--stopped-for", "0s"]).await);
+    assert!(
+        listed.iter().all(|r| r["name"] != name.as_str()),
+        "{listed:?}"
+    );
     assert!(served_member.starts_with("pool-p3-"), "{served_member}");
     let hostname = docker(&[
         "inspect",

@@ -630,3 +630,69 @@ async fn a_kubernetes_sandboxs_volume_is_snapshotted_as_the_api_expects_and_made
         ok(run(&["sandbox", "rm", name]).await);
     }
 }
+
+#[tokio::test]
+async fn a_kubernetes_sandbox_left_idle_lets_its_pod_go_and_keeps_its_volume() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let kube = FakeKube::start(workspace_binary("coved").unwrap())
+        .await
+        .unwrap();
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("cove.toml"), "idle_pause_secs = 2\n").unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = cove.command(args);
+        cmd.env("KUBECONFIG", kube.kubeconfig())
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
+                .await
+                .expect("cove finished within 2 minutes")
+                .unwrap();
+            assert!(out.status.success(), "{}", explain(&out));
+            out
+        }
+    };
+    for (name, storage) in [("ki", Some("1Gi")), ("kn", None)] {
+        let mut args = vec![
+            "sandbox",
+            "create",
+            name,
+            "--kubernetes",
+            "--namespace",
+            "agents",
+        ];
+        args.extend(["--image", "cove-sandbox:test"]);
+        if let Some(size) = storage {
+            args.extend(["--storage", size]);
+        }
+        run(&args).await;
+        run(&["exec", "echo kept > f.txt", "--sandbox", name]).await;
+    }
+    // Idle 2 s, the one with a volume lets its Pod go; the other keeps it (its files would
+    // go with it).
+    let started = std::time::Instant::now();
+    while kube.pod("agents", "cove-ki").is_some() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the idle sandbox's Pod is still there"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(kube.claim("agents", "cove-ki-workspace").is_some());
+    assert!(
+        kube.pod("agents", "cove-kn").is_some(),
+        "a Pod without a volume was paused"
+    );
+    // Its next use makes it again, its files there.
+    let cat = run(&["cat", "f.txt", "--sandbox", "ki"]).await;
+    assert_eq!(String::from_utf8_lossy(&cat.stdout).trim(), "kept");
+    assert!(
+        String::from_utf8_lossy(&cat.stderr).contains("on its volume"),
+        "{}",
+        explain(&cat)
+    );
+    for name in ["ki", "kn"] {
+        run(&["sandbox", "rm", name]).await;
+    }
+}

@@ -129,6 +129,8 @@ pub struct ContainerInfo {
     pub url: Option<String>,
     /// What the engine lets it use.
     pub limits: Limits,
+    /// When it last stopped, as the engine says it (RFC 3339; none if it never has).
+    pub finished_at: Option<String>,
 }
 
 /// What the engine lets a sandbox container use (none: no limit).
@@ -263,6 +265,9 @@ fn info_of(inspect: &ContainerInspectResponse, host: &str) -> ContainerInfo {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "unknown".into()),
         url: published_url(inspect, host),
+        finished_at: state
+            .and_then(|s| s.finished_at.clone())
+            .filter(|f| !f.is_empty() && !f.starts_with("0001-")),
         limits: {
             let host = inspect.host_config.as_ref();
             // Docker reports 0 (or -1 for processes) where there is no limit.
