@@ -156,6 +156,7 @@ impl From<SandboxError> for CliError {
     fn from(e: SandboxError) -> Self {
         match e {
             SandboxError::DaemonMissing
+            | SandboxError::Outdated { .. }
             | SandboxError::BadToken { .. }
             | SandboxError::NoToken { .. }
             | SandboxError::NoIsolation { .. } => CliError::Setup(e.to_string()),
@@ -171,14 +172,14 @@ impl From<DockerError> for CliError {
     fn from(e: DockerError) -> Self {
         match e {
             DockerError::Unreachable { .. } => CliError::Unreachable(e.to_string()),
-            DockerError::UnsupportedHost { .. } | DockerError::NoImage { .. } => {
-                CliError::Setup(e.to_string())
-            }
+            DockerError::UnsupportedHost { .. }
+            | DockerError::NoImage { .. }
+            | DockerError::NoDiskLimit { .. } => CliError::Setup(e.to_string()),
             DockerError::Conflict { .. } => CliError::Usage(e.to_string()),
             DockerError::NotFound(_) => CliError::NotFound(e.to_string()),
-            DockerError::Unhealthy { .. } | DockerError::Api { .. } => {
-                CliError::Failed(e.to_string())
-            }
+            DockerError::Unhealthy { .. }
+            | DockerError::Api { .. }
+            | DockerError::DiskFull { .. } => CliError::Failed(e.to_string()),
         }
     }
 }

@@ -56,12 +56,25 @@ pub(super) fn token_for(
     inv.sandboxes().token_for(&args.request(), spec)
 }
 
+/// Refuses a pool for a command on one sandbox: each choice of `pool:NAME` takes a new
+/// sandbox, which such a command would leave behind.
+pub(super) fn refuse_pool(inv: &Invocation, args: &SandboxArgs) -> Result<(), CliError> {
+    let choice = args.sandbox.clone().or_else(|| inv.file.sandbox.clone());
+    match choice.as_deref().and_then(|c| c.strip_prefix("pool:")) {
+        Some(pool) => Err(CliError::Usage(format!(
+            "--sandbox pool:{pool} would take a new sandbox from the pool for this command alone: name the sandbox (`cove sandbox ls`), or take one with `cove sandbox create NAME --pool {pool}`"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The sandbox of a command that needs no model (`exec`, `ls`, `cat`, …): a local one works
 /// in the current folder.
 pub(super) async fn open_for_command(
     inv: &Invocation,
     args: &SandboxArgs,
 ) -> Result<Sandbox, CliError> {
+    refuse_pool(inv, args)?;
     let (spec, token) = choose(inv, args, || PathBuf::from("."))?;
     open(inv, spec, token, Some(&coved_log())).await
 }

@@ -130,6 +130,9 @@ pub struct SandboxLimits {
     pub cpus: Option<f64>,
     /// Processes at once (Docker; default 4096).
     pub processes: Option<i64>,
+    /// Its own filesystem: `10g` (Docker, where the engine's storage can limit it; the
+    /// ephemeral storage of a Kubernetes Pod).
+    pub disk: Option<String>,
 }
 
 /// `[pools.NAME]` of `cove.toml`: a warm pool, sized by `size`; its sandboxes use

@@ -35,6 +35,7 @@ async fn main() {
         installation: Some("bench".into()),
         pod_uid: None,
         restore_from: None,
+        disk_bytes: None,
     };
     let before = fake.calls().len();
     let started = Instant::now();

@@ -371,6 +371,7 @@ impl Sandboxes<'_> {
                     installation: None,
                     pod_uid: None,
                     restore_from: None,
+                    disk_bytes: None,
                 };
                 self.make_pod_sandbox(&kube, name, plan).await?
             }

@@ -105,9 +105,14 @@ pub enum SandboxError {
     NoToken { url: String },
     /// Its daemon takes neither the token Cove gave it nor the one it started with.
     #[error(
-        "sandbox {name} refuses both its own token and the one it was started with (changed outside Cove?); remove it with `cove sandbox rm {name}` and make another"
+        "sandbox {name} refuses both its own token and the one it was started with: its token was changed outside Cove; check who did, then `cove sandbox rm {name}` and make another"
     )]
     Disowned { name: String },
+    /// Its image's coved cannot take a token of its own: rebuild the image.
+    #[error(
+        "sandbox {name} runs a coved older than this cove (it cannot take a token of its own, POST /v1/token): rebuild its image from sandbox-image/ (see sandbox-image/README.md) and make the sandbox again"
+    )]
+    Outdated { name: String },
     /// A Docker sandbox is opened by its URL once its container runs.
     #[error("the Docker sandbox {0} must be started before it is opened")]
     NotStarted(String),

@@ -34,10 +34,20 @@ pub async fn ensure_own(url: &str, made: &ManagedSandbox) -> Result<(), SandboxE
 pub async fn hand_over(url: &str, name: &str, boot: &str, token: &str) -> Result<(), SandboxError> {
     match client(url, boot)?.rotate_token(token).await {
         Ok(()) => Ok(()),
+        // Another opener may have given it its own token a moment ago.
         Err(ClientError::Api {
             code: ErrorCode::Unauthorized,
             ..
-        }) => Err(SandboxError::Disowned {
+        }) => match client(url, token)?.info().await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(SandboxError::Disowned {
+                name: name.to_string(),
+            }),
+        },
+        Err(ClientError::Api {
+            code: ErrorCode::UnknownRoute,
+            ..
+        }) => Err(SandboxError::Outdated {
             name: name.to_string(),
         }),
         Err(e) => Err(SandboxError::Unreachable {
@@ -52,4 +62,59 @@ fn client(url: &str, token: &str) -> Result<CovedClient, SandboxError> {
         url: url.to_string(),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cove_harness::{DaemonBuilder, workspace_binary};
+
+    fn made(boot: &str, own: &str) -> ManagedSandbox {
+        ManagedSandbox {
+            name: "s".into(),
+            provider: "docker".into(),
+            container_id: "c".into(),
+            url: None,
+            token: own.into(),
+            image: "i".into(),
+            created_at: 0,
+            spec: None,
+            boot_token: Some(boot.into()),
+            made_as: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn two_openers_at_once_both_give_the_sandbox_its_own_token() {
+        let boot = "boot-token-0123456789abcdef0123456789";
+        let own = "own-token-0123456789abcdef0123456789ab";
+        let d = DaemonBuilder::new(workspace_binary("coved").unwrap())
+            .token_in_env(boot)
+            .spawn()
+            .await
+            .unwrap();
+        let url = d
+            .client
+            .base_url()
+            .as_str()
+            .trim_end_matches('/')
+            .to_string();
+        let sandbox = made(boot, own);
+        let (a, b) = tokio::join!(ensure_own(&url, &sandbox), ensure_own(&url, &sandbox));
+        a.unwrap();
+        b.unwrap();
+        assert!(client(&url, own).unwrap().info().await.is_ok());
+        assert!(client(&url, boot).unwrap().info().await.is_err());
+        // A token changed outside Cove: neither works, and it says so.
+        client(&url, own)
+            .unwrap()
+            .rotate_token("someone-elses-0123456789abcdef0123456789")
+            .await
+            .unwrap();
+        let refused = ensure_own(&url, &sandbox).await.unwrap_err();
+        assert!(
+            matches!(refused, SandboxError::Disowned { .. }),
+            "{refused}"
+        );
+    }
 }

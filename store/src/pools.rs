@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::sandboxes::{ManagedSandbox, insert_sandbox};
+use super::sandboxes::{ManagedSandbox, SANDBOX_COLUMNS, insert_sandbox, sandbox_row};
 use super::{Store, StoreError};
 
 /// A sandbox a pool made ahead of use.
@@ -94,6 +94,29 @@ impl Store {
             .query_map(params![pool], member_row)?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
+    }
+
+    /// Every sandbox and every pool member, read at one instant: a take moves a member from
+    /// one to the other in one transaction, so it is in exactly one of them.
+    pub fn sandboxes_and_pool_members(
+        &self,
+    ) -> Result<(Vec<ManagedSandbox>, Vec<PoolMember>), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let made = tx
+            .prepare(&format!(
+                "SELECT {SANDBOX_COLUMNS} FROM sandboxes ORDER BY name"
+            ))?
+            .query_map([], sandbox_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        let members = tx
+            .prepare(&format!(
+                "SELECT {MEMBER_COLUMNS} FROM pool_members ORDER BY created_at, name"
+            ))?
+            .query_map([], member_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit()?;
+        Ok((made, members))
     }
 
     /// Forgets member `name`; false when no member has that name (it was claimed).

@@ -15,19 +15,27 @@ use cove_sandbox::choice::pod_plan;
 use cove_sandbox::docker::Docker;
 use cove_sandbox::kubernetes::Kubernetes;
 
+/// How old what gc takes must be.
+pub(super) struct Ages {
+    /// A sandbox no thread uses, stopped this long.
+    pub(super) stopped_for: Duration,
+    /// A leftover, made this long ago.
+    pub(super) min_age: Duration,
+}
+
 /// `cove sandbox gc`: a dry run unless `!dry_run`.
 pub(super) async fn gc(
     inv: &Invocation,
     namespaces: Vec<String>,
-    stopped_for: Duration,
+    ages: Ages,
     dry_run: bool,
 ) -> Result<ExitCode, CliError> {
     let installation = inv.store.installation_id()?;
     let mut rows = pool_leftovers(inv, dry_run).await?;
-    rows.extend(stopped_unused(inv, stopped_for, dry_run).await?);
-    let made = inv.store.sandboxes()?;
+    rows.extend(stopped_unused(inv, ages.stopped_for, dry_run).await?);
+    let min_age = i64::try_from(ages.min_age.as_secs()).unwrap_or(i64::MAX);
     // Whatever a pool made is known while the pool's record of it lives.
-    let members = inv.store.pool_members(None)?;
+    let (made, members) = inv.store.sandboxes_and_pool_members()?;
     let known = |provider: &str| -> Vec<String> {
         made.iter()
             .filter(|s| (s.provider == "kubernetes") == (provider == "kubernetes"))
@@ -41,7 +49,7 @@ pub(super) async fn gc(
             .collect()
     };
     let mut unreached = Vec::new();
-    match docker_leftovers(&installation, &known("docker"), dry_run).await {
+    match docker_leftovers(&installation, &known("docker"), min_age, dry_run).await {
         Ok(found) => rows.extend(found),
         Err(e) => unreached.push(e),
     }
@@ -51,6 +59,7 @@ pub(super) async fn gc(
         namespaces,
         &installation,
         (&made, &known("kubernetes")),
+        min_age,
         dry_run,
     )
     .await
@@ -109,12 +118,20 @@ async fn stopped_unused(
     if made.is_empty() {
         return Ok(Vec::new());
     }
-    let used: HashSet<String> = inv
+    let mut used: HashSet<String> = inv
         .store
         .threads()?
         .into_iter()
         .map(|t| t.sandbox)
         .collect();
+    // Named in cove.toml (the default sandbox, those a server offers): kept for what comes.
+    let named = inv.file.sandbox.iter().chain(
+        inv.file
+            .serve
+            .iter()
+            .flat_map(|serve| serve.sandboxes.iter()),
+    );
+    used.extend(named.map(|name| format!("docker:{name}")));
     let docker = Docker::from_env()?;
     let mut rows = Vec::new();
     for sandbox in made {
@@ -171,11 +188,12 @@ async fn pool_leftovers(inv: &Invocation, dry_run: bool) -> Result<Vec<Value>, C
 async fn docker_leftovers(
     installation: &str,
     known: &[String],
+    min_age: i64,
     dry_run: bool,
 ) -> Result<Vec<Value>, CliError> {
     let docker = Docker::from_env()?;
     docker.ping().await?;
-    let mut found = docker.leftovers(installation, known).await?;
+    let mut found = docker.leftovers(installation, known, min_age).await?;
     // Containers first: a network or an image goes once nothing uses it.
     found.sort_by_key(|l| match l.kind {
         "container" => 0,
@@ -198,6 +216,7 @@ async fn kube_leftovers(
     mut namespaces: Vec<String>,
     installation: &str,
     (made, known): (&[ManagedSandbox], &[String]),
+    min_age: i64,
     dry_run: bool,
 ) -> Result<Vec<Value>, CliError> {
     let kube = Kubernetes::from_env(inv.in_cluster).await?;
@@ -213,7 +232,10 @@ async fn kube_leftovers(
     }
     let mut rows = Vec::new();
     for namespace in &namespaces {
-        for (kind, name) in kube.leftovers(namespace, known, installation).await? {
+        for (kind, name) in kube
+            .leftovers(namespace, known, installation, min_age)
+            .await?
+        {
             if !dry_run {
                 kube.delete(namespace, kind, &name).await?;
             }

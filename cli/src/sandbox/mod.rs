@@ -46,7 +46,7 @@ pub(super) enum SandboxCommand {
         name: String,
         /// Take a ready sandbox from this warm pool (`[pools.NAME]` in cove.toml) instead
         /// of making one; the pool refills in the background.
-        #[arg(long, conflicts_with_all = ["image", "from", "memory", "cpus", "kubernetes"])]
+        #[arg(long, conflicts_with_all = ["image", "from", "memory", "cpus", "disk", "kubernetes"])]
         pool: Option<String>,
         /// The sandbox image (build it from sandbox-image/).
         #[arg(long, default_value = cove_sandbox::docker::DEFAULT_IMAGE)]
@@ -62,6 +62,10 @@ pub(super) enum SandboxCommand {
         /// CPU limit in cores (2, 0.5).
         #[arg(long, visible_alias = "cpu")]
         cpus: Option<f64>,
+        /// Disk limit of its own filesystem (10g): Docker, where the engine's storage can
+        /// limit it; a Kubernetes Pod's ephemeral storage.
+        #[arg(long)]
+        disk: Option<String>,
         /// Make a Pod in Kubernetes instead of a Docker container.
         #[arg(long)]
         kubernetes: bool,
@@ -140,6 +144,10 @@ pub(super) enum SandboxCommand {
         /// stopped this long (`7d`, `12h`, `0s` for any stopped).
         #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
         stopped_for: std::time::Duration,
+        /// Leave what was made this recently (a sandbox being made now is recorded only
+        /// once it answers).
+        #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
+        min_age: std::time::Duration,
     },
 }
 
@@ -161,12 +169,18 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             from,
             memory,
             cpus,
+            disk,
             kubernetes,
             namespace,
             storage,
             deadline_secs,
         } => {
-            let sizes = Sizes::read(inv, memory.as_deref(), cpus, storage.as_deref())?;
+            let mut sizes = Sizes::read(inv, memory.as_deref(), cpus, storage.as_deref())?;
+            if let Some(disk) = disk {
+                sizes.disk_bytes = Some(parse_size(&disk).ok_or_else(|| {
+                    CliError::Usage(format!("--disk {disk:?} is not a size like 10g or 20Gi"))
+                })?);
+            }
             let from_volume = match &from {
                 Some(reference) => {
                     snapshot::plan_from(inv, reference, None, sizes.storage_bytes).await?
@@ -184,6 +198,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
                 plan.cpu = sizes.cpus.map(cove_sandbox::kubernetes::cpu_quantity);
                 plan.memory_bytes = sizes.memory_bytes;
                 plan.deadline_secs = deadline_secs;
+                plan.disk_bytes = sizes.disk_bytes;
                 return create_pod_with(inv, &name, plan).await;
             }
             if kubernetes {
@@ -223,7 +238,14 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             namespace,
             yes,
             stopped_for,
-        } => gc::gc(inv, namespace, stopped_for, !yes).await,
+            min_age,
+        } => {
+            let ages = gc::Ages {
+                stopped_for,
+                min_age,
+            };
+            gc::gc(inv, namespace, ages, !yes).await
+        }
     }
 }
 
@@ -269,6 +291,7 @@ async fn up(
 
 /// `cove sandbox status`: what the configured sandbox runs.
 async fn status(inv: &Invocation, args: &SandboxArgs) -> Result<ExitCode, CliError> {
+    sandbox_choice::refuse_pool(inv, args)?;
     let (spec, token) = sandbox_choice::choose(inv, args, || PathBuf::from("."))?;
     match spec {
         SandboxSpec::Local { .. } | SandboxSpec::Host { .. } => {
@@ -312,6 +335,7 @@ struct Sizes {
     cpus: Option<f64>,
     storage_bytes: Option<i64>,
     processes: Option<i64>,
+    disk_bytes: Option<i64>,
 }
 
 impl Sizes {
@@ -345,6 +369,7 @@ impl Sizes {
             cpus,
             storage_bytes: storage.map(|s| size("--storage", s)).transpose()?,
             processes: file.processes,
+            disk_bytes: file.disk_bytes,
         })
     }
 }
@@ -366,6 +391,7 @@ async fn create(
         memory_bytes: sizes.memory_bytes,
         cpus: sizes.cpus,
         processes: sizes.processes,
+        disk_bytes: sizes.disk_bytes,
         installation: Some(inv.store.installation_id()?),
         ..ContainerSpec::default()
     };
@@ -422,6 +448,7 @@ async fn create_pod(
         installation: None,
         pod_uid: None,
         restore_from: None,
+        disk_bytes: sizes.disk_bytes,
     };
     create_pod_with(inv, name, plan).await
 }
@@ -439,6 +466,18 @@ async fn create_pod_with(
     inv.sandboxes()
         .make_pod_sandbox(&kube, name, plan.clone())
         .await?;
+    // Made with its boot token: opened once, to give its coved its own.
+    let opened = inv
+        .sandboxes()
+        .open(
+            SandboxSpec::Kubernetes {
+                name: name.to_string(),
+            },
+            None,
+            None,
+        )
+        .await?;
+    opened.close().await;
     inv.printer.result(
         &json!({"name": name, "namespace": plan.namespace, "pod": pod_name(name), "from": plan.restore_from}),
         |_| {
@@ -462,7 +501,17 @@ pub(super) async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
             .ensure_running(sandbox.resource_name(), sandbox.start_token(), &plan)
             .await?;
         inv.sandboxes()
-            .keep_pod_uid(name, plan, started.uid.clone())?;
+            .keep_pod_uid(name, plan.clone(), started.uid.clone())?;
+        // Started with its boot token: given its own at once.
+        let tunnel = kube
+            .connect(
+                sandbox.resource_name(),
+                &plan.namespace,
+                started.ip.as_deref(),
+            )
+            .await?;
+        cove_sandbox::tokens::ensure_own(&tunnel.url, &sandbox).await?;
+        drop(tunnel);
         inv.printer.result(
             &json!({"name": name, "running": true, "remade": started.remade, "lost_workspace": started.lost_workspace}),
             |_| {
@@ -483,6 +532,10 @@ pub(super) async fn start(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
     } else {
         docker.start(&sandbox.container_id).await?
     };
+    // Started with its boot token: given its own at once.
+    if let Some(url) = &info.url {
+        cove_sandbox::tokens::ensure_own(url, &sandbox).await?;
+    }
     inv.store.set_sandbox_url(name, info.url.as_deref())?;
     let url = info.url.unwrap_or_default();
     inv.printer

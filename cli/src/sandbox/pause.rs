@@ -31,14 +31,14 @@ pub(super) async fn pause(inv: &Invocation, name: &str) -> Result<ExitCode, CliE
         }
         Kubernetes::from_env(inv.in_cluster)
             .await?
-            .stop(name, &plan.namespace)
+            .stop(sandbox.resource_name(), &plan.namespace)
             .await?;
         inv.printer.result(
             &json!({"name": name, "paused": true, "processes_kept": false}),
             |_| {
                 format!(
                     "sandbox {name} paused: its Pod {} is gone and its workspace stays on its volume (files kept, processes not); its next use, or `cove sandbox resume {name}`, makes it again",
-                    pod_name(name)
+                    pod_name(sandbox.resource_name())
                 )
             },
         );

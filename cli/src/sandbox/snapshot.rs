@@ -177,6 +177,7 @@ pub(super) async fn plan_from(
         installation: None,
         pod_uid: None,
         restore_from: None,
+        disk_bytes: None,
     });
     plan.namespace = namespace.to_string();
     plan.storage_bytes = Some(storage_bytes);

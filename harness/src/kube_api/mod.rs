@@ -105,10 +105,15 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Cluster> {
     shared.cluster.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Bumps the version; the object gets it as its resourceVersion.
+/// Bumps the version; the object gets it as its resourceVersion (and, new, the time it is
+/// made, as the API stamps it).
 fn touch(cluster: &mut Cluster, object: &mut Value) {
     cluster.version += 1;
     object["metadata"]["resourceVersion"] = json!(cluster.version.to_string());
+    if object["metadata"]["creationTimestamp"].is_null() {
+        object["metadata"]["creationTimestamp"] =
+            json!(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+    }
 }
 
 fn labels_match(object: &Value, selector: Option<&String>) -> bool {

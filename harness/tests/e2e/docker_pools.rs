@@ -12,7 +12,7 @@ use cove_protocol::ErrorCode;
 use cove_protocol::client::{ClientError, CovedClient};
 use serde_json::{Value, json};
 
-use super::real_docker::{IMAGE, docker, on_engine_ok};
+use super::real_docker::{IMAGE, docker, on_engine, on_engine_ok};
 use super::serve::Server;
 use super::{Cove, explain};
 
@@ -156,6 +156,35 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
         said.contains("pool nope cannot fill") && said.contains("cove-no-such-image:1"),
         "{said}"
     );
+
+    // A disk limit: applied where the engine's storage can (then `ls` shows it), else
+    // refused in one line with nothing of the sandbox left behind (this machine's vfs over
+    // a filesystem without quotas).
+    let disk = on_engine(
+        &cove,
+        &["sandbox", "create", "dl", "--image", IMAGE, "--disk", "1g"],
+    )
+    .await;
+    if disk.status.success() {
+        let listed = rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "ls"]).await);
+        let row = listed.iter().find(|r| r["name"] == "dl").unwrap();
+        assert_eq!(row["limits"]["disk_bytes"], 1 << 30, "{row}");
+        on_engine_ok(&cove, &["sandbox", "rm", "dl"]).await;
+    } else {
+        let said = String::from_utf8_lossy(&disk.stderr);
+        let error = said.trim().lines().last().unwrap_or_default();
+        assert!(
+            error.contains("cannot limit a sandbox's disk") && error.contains("remove `disk`"),
+            "{said}"
+        );
+        let networks = docker(&["network", "ls", "--format", "{{.Name}}"]);
+        assert!(
+            !String::from_utf8_lossy(&networks.stdout)
+                .lines()
+                .any(|n| n == "cove-dl"),
+            "the failed sandbox's network is left"
+        );
+    }
 
     let filled = json_of(&on_engine_ok(&cove, &["--json", "sandbox", "pool", "fill", "p3"]).await);
     assert_eq!(filled["ready"], 3, "{filled}");

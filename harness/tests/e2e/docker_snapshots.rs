@@ -189,7 +189,14 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
         String::from_utf8_lossy(&made.stderr)
     );
 
-    let listed = events(&ok(on_engine(&cove, &["--json", "sandbox", "gc"]).await));
+    // Made moments ago, they are left alone by default: a create may be under way.
+    let young = events(&ok(on_engine(&cove, &["--json", "sandbox", "gc"]).await));
+    assert!(young.iter().all(|r| r["kind"] == "snapshot"), "{young:?}");
+    let listed = events(&ok(on_engine(
+        &cove,
+        &["--json", "sandbox", "gc", "--min-age", "0s"],
+    )
+    .await));
     let mut kinds: Vec<(String, String)> = listed
         .iter()
         .map(|r| {
@@ -213,7 +220,7 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
     let still = docker(&["inspect", "-f", "{{.Name}}", &format!("cove-{forgotten}")]);
     assert!(still.status.success(), "a dry run removed something");
 
-    ok(on_engine(&cove, &["sandbox", "gc", "--yes"]).await);
+    ok(on_engine(&cove, &["sandbox", "gc", "--yes", "--min-age", "0s"]).await);
     for gone in [
         vec!["inspect", &format!("cove-{forgotten}")],
         vec!["network", "inspect", &format!("cove-{forgotten}")],
@@ -231,6 +238,13 @@ async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
         docker(&["inspect", &theirs]).status.success(),
         "another installation's"
     );
-    assert!(events(&ok(on_engine(&cove, &["--json", "sandbox", "gc"]).await)).is_empty());
+    assert!(
+        events(&ok(on_engine(
+            &cove,
+            &["--json", "sandbox", "gc", "--min-age", "0s"]
+        )
+        .await))
+        .is_empty()
+    );
     ok(on_engine(&cove, &["sandbox", "rm", &kept]).await);
 }

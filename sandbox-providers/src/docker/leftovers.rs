@@ -25,11 +25,14 @@ pub struct Leftover {
 }
 
 impl Docker {
-    /// What installation `installation` made and no sandbox in `known` (by name) owns.
+    /// What installation `installation` made and no sandbox in `known` (by name) owns,
+    /// made `min_age_secs` ago or more (younger, it may be a sandbox being made now, which
+    /// is recorded only once it answers).
     pub async fn leftovers(
         &self,
         installation: &str,
         known: &[String],
+        min_age_secs: i64,
     ) -> Result<Vec<Leftover>, DockerError> {
         let ours = HashMap::from([("label", vec![format!("{INSTALLATION}={installation}")])]);
         let client = self.client().await?;
@@ -47,7 +50,10 @@ impl Docker {
         for container in &containers {
             used_images.extend(container.image.clone());
             let sandbox = label_of(container.labels.as_ref(), LABEL);
-            if !known.contains(&sandbox) {
+            let young = container
+                .created
+                .is_some_and(|at| now_secs().saturating_sub(at) < min_age_secs);
+            if !known.contains(&sandbox) && !young {
                 let name = container
                     .names
                     .as_ref()
@@ -70,7 +76,12 @@ impl Docker {
             .map_err(|e| self.failed(e, || DockerError::NotFound("/networks".into())))?;
         for network in networks {
             let sandbox = label_of(network.labels.as_ref(), LABEL);
-            if !known.contains(&sandbox) {
+            let young = network
+                .created
+                .as_deref()
+                .and_then(rfc3339_secs)
+                .is_some_and(|at| now_secs().saturating_sub(at) < min_age_secs);
+            if !known.contains(&sandbox) && !young {
                 found.push(Leftover {
                     kind: "network",
                     name: network.name.unwrap_or_default(),
@@ -109,6 +120,34 @@ impl Docker {
     }
 }
 
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Seconds since the epoch of an RFC 3339 time as Docker writes it
+/// (`2026-11-26T23:52:48.557024204Z`, or with an offset of +00:00).
+fn rfc3339_secs(at: &str) -> Option<i64> {
+    let (date, time) = at.split_once('T')?;
+    let mut ymd = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (ymd.next()??, ymd.next()??, ymd.next()??);
+    let hms: Vec<i64> = time
+        .get(..8)?
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, min, s] = hms[..] else { return None };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + min * 60 + s)
+}
+
 fn label_of(labels: Option<&HashMap<String, String>>, key: &str) -> String {
     labels.and_then(|l| l.get(key)).cloned().unwrap_or_default()
 }
@@ -117,6 +156,17 @@ fn label_of(labels: Option<&HashMap<String, String>>, key: &str) -> String {
 mod tests {
     use super::*;
     use crate::docker::SNAPSHOT_OF;
+
+    #[test]
+    fn docker_times_read_as_seconds() {
+        assert_eq!(rfc3339_secs("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            rfc3339_secs("2026-11-26T23:52:48.557024204Z"),
+            Some(1_795_737_168)
+        );
+        assert_eq!(rfc3339_secs("2000-02-29T12:00:00+00:00"), Some(951_825_600));
+        assert_eq!(rfc3339_secs("yesterday"), None);
+    }
 
     #[test]
     fn a_missing_label_reads_empty() {

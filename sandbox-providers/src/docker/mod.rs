@@ -10,9 +10,11 @@
 //! it is reached over the network.
 
 mod leftovers;
+mod limits;
 mod snapshots;
 
 pub use leftovers::{INSTALLATION, Leftover};
+pub use limits::{Limits, parse_size};
 pub use snapshots::{SNAPSHOT_OF, Snapshot, repository};
 
 use std::collections::HashMap;
@@ -62,6 +64,16 @@ pub enum DockerError {
         "Docker has no image {image}: build it with `docker build -t {image} sandbox-image/` (see sandbox-image/README.md)"
     )]
     NoImage { image: String },
+    /// The engine's disk is full.
+    #[error(
+        "the Docker engine's disk is full ({message}): free space (`cove sandbox gc --yes`, `cove sandbox rm-snapshot`, `docker system prune`) and try again"
+    )]
+    DiskFull { message: String },
+    /// The engine's storage cannot limit a container's disk.
+    #[error(
+        "this Docker engine cannot limit a sandbox's disk ({message}): remove `disk` from [sandbox_limits] (or --disk), or give the engine storage that can (overlay2 over xfs mounted with pquota)"
+    )]
+    NoDiskLimit { message: String },
     /// Pick another name, or remove the old sandbox.
     #[error(
         "a container or network named {name} already exists: pick another name or `cove sandbox rm`"
@@ -94,6 +106,9 @@ pub struct ContainerSpec {
     pub cpus: Option<f64>,
     /// Processes at once ([`PIDS_LIMIT`] when none is asked).
     pub processes: Option<i64>,
+    /// Bytes of its own filesystem (none: as much as the engine's disk holds). Engines
+    /// limit it only on some storage (overlay2 over xfs with project quotas, btrfs, zfs).
+    pub disk_bytes: Option<i64>,
     /// The Cove installation that makes it (its label; `cove sandbox gc` collects only its
     /// own).
     pub installation: Option<String>,
@@ -108,6 +123,7 @@ impl Default for ContainerSpec {
             memory_bytes: None,
             cpus: None,
             processes: None,
+            disk_bytes: None,
             installation: None,
             shm_bytes: 512 * 1024 * 1024,
         }
@@ -131,39 +147,6 @@ pub struct ContainerInfo {
     pub limits: Limits,
     /// When it last stopped, as the engine says it (RFC 3339; none if it never has).
     pub finished_at: Option<String>,
-}
-
-/// What the engine lets a sandbox container use (none: no limit).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Limits {
-    pub memory_bytes: Option<i64>,
-    /// CPUs in billionths.
-    pub nano_cpus: Option<i64>,
-    pub processes: Option<i64>,
-}
-
-impl Limits {
-    /// `2 CPUs, 4 GiB, 4096 processes`.
-    pub fn line(&self) -> String {
-        let cpus = self
-            .nano_cpus
-            .map_or("any CPUs".into(), |n| match n as f64 / 1e9 {
-                1.0 => "1 CPU".to_string(),
-                cpus => format!("{cpus} CPUs"),
-            });
-        let memory = self.memory_bytes.map_or("any memory".into(), |b| {
-            let gib = b as f64 / (1024.0 * 1024.0 * 1024.0);
-            if gib >= 1.0 {
-                format!("{gib:.1} GiB")
-            } else {
-                format!("{} MiB", b / (1024 * 1024))
-            }
-        });
-        let processes = self
-            .processes
-            .map_or("any processes".into(), |p| format!("{p} processes"));
-        format!("{cpus}, {memory}, {processes}")
-    }
 }
 
 /// How long each phase of making a sandbox took, in milliseconds: where a cold start goes.
@@ -206,25 +189,6 @@ pub struct Docker {
 /// The container name of a sandbox.
 pub fn container_name(sandbox: &str) -> String {
     format!("cove-{sandbox}")
-}
-
-/// Reads a size such as `512m`, `2g`, `1073741824`.
-pub fn parse_size(raw: &str) -> Option<i64> {
-    let raw = raw.trim().to_ascii_lowercase();
-    let (digits, unit) = match raw.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(at) => raw.split_at(at),
-        None => (raw.as_str(), ""),
-    };
-    let value: f64 = digits.parse().ok()?;
-    let factor = match unit.trim_end_matches('b').trim_end_matches('i') {
-        "" => 1.0,
-        "k" => 1024.0,
-        "m" => 1024.0 * 1024.0,
-        "g" => 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let bytes = value * factor;
-    (1.0..9.0e18).contains(&bytes).then_some(bytes as i64)
 }
 
 /// Where coved answers in a container `inspect` describes, reached at `host`.
@@ -275,6 +239,10 @@ fn info_of(inspect: &ContainerInspectResponse, host: &str) -> ContainerInfo {
                 memory_bytes: host.and_then(|h| h.memory).filter(|m| *m > 0),
                 nano_cpus: host.and_then(|h| h.nano_cpus).filter(|c| *c > 0),
                 processes: host.and_then(|h| h.pids_limit).filter(|p| *p > 0),
+                disk_bytes: host
+                    .and_then(|h| h.storage_opt.as_ref())
+                    .and_then(|o| o.get("size"))
+                    .and_then(|size| parse_size(size)),
             }
         },
     }
@@ -422,6 +390,9 @@ impl Docker {
                 message,
             } => match status_code {
                 404 => not_found(),
+                _ if message.contains("no space left on device") => {
+                    DockerError::DiskFull { message }
+                }
                 _ => DockerError::Api {
                     status: status_code,
                     message,
@@ -476,6 +447,9 @@ impl Docker {
             memory: Some(spec.memory_bytes.unwrap_or(DEFAULT_MEMORY_BYTES)),
             nano_cpus: Some((spec.cpus.unwrap_or(DEFAULT_CPUS) * 1e9) as i64),
             pids_limit: Some(spec.processes.unwrap_or(PIDS_LIMIT)),
+            storage_opt: spec
+                .disk_bytes
+                .map(|b| HashMap::from([("size".to_string(), b.to_string())])),
             // coved runs as an unprivileged user and needs no capability.
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges:true".into()]),
@@ -511,9 +485,21 @@ impl Docker {
                 status_code: 409, ..
             }) => return Err(DockerError::Conflict { name: container }),
             Err(e) => {
-                return Err(self.failed(e, || DockerError::NoImage {
-                    image: spec.image.clone(),
-                }));
+                // Nothing of it is left: its network goes too.
+                if let Err(left) = self.remove_network(name).await {
+                    tracing::warn!(error = %left, sandbox = name, "a failed sandbox's network could not be removed; `cove sandbox gc` lists it");
+                }
+                return Err(match e {
+                    BollardError::DockerResponseServerError { message, .. }
+                        if spec.disk_bytes.is_some()
+                            && (message.contains("quota") || message.contains("storage-opt")) =>
+                    {
+                        DockerError::NoDiskLimit { message }
+                    }
+                    e => self.failed(e, || DockerError::NoImage {
+                        image: spec.image.clone(),
+                    }),
+                });
             }
         };
         phases.create_ms = ms_since(begun);
@@ -769,8 +755,17 @@ mod tests {
             memory_bytes: Some(512 * 1024 * 1024),
             nano_cpus: Some(2_500_000_000),
             processes: Some(4096),
+            disk_bytes: None,
         };
         assert_eq!(limits.line(), "2.5 CPUs, 512 MiB, 4096 processes");
+        let with_disk = Limits {
+            disk_bytes: Some(10 << 30),
+            ..limits
+        };
+        assert_eq!(
+            with_disk.line(),
+            "2.5 CPUs, 512 MiB, 4096 processes, 10.0 GiB disk"
+        );
         assert_eq!(
             Limits::default().line(),
             "any CPUs, any memory, any processes"

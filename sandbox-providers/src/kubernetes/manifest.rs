@@ -80,8 +80,14 @@ pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
             ("ephemeral-storage".to_string(), Quantity(ephemeral.into())),
         ])
     };
-    let requests = quantities(DEFAULT_REQUESTS, EPHEMERAL_STORAGE.0);
-    let limits = quantities(DEFAULT_LIMITS, EPHEMERAL_STORAGE.1);
+    let disk = plan.disk_bytes.map(bytes_quantity);
+    let ephemeral_request = match plan.disk_bytes {
+        Some(b) if b < (1 << 30) => bytes_quantity(b).0,
+        _ => EPHEMERAL_STORAGE.0.to_string(),
+    };
+    let ephemeral_limit = disk.map_or_else(|| EPHEMERAL_STORAGE.1.to_string(), |q| q.0);
+    let requests = quantities(DEFAULT_REQUESTS, &ephemeral_request);
+    let limits = quantities(DEFAULT_LIMITS, &ephemeral_limit);
     let workspace = match plan.storage_bytes {
         Some(_) => Volume {
             name: "workspace".into(),

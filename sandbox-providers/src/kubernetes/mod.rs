@@ -98,6 +98,10 @@ pub struct PodPlan {
     /// made from a snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_from: Option<String>,
+    /// Bytes of ephemeral storage (its own layer, logs, a workspace without a volume) it
+    /// may use; none: the default limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_bytes: Option<i64>,
 }
 
 /// What went wrong with Kubernetes, by what the user does next.
@@ -451,7 +455,21 @@ impl Kubernetes {
                     .await?;
                 (true, Some(why), self.make_pod(name, token, plan).await?)
             }
-            PodState::Missing => (true, None, self.make_pod(name, token, plan).await?),
+            PodState::Missing => match self.make_pod(name, token, plan).await {
+                Ok(uid) => (true, None, uid),
+                // Another opener made it again a moment ago: that one is taken up, once its
+                // labels say it is this sandbox's (its uid is new to this opener's plan).
+                Err(KubeError::Conflict { kind: "Pod", .. }) => {
+                    let pod = self.pods(ns).get(&pod_name(name)).await?;
+                    let fresh = PodPlan {
+                        pod_uid: None,
+                        ..plan.clone()
+                    };
+                    Self::check_ours(name, &fresh, &pod)?;
+                    (true, None, pod.metadata.uid.clone())
+                }
+                Err(e) => return Err(e),
+            },
         };
         let ip = self.wait_ready(name, ns).await?;
         Ok(Started {
@@ -551,27 +569,36 @@ impl Kubernetes {
     }
 
     /// The objects installation `installation` made in `namespace` whose sandbox is not
-    /// one of `known`: (kind, name). Another installation's (another user's) are never
-    /// among them.
+    /// one of `known`, made `min_age_secs` ago or more: (kind, name). Another
+    /// installation's (another user's) are never among them.
     pub async fn leftovers(
         &self,
         namespace: &str,
         known: &[String],
         installation: &str,
+        min_age_secs: i64,
     ) -> Result<Vec<(&'static str, String)>, KubeError> {
         let selector = format!(
             "{}={},{INSTALLATION_LABEL}={installation}",
             MANAGED_BY.0, MANAGED_BY.1
         );
         let params = ListParams::default().labels(&selector);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         let unknown = |meta: &ObjectMeta| {
+            // Made moments ago, it may be a sandbox being made now, recorded once ready.
+            let young = meta
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|at| now.saturating_sub(at.0.as_second()) < min_age_secs);
             let sandbox = meta
                 .labels
                 .as_ref()
                 .and_then(|l| l.get(SANDBOX_LABEL))
                 .cloned()
                 .unwrap_or_default();
-            !known.contains(&sandbox)
+            !known.contains(&sandbox) && !young
         };
         let mut found = Vec::new();
         for pod in self.pods(namespace).list(&params).await? {

@@ -15,6 +15,7 @@ fn plan() -> PodPlan {
         installation: Some("5d41402abc4b2a76".into()),
         pod_uid: None,
         restore_from: None,
+        disk_bytes: None,
     }
 }
 
@@ -100,6 +101,7 @@ fn the_manifest_in_the_repository_is_what_the_provider_makes() {
         installation: Some("5d41402abc4b2a76".into()),
         pod_uid: None,
         restore_from: None,
+        disk_bytes: None,
     };
     assert_eq!(pod.unwrap(), pod_manifest("sandbox-1", &plan));
     assert_eq!(claim.unwrap(), claim_manifest("sandbox-1", &plan, 10 << 30));

@@ -166,19 +166,32 @@ impl Sandboxes<'_> {
                 .map_err(|e| e.to_string()),
             _ => Err("no engine for this pool".to_string()),
         };
+        // Its coved must be able to take a token of its own when it is taken: what failed,
+        // with the container made (to remove).
+        let made: Result<(String, Option<String>), (String, String)> = match made {
+            Ok((id, Some(url))) => {
+                let boot = &member.boot_token;
+                match crate::tokens::hand_over(&url, &member.name, boot, boot).await {
+                    Ok(()) => Ok((id, Some(url))),
+                    Err(e) => Err((e.to_string(), id)),
+                }
+            }
+            Ok((id, None)) => Ok((id, None)),
+            Err(why) => Err((why, String::new())),
+        };
         let recorded = match &made {
             Ok((id, url)) => self
                 .store
                 .set_pool_member_ready(&member.name, id, url.as_deref(), None)
                 .map_err(|e| e.to_string()),
-            Err(why) => Err(why.clone()),
+            Err((why, _)) => Err(why.clone()),
         };
         match recorded {
             Ok(()) => Ok(u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX)),
             Err(why) => {
                 let mut member = member;
-                if let Ok((id, _)) = made {
-                    member.container_id = id;
+                match made {
+                    Ok((id, _)) | Err((_, id)) => member.container_id = id,
                 }
                 if let Err(e) = self.remove_member(engine, &member).await {
                     tracing::warn!(error = %e, member = member.name, "a half-made pool sandbox could not be removed; `cove sandbox gc` lists it");
@@ -217,12 +230,17 @@ impl Sandboxes<'_> {
         Ok(members.len())
     }
 
-    /// Removes member `member`'s container and network, or Pod, and forgets it.
+    /// Forgets member `member` and removes its container and network, or Pod, unless it
+    /// was taken meanwhile (then it is a sandbox's, and stays).
     async fn remove_member(
         &self,
         engine: &Engine<'_>,
         member: &PoolMember,
     ) -> Result<(), SandboxesError> {
+        // Out of the pool first, in one statement a take cannot interleave with.
+        if !self.store.remove_pool_member(&member.name)? {
+            return Ok(());
+        }
         match (member.provider.as_str(), engine.docker, engine.kube) {
             ("kubernetes", _, Some(kube)) => {
                 let plan: Option<PodPlan> = member
@@ -238,7 +256,6 @@ impl Sandboxes<'_> {
             }
             _ => {}
         }
-        self.store.remove_pool_member(&member.name)?;
         Ok(())
     }
 

@@ -106,6 +106,7 @@ pub struct FileLimits {
     pub memory_bytes: Option<i64>,
     pub cpus: Option<f64>,
     pub processes: Option<i64>,
+    pub disk_bytes: Option<i64>,
 }
 
 /// The limits `[sandbox_limits]` sets, checked.
@@ -127,10 +128,17 @@ pub fn file_limits(file: &FileConfig) -> Result<FileLimits, String> {
     {
         return Err(format!("[sandbox_limits] processes = {p}: give 1 or more"));
     }
+    let disk_bytes = match limits.disk.as_deref() {
+        Some(d) => Some(parse_size(d).ok_or_else(|| {
+            format!("[sandbox_limits] disk {d:?} is not a size like 10g or 20Gi")
+        })?),
+        None => None,
+    };
     Ok(FileLimits {
         memory_bytes,
         cpus: limits.cpus,
         processes: limits.processes,
+        disk_bytes,
     })
 }
 
@@ -304,6 +312,7 @@ fn plan_of(
         memory_bytes,
         cpus,
         processes,
+        disk_bytes,
     } = file_limits(file).map_err(invalid)?;
     let image = config.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into());
     let kind = match config.provider.as_deref() {
@@ -318,6 +327,7 @@ fn plan_of(
                 memory_bytes,
                 cpus,
                 processes,
+                disk_bytes,
                 installation: Some(installation),
                 ..ContainerSpec::default()
             })
@@ -340,6 +350,7 @@ fn plan_of(
             installation: Some(installation),
             pod_uid: None,
             restore_from: None,
+            disk_bytes,
         }),
         Some(other) => {
             return Err(invalid(format!(
@@ -391,6 +402,7 @@ mod tests {
                 memory: Some("1g".into()),
                 cpus: Some(1.5),
                 processes: None,
+                disk: None,
             }),
             ..FileConfig::default()
         };
