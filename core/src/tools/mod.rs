@@ -537,7 +537,11 @@ impl ToolRegistry {
     /// found even while deferred.
     pub fn get(&self, name: &str) -> Option<Tool> {
         if let Some(tool) = self.tools.iter().find(|t| t.name() == name) {
-            return self.offers(tool).then(|| tool.clone());
+            // The search is offered while a server starts; called once it is up (the model
+            // asked a moment before), it still answers.
+            let callable =
+                self.offers(tool) || (tool.name() == mcp::SEARCH_TOOLS && self.mcp.is_some());
+            return callable.then(|| tool.clone());
         }
         if let Some(alias) = cove_tools::sandbox_aliases()
             .into_iter()

@@ -15,6 +15,7 @@ const TICKS_PER_SEC: f64 = 10.0;
 
 #[tokio::test]
 async fn a_paused_sandbox_keeps_its_processes_and_its_next_use_resumes_it() {
+    let _turn = super::real_docker::one_at_a_time().await;
     let present = docker(&["image", "inspect", IMAGE]);
     assert!(
         present.status.success(),
@@ -163,6 +164,7 @@ async fn until_paused(name: &str, paused: bool, limit: Duration) -> bool {
 
 #[tokio::test]
 async fn a_sandbox_left_idle_is_paused_by_itself_and_not_while_a_command_runs() {
+    let _turn = super::real_docker::one_at_a_time().await;
     let cove = Cove::new(Wire::OpenAi).await;
     let config = cove.home.path().join("config/cove");
     std::fs::create_dir_all(&config).unwrap();

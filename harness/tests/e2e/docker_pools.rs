@@ -124,6 +124,7 @@ async fn refused(url: &str, token: &str) -> bool {
 
 #[tokio::test]
 async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills() {
+    let _turn = super::real_docker::one_at_a_time().await;
     let present = docker(&["image", "inspect", IMAGE]);
     assert!(
         present.status.success(),
@@ -300,6 +301,10 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
         refilled.iter().all(|m| !members.iter().any(|t| t == m)),
         "a member taken is offered again: {row}"
     );
+    // The takers go now: the engine here copies the image whole for each container.
+    for n in 0..3 {
+        on_engine_ok(&cove, &["sandbox", "rm", &format!("t{n}")]).await;
+    }
 
     // A served thread that names the pool takes one, which goes with the thread.
     cove.llm
@@ -382,9 +387,6 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
     let drained =
         json_of(&on_engine_ok(&cove, &["--json", "sandbox", "pool", "drain", "p3"]).await);
     assert!(drained["removed"].as_u64().unwrap() >= 2, "{drained}");
-    for n in 0..3 {
-        on_engine_ok(&cove, &["sandbox", "rm", &format!("t{n}")]).await;
-    }
     assert_eq!(containers(&installation), Vec::<String>::new());
     let gc = rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "gc"]).await);
     assert!(gc.is_empty(), "gc finds leftovers: {gc:?}");

@@ -14,6 +14,7 @@ use super::{Cove, events, explain};
 
 #[tokio::test]
 async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
+    let _turn = super::real_docker::one_at_a_time().await;
     let present = docker(&["image", "inspect", IMAGE]);
     assert!(
         present.status.success(),
@@ -153,6 +154,7 @@ async fn a_snapshot_holds_the_whole_filesystem_and_a_fork_goes_on_apart() {
 
 #[tokio::test]
 async fn gc_lists_what_this_cove_made_and_forgot_and_removes_it_with_yes() {
+    let _turn = super::real_docker::one_at_a_time().await;
     let cove = Cove::new(Wire::OpenAi).await;
     let id = std::process::id();
     let (kept, forgotten) = (format!("gc-kept-{id}"), format!("gc-gone-{id}"));

@@ -56,6 +56,14 @@ pub(super) async fn on_engine_ok(cove: &Cove, args: &[&str]) -> Output {
     out
 }
 
+/// The tests that make containers on the real engine, one at a time: the engine here
+/// copies the image whole for each container (vfs, 1.4 GB), so several tests at once could
+/// fill the machine's disk, and slow each other past their limits.
+pub(super) async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    TURN.lock().await
+}
+
 /// Removes the sandbox's container however the test ends.
 pub(super) struct Leftover(pub(super) String);
 
@@ -72,6 +80,7 @@ fn health(container: &str) -> String {
 
 #[tokio::test]
 async fn the_sandbox_image_runs_a_task_in_a_real_container() {
+    let _turn = one_at_a_time().await;
     let present = docker(&["image", "inspect", IMAGE]);
     assert!(
         present.status.success(),
