@@ -85,15 +85,7 @@ impl Sandboxes<'_> {
             // Taken now, whole, for this thread alone; its daemon gets the sandbox's own
             // token as it opens.
             let made = self.take_from_pool(pool, None)?;
-            let name = made.name.clone();
-            return Ok((
-                if made.provider == "kubernetes" {
-                    SandboxSpec::Kubernetes { name }
-                } else {
-                    SandboxSpec::Docker { name }
-                },
-                None,
-            ));
+            return Ok((SandboxSpec::of_made(&made), None));
         }
         if let Some(name) = choice.as_deref().and_then(|c| c.strip_prefix("k8s:")) {
             // Made on first use when Cove does not know it yet.
@@ -116,15 +108,7 @@ impl Sandboxes<'_> {
             && !file.sandboxes.contains_key(name)
             && let Some(made) = self.store.sandbox(name)?
         {
-            let name = name.to_string();
-            return Ok((
-                if made.provider == "kubernetes" {
-                    SandboxSpec::Kubernetes { name }
-                } else {
-                    SandboxSpec::Docker { name }
-                },
-                None,
-            ));
+            return Ok((SandboxSpec::of_made(&made), None));
         }
         if let Some(named) = choice.as_deref().and_then(|n| file.sandboxes.get(n)) {
             let token = request

@@ -70,25 +70,34 @@ pub fn start(program: &Path, db: &Path, name: &str, after_secs: u64) {
     if claim(db, name).is_none() {
         return;
     }
-    let spawned = tokio::process::Command::new(program)
+    let after = after_secs.to_string();
+    let args = ["sandbox", "idle-watch", name, "--after", &after];
+    if let Err(e) = spawn_helper(program, db, &args, Stdio::null()) {
+        tracing::warn!(error = %e, sandbox = name, "the idle watcher did not start");
+    }
+}
+
+/// Starts `program --db DB ARGS` (`cove` itself) as a process of its own that outlives
+/// this one: out of the terminal's process group (Ctrl-C there is not for it), reaped when
+/// it ends while this process lives (a server's), else by init.
+pub(crate) fn spawn_helper(
+    program: &Path,
+    db: &Path,
+    args: &[&str],
+    stderr: Stdio,
+) -> std::io::Result<()> {
+    let mut child = tokio::process::Command::new(program)
         .arg("--db")
         .arg(db)
-        .args(["sandbox", "idle-watch", name, "--after"])
-        .arg(after_secs.to_string())
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // Out of the terminal's process group: Ctrl-C there is not for it.
+        .stderr(stderr)
         .process_group(0)
         .kill_on_drop(false)
-        .spawn();
-    match spawned {
-        // Reaped when it ends while this process lives (a server's); else init's.
-        Ok(mut child) => {
-            tokio::spawn(async move {
-                let _ = child.wait().await;
-            });
-        }
-        Err(e) => tracing::warn!(error = %e, sandbox = name, "the idle watcher did not start"),
-    }
+        .spawn()?;
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    Ok(())
 }

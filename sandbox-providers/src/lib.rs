@@ -39,6 +39,16 @@ pub enum SandboxSpec {
 }
 
 impl SandboxSpec {
+    /// The spec of a sandbox a provider made: threads name it, not its current address.
+    pub fn of_made(made: &cove_store::ManagedSandbox) -> SandboxSpec {
+        let name = made.name.clone();
+        if made.provider == "kubernetes" {
+            SandboxSpec::Kubernetes { name }
+        } else {
+            SandboxSpec::Docker { name }
+        }
+    }
+
     /// How a thread records it: `local:<path>` or the URL.
     pub fn label(&self) -> String {
         match self {

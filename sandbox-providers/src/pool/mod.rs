@@ -217,16 +217,10 @@ impl Sandboxes<'_> {
     ) -> Result<(ManagedSandbox, crate::Sandbox), SandboxesError> {
         for _ in 0..3 {
             let made = self.take_from_pool(pool, Some(name))?;
-            let spec = if made.provider == "kubernetes" {
-                crate::SandboxSpec::Kubernetes {
-                    name: made.name.clone(),
-                }
-            } else {
-                crate::SandboxSpec::Docker {
-                    name: made.name.clone(),
-                }
-            };
-            match self.open(spec, None, None).await {
+            match self
+                .open(crate::SandboxSpec::of_made(&made), None, None)
+                .await
+            {
                 Ok(sandbox) => return Ok((made, sandbox)),
                 Err(e) => {
                     self.narrate.note(&format!(
@@ -257,25 +251,9 @@ impl Sandboxes<'_> {
             .and_then(|dir| std::fs::create_dir_all(dir).ok())
             .and_then(|()| std::fs::File::create(&log).ok())
             .map_or_else(Stdio::null, Stdio::from);
-        let spawned = tokio::process::Command::new(program)
-            .arg("--db")
-            .arg(&db)
-            .args(["sandbox", "pool", "fill", pool, "--quiet"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            // Out of the terminal's process group: Ctrl-C there is not for it.
-            .process_group(0)
-            .kill_on_drop(false)
-            .spawn();
-        match spawned {
-            // Reaped when it ends while this process lives (a server's); else init's.
-            Ok(mut child) => {
-                tokio::spawn(async move {
-                    let _ = child.wait().await;
-                });
-            }
-            Err(e) => tracing::warn!(error = %e, pool, "the pool's refill did not start"),
+        let args = ["sandbox", "pool", "fill", pool, "--quiet"];
+        if let Err(e) = crate::idle_watch::spawn_helper(program, &db, &args, stderr) {
+            tracing::warn!(error = %e, pool, "the pool's refill did not start");
         }
     }
 
