@@ -84,7 +84,10 @@ async fn pooled() -> serde_json::Value {
         helper_program: None,
     };
     let fill = Instant::now();
-    let filled = sandboxes.fill_pool("bench", &|_| {}).await.unwrap();
+    let filled = sandboxes
+        .fill_pool("bench", &|| Ok(file.clone()), &|_| {})
+        .await
+        .unwrap();
     let fill_ms = ms(fill);
     let mut in_process = Vec::new();
     for round in 0..ROUNDS {

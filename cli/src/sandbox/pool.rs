@@ -136,7 +136,10 @@ async fn fill(inv: &Invocation, pool: &str, quiet: bool) -> Result<ExitCode, Cli
             inv.printer.note(line);
         }
     };
-    let filled = inv.sandboxes().fill_pool(pool, &progress).await?;
+    let filled = inv
+        .sandboxes()
+        .fill_pool(pool, &cove_core::config::load_file, &progress)
+        .await?;
     if quiet {
         return Ok(ExitCode::SUCCESS);
     }

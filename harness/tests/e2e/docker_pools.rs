@@ -391,3 +391,67 @@ async fn a_pool_hands_each_sandbox_to_one_taker_with_its_own_token_and_refills()
     let gc = rows_of(&on_engine_ok(&cove, &["--json", "sandbox", "gc"]).await);
     assert!(gc.is_empty(), "gc finds leftovers: {gc:?}");
 }
+
+/// A refill reads its pool from cove.toml once its turn comes: one started before the pool
+/// was taken out of cove.toml (and drained) makes nothing when it gets the pool's lock
+/// afterwards. (It read the cove.toml of its start, and refilled a drained pool behind
+/// `drain`; no engine is reached here, none is needed.)
+#[tokio::test]
+async fn a_refill_waiting_while_its_pool_is_removed_makes_nothing() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("cove.toml"),
+        format!("[pools.late]\nsize = 1\nimage = \"{IMAGE}\"\n"),
+    )
+    .unwrap();
+    // The pool's lock, held as a fill under way holds it.
+    let lock = cove.home.path().join("pools/late.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    let held = std::fs::File::create(&lock).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+
+    let mut cmd = cove.command(&["sandbox", "pool", "fill", "late"]);
+    // Were it to try, it would find no engine there.
+    cmd.env("DOCKER_HOST", "tcp://127.0.0.1:9")
+        .env_remove("DOCKER_TLS_VERIFY")
+        .env_remove("DOCKER_CERT_PATH");
+    let fill = cmd.spawn().unwrap();
+    let pid = fill.id().unwrap();
+    // Its turn is awaited once it has the lock's file open.
+    let started = Instant::now();
+    while !std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|to| to == lock))
+    {
+        let fds: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .collect();
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the fill never waited for {}: it has {fds:?}",
+            lock.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::fs::write(config.join("cove.toml"), "").unwrap();
+    drop(held);
+    let out = tokio::time::timeout(Duration::from_secs(60), fill.wait_with_output())
+        .await
+        .expect("the fill ended")
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", explain(&out));
+    assert!(said.contains("no pool late in cove.toml"), "{said}");
+    let conn = rusqlite::Connection::open(cove.home.path().join("cove.db")).unwrap();
+    let members: i64 = conn
+        .query_row("SELECT count(*) FROM pool_members", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(members, 0);
+}

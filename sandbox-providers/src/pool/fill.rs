@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use cove_config::{ConfigError, FileConfig};
 use cove_store::{ManagedSandbox, PoolMember, now_ms};
 use futures_util::stream::{self, StreamExt};
 
@@ -31,19 +32,23 @@ pub struct Filled {
 impl Sandboxes<'_> {
     /// Brings pool `pool` to its size: removes members past their age, those that no
     /// longer answer and those a fill that died left half-made, then makes the rest (a few
-    /// at once). One fill per pool at a time; a second waits for the first.
+    /// at once). One fill per pool at a time; a second waits for the first. The pool is
+    /// read from `config_now()` once the fill's turn has come.
     pub async fn fill_pool(
         &self,
         pool: &str,
+        config_now: &dyn Fn() -> Result<FileConfig, ConfigError>,
         progress: &(dyn Fn(&str) + Sync),
     ) -> Result<Filled, PoolError> {
         let _lock = match self.store.path() {
             Some(db) => fill_lock(&db, pool).await,
             None => None,
         };
-        // Read once the lock is held: a pool drained and taken out of cove.toml while this
-        // fill waited is not filled again.
-        let mut plan = self.pool_plan(pool)?;
+        // cove.toml as it is once the lock is held, not as this process read it when it
+        // started: a pool drained and taken out of it while this fill waited is not filled
+        // again.
+        let file = config_now().map_err(|e| cannot_fill(pool, e))?;
+        let mut plan = self.pool_plan_in(&file, pool)?;
         let kube = match &mut plan.kind {
             PoolKind::Kubernetes(pod) => {
                 let kube = Kubernetes::from_env(self.in_cluster)

@@ -145,27 +145,27 @@ pub fn file_limits(file: &FileConfig) -> Result<FileLimits, String> {
 impl Sandboxes<'_> {
     /// Pool `pool` as `cove.toml` has it.
     pub fn pool_plan(&self, pool: &str) -> Result<PoolPlan, PoolError> {
-        let config = self
-            .file
-            .pools
-            .get(pool)
-            .ok_or_else(|| PoolError::Unknown {
-                pool: pool.to_string(),
-                known: if self.file.pools.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " (it has {})",
-                        self.file
-                            .pools
-                            .keys()
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                },
-            })?;
-        plan_of(pool, config, self.file, self.store.installation_id()?)
+        self.pool_plan_in(self.file, pool)
+    }
+
+    /// Pool `pool` as `file` has it.
+    pub(super) fn pool_plan_in(
+        &self,
+        file: &FileConfig,
+        pool: &str,
+    ) -> Result<PoolPlan, PoolError> {
+        let config = file.pools.get(pool).ok_or_else(|| PoolError::Unknown {
+            pool: pool.to_string(),
+            known: if file.pools.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (it has {})",
+                    file.pools.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            },
+        })?;
+        plan_of(pool, config, file, self.store.installation_id()?)
     }
 
     /// Takes a ready member of `pool` for a new sandbox named `name` (one is made up when
