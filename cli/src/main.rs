@@ -8,6 +8,7 @@
 
 mod checkpoints;
 mod error;
+mod export;
 mod knowledge;
 mod mcp;
 mod operator;
@@ -104,6 +105,9 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Write a thread to one file a person can open anywhere: a self-contained HTML page
+    /// (screenshots inside), Markdown or JSON; no key or token of Cove's is in it.
+    Export(export::ExportArgs),
     /// List a thread's checkpoints of its workspace.
     Checkpoints { thread: String },
     /// Show what changed in a thread's workspace between two checkpoints (or since one).
@@ -218,6 +222,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Permit(args) => permit::permit(&inv, args),
         Command::Threads => threads::list(&inv),
         Command::Show { thread, all } => threads::show(&inv, &thread, all),
+        Command::Export(args) => export::export(&inv, args),
         Command::Checkpoints { thread } => checkpoints::list(&inv, &thread),
         Command::Diff(args) => checkpoints::diff(&inv, args).await,
         Command::Rewind(args) => checkpoints::rewind(&inv, args).await,

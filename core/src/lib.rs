@@ -9,6 +9,7 @@
 pub mod agent;
 pub use cove_config as config;
 pub mod context;
+pub mod export;
 pub mod format;
 pub use cove_llm as llm;
 pub mod mcp;

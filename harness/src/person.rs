@@ -174,6 +174,18 @@ impl Person {
         Ok(())
     }
 
+    /// Cuts the tab off every network, as a machine with none (requests are still recorded).
+    pub async fn offline(&mut self) -> Result<()> {
+        self.call("Network.enable", json!({}), true).await?;
+        self.call(
+            "Network.emulateNetworkConditions",
+            json!({"offline": true, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}),
+            true,
+        )
+        .await?;
+        Ok(())
+    }
+
     /// The URLs the tab requested since [`Person::watch_requests`] (read as the browser
     /// reported them, so up to the last call).
     pub async fn requests(&mut self) -> Result<Vec<String>> {

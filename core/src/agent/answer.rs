@@ -241,6 +241,13 @@ pub(crate) async fn run_announced(
         (Err(missing), Ok(_)) => ToolResult::error(missing),
         (Ok(def), Ok(args)) => def.call(env, args).await,
     };
+    if let Some(shot) = result
+        .browser_state
+        .as_ref()
+        .and_then(|state| state.screenshot.as_ref())
+    {
+        emitter.keep_screenshot(&call_id, shot);
+    }
     announce_end(emitter, call_id, tool, &result);
     result
 }

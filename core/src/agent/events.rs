@@ -54,6 +54,21 @@ impl Emitter {
         }
     }
 
+    /// Keeps `shot`, the browser after call `call`, for the thread's record (`cove export`,
+    /// the page). Losing it loses only the picture.
+    pub fn keep_screenshot(&self, call: &str, shot: &cove_protocol::browser::Screenshot) {
+        use base64::Engine as _;
+        let Ok(jpeg) = base64::engine::general_purpose::STANDARD.decode(&shot.base64) else {
+            return;
+        };
+        if let Err(e) = self
+            .store
+            .add_screenshot(&self.thread_id, &self.run_id, call, &jpeg)
+        {
+            tracing::warn!(error = %e, "cannot keep a screenshot");
+        }
+    }
+
     /// Emits one event.
     pub fn emit(&self, kind: EventKind) {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());

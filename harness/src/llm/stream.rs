@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// A call id no other call of this process has, as real providers give them (their ids
+/// are unique; a run's record relies on it).
+fn call_id(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}_{n}")
+}
+
 pub(super) async fn fail(fault: Fault, partial: String) -> Response {
     match fault {
         Fault::RateLimited { retry_after_secs } => (
@@ -157,7 +165,7 @@ pub(super) fn openai_events(turn: &Turn, native: bool, billed: Billed) -> String
     if native {
         for (i, call) in turn.calls.iter().enumerate() {
             chunk(
-                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                json!({"tool_calls": [{"index": i, "id": call_id("call"), "type": "function",
                     "function": {"name": call.name, "arguments": ""}}]}),
                 None,
             );
@@ -216,11 +224,11 @@ pub(super) fn anthropic_events(turn: &Turn, native: bool, billed: Billed) -> Str
         block += 1;
     }
     if native {
-        for (i, call) in turn.calls.iter().enumerate() {
+        for call in &turn.calls {
             event(
                 "content_block_start",
                 json!({"type": "content_block_start", "index": block, "content_block":
-                    {"type": "tool_use", "id": format!("toolu_{i}"), "name": call.name, "input": {}}}),
+                    {"type": "tool_use", "id": call_id("toolu"), "name": call.name, "input": {}}}),
             );
             for piece in pieces(&call.arguments.to_string(), 7) {
                 event(

@@ -19,6 +19,7 @@ mod cost;
 mod docker_pause;
 mod docker_pools;
 mod docker_snapshots;
+mod export;
 mod isolation;
 mod kubernetes;
 mod mcp;
