@@ -139,6 +139,8 @@ enum Command {
     Browse(operator::BrowseArgs),
     /// Save a screenshot of the sandbox's browser.
     Screenshot(operator::ScreenshotArgs),
+    /// Save a shell session's terminal as a recording (asciicast v2) to replay.
+    Recording(operator::RecordingArgs),
     /// Serve the agent over HTTP: an API whose runs belong to the server, with their events
     /// as Server-Sent Events.
     Serve(serve::ServeArgs),
@@ -236,6 +238,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Cat(args) => operator::cat(&inv, args).await,
         Command::Browse(args) => operator::browse(&inv, args).await,
         Command::Screenshot(args) => operator::screenshot(&inv, args).await,
+        Command::Recording(args) => operator::recording(&inv, args).await,
         Command::Serve(args) => serve::serve(inv, args).await,
     }
 }

@@ -1,11 +1,13 @@
 //! The operator's commands: the sandbox's shell, files and browser by hand, no model
-//! involved (`cove exec`, `ls`, `cat`, `browse`, `screenshot`).
+//! involved (`cove exec`, `ls`, `cat`, `browse`, `screenshot`, `recording`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use cove_protocol::ErrorCode;
 use cove_protocol::browser::{NavigateTo, StateQuery};
+use cove_protocol::client::ClientError;
 use cove_protocol::files::{ListQuery, ReadRequest};
 use cove_protocol::shell::ExecRequest;
 use serde_json::json;
@@ -56,6 +58,18 @@ pub(super) struct ScreenshotArgs {
     /// Open this URL first.
     #[arg(long)]
     url: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RecordingArgs {
+    /// The shell session (the agent's commands run in `default` unless it names another).
+    #[arg(long, default_value = "default")]
+    session: String,
+    /// Where to write it (`-`: standard output); by default SESSION.cast in this folder.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
     #[command(flatten)]
     sandbox: SandboxArgs,
 }
@@ -151,5 +165,54 @@ pub(super) async fn screenshot(
         .result(&json!({"path": output, "bytes": jpeg.len()}), |_| {
             format!("{} ({} bytes)", output.display(), jpeg.len())
         });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove recording [--session S] [-o FILE]`: the session's terminal as asciicast v2, for
+/// `asciinema play` or any asciicast player.
+pub(super) async fn recording(inv: &Invocation, args: RecordingArgs) -> Result<ExitCode, CliError> {
+    let sandbox = open_for_command(inv, &args.sandbox).await?;
+    let result = sandbox.client.recording(&args.session).await;
+    let sessions = match &result {
+        Err(ClientError::Api {
+            code: ErrorCode::NotFound,
+            ..
+        }) => sandbox.client.sessions().await.ok(),
+        _ => None,
+    };
+    sandbox.close().await;
+    if let Some(list) = sessions {
+        let names: Vec<&str> = list.sessions.iter().map(|s| s.name.as_str()).collect();
+        return Err(CliError::NotFound(format!(
+            "no session {} in this sandbox ({}); a local sandbox's sessions end with the command that started it, so record from a sandbox that stays (`cove sandbox up`, Docker, remote)",
+            args.session,
+            if names.is_empty() {
+                "it has none".to_string()
+            } else {
+                format!("it has {}", names.join(", "))
+            }
+        )));
+    }
+    let cast = result?;
+    let output = args
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("{}.cast", args.session)));
+    if output.as_os_str() == "-" {
+        inv.printer.verbatim(&cast, |cast| cast.clone());
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::fs::write(&output, &cast)
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", output.display())))?;
+    let events = cast.lines().count().saturating_sub(1);
+    inv.printer.result(
+        &json!({"path": output, "bytes": cast.len(), "events": events}),
+        |_| {
+            format!(
+                "{} ({events} events; play it with `asciinema play {}`)",
+                output.display(),
+                output.display()
+            )
+        },
+    );
     Ok(ExitCode::SUCCESS)
 }

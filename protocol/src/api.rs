@@ -50,6 +50,7 @@ pub enum Op {
     ShellExec,
     ShellSessions,
     ShellOutput,
+    ShellRecording,
     ShellInput,
     ShellSignal,
     ShellDeleteSession,
@@ -273,6 +274,16 @@ pub const ENDPOINTS: &[Endpoint] = &[
         query: Some(inline::<OutputQuery>),
         request: RequestBody::None,
         response: ResponseBody::Json(reference::<OutputResponse>),
+    },
+    Endpoint {
+        op: Op::ShellRecording,
+        method: Method::Get,
+        path: "/v1/shell/sessions/{name}/recording",
+        summary: "The session's output still held, as a terminal recording (asciicast v2)",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Bytes("application/x-asciicast"),
     },
     Endpoint {
         op: Op::ShellInput,
@@ -898,7 +909,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 61, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 62, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::ShellExec => on(m, shell::http::exec),
         Op::ShellSessions => on(m, shell::http::sessions),
         Op::ShellOutput => on(m, shell::http::output),
+        Op::ShellRecording => on(m, shell::http::recording),
         Op::ShellInput => on(m, shell::http::input),
         Op::ShellSignal => on(m, shell::http::signal),
         Op::ShellDeleteSession => on(m, shell::http::delete),

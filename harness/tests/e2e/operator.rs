@@ -161,3 +161,74 @@ async fn knowledge_added_on_the_command_line_reaches_the_system_prompt() {
     assert_eq!(out.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no knowledge entry"));
 }
+
+/// `cove recording` saves a session of a sandbox that stays as an asciicast file: the
+/// commands given to it and their output, in order.
+#[tokio::test]
+async fn a_sessions_recording_is_saved_from_a_sandbox_that_stays() {
+    let cove = Cove::new(Wire::OpenAi).await;
+    let daemon = cove_harness::DaemonBuilder::new(workspace_binary("coved").unwrap())
+        .workspace(cove.workspace.clone())
+        .spawn()
+        .await
+        .unwrap();
+    for command in ["echo one", "echo two"] {
+        let out = cove
+            .on_daemon(&daemon, &["exec", command, "--session", "work"])
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{}", explain(&out));
+    }
+    let file = cove.home.path().join("work.cast");
+    let out = cove
+        .on_daemon(
+            &daemon,
+            &[
+                "--json",
+                "recording",
+                "--session",
+                "work",
+                "-o",
+                file.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", explain(&out));
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cast = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        said["events"].as_u64(),
+        Some(cast.lines().count() as u64 - 1)
+    );
+    let texts: Vec<String> = cast
+        .lines()
+        .skip(1)
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()[2]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let joined = texts.concat();
+    let order = ["$ echo one\r\n", "one\r\n", "$ echo two\r\n", "two\r\n"];
+    let mut from = 0;
+    for part in order {
+        let at = joined[from..]
+            .find(part)
+            .unwrap_or_else(|| panic!("{part:?} not after {from} in {joined:?}"));
+        from += at + part.len();
+    }
+    // A session that is not there says which sessions are.
+    let out = cove
+        .on_daemon(&daemon, &["recording", "--session", "nope", "-o", "-"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("nope") && said.contains("work"), "{said}");
+}

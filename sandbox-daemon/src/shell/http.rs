@@ -34,6 +34,20 @@ pub async fn output(
     Ok(Json(app.shell.output(&name, query.since.unwrap_or(0))?))
 }
 
+/// `GET /v1/shell/sessions/{name}/recording`
+pub async fn recording(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let cast = app.shell.recording(&name)?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/x-asciicast")],
+        cast,
+    )
+        .into_response())
+}
+
 /// `POST /v1/shell/sessions/{name}/input`
 pub async fn input(
     State(app): State<AppState>,

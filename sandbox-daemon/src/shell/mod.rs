@@ -2,6 +2,7 @@
 
 pub mod http;
 pub mod output;
+pub mod recording;
 pub mod scanner;
 pub mod session;
 
@@ -268,6 +269,11 @@ impl ShellManager {
             exit_code: view.exit_code,
             truncated: view.output.truncated,
         })
+    }
+
+    /// Session `name`'s output as a terminal recording (asciicast v2).
+    pub fn recording(&self, name: &str) -> Result<String, ShellError> {
+        Ok(self.get(name)?.recording())
     }
 
     /// Types into session `name`'s running command.

@@ -681,3 +681,88 @@ async fn a_session_says_where_its_foreground_is() {
     }
     c.signal("inner", Signal::Kill).await.unwrap();
 }
+
+/// A session's terminal is kept as an asciicast v2 recording with its timing, which the real
+/// player (PyPI `asciinema`) plays; an unknown session is a 404.
+#[tokio::test]
+async fn a_sessions_terminal_is_a_recording_a_real_player_plays() {
+    let d = daemon().await;
+    run(&d.client, "rec", "echo first-line").await;
+    run(
+        &d.client,
+        "rec",
+        "sleep 0.4; printf 'caf\\303\\251 \\033[1mbold\\033[0m\\n'",
+    )
+    .await;
+    let cast = d.client.recording("rec").await.unwrap();
+    let lines: Vec<serde_json::Value> = cast
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert_eq!(lines[0]["version"], 2, "{}", lines[0]);
+    assert_eq!(
+        (lines[0]["width"].as_u64(), lines[0]["height"].as_u64()),
+        (Some(200), Some(50))
+    );
+    let at = |needle: &str| {
+        lines[1..]
+            .iter()
+            .find(|e| e[2].as_str().is_some_and(|t| t.contains(needle)))
+            .and_then(|e| e[0].as_f64())
+            .unwrap_or_else(|| panic!("{needle} not in {cast}"))
+    };
+    assert!(lines[1..].iter().all(|e| e[1] == "o"));
+    let times: Vec<f64> = lines[1..].iter().map(|e| e[0].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(
+        at("café bold") - at("$ echo first-line") >= 0.35,
+        "the sleep is in the timing: {cast}"
+    );
+    // The session's text as the agent reads it: the command after a prompt, no escapes,
+    // lines ended as a terminal ends them.
+    let texts: Vec<&str> = lines[1..].iter().filter_map(|e| e[2].as_str()).collect();
+    let given = texts.iter().position(|t| *t == "$ echo first-line\r\n");
+    let printed = texts.iter().position(|t| t.starts_with("first-line\r\n"));
+    assert!(
+        given.is_some() && printed.is_some() && given < printed,
+        "{texts:?}"
+    );
+    assert!(cast.contains("café bold\\r\\n"), "{cast}");
+
+    let python = cove_harness::mcp_servers::python().unwrap();
+    let asciinema = python.with_file_name("asciinema");
+    assert!(
+        asciinema.is_file(),
+        "PyPI asciinema is missing at {}: run harness/install-test-deps.sh",
+        asciinema.display()
+    );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &cast).unwrap();
+    let played = std::process::Command::new(&asciinema)
+        .arg("cat")
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        played.status.success(),
+        "{}",
+        String::from_utf8_lossy(&played.stderr)
+    );
+    let shown = String::from_utf8_lossy(&played.stdout);
+    assert!(
+        shown.contains("first-line") && shown.contains("café"),
+        "{shown}"
+    );
+
+    let missing = d.client.recording("nope").await.unwrap_err();
+    assert!(
+        matches!(
+            missing,
+            cove_protocol::client::ClientError::Api {
+                code: ErrorCode::NotFound,
+                ..
+            }
+        ),
+        "{missing:?}"
+    );
+}

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::ShellError;
 use super::output::{OutputLog, Rendered};
+use super::recording::Timeline;
 use super::scanner::Scanner;
 use crate::procs::{self, ChildRegistry, SESSION_TAG_VAR};
 use crate::random::random_hex;
@@ -148,6 +149,8 @@ struct Finished {
 #[derive(Debug)]
 struct State {
     log: OutputLog,
+    /// When each stretch of the log arrived, for the session's recording.
+    timeline: Timeline,
     head_cap: usize,
     next_seq: u64,
     running: Option<Running>,
@@ -161,6 +164,7 @@ impl State {
         if bytes.is_empty() {
             return;
         }
+        self.timeline.mark(self.log.end(), self.log.start());
         self.log.append(bytes);
         if let Some(r) = &mut self.running {
             let room = self.head_cap.saturating_sub(r.head.len());
@@ -376,6 +380,7 @@ impl Session {
             st.next_seq += 1;
             std::fs::write(self.dir.join("cmd"), command)?;
             let start = st.log.end();
+            st.timeline.command(start, command);
             st.running = Some(Running {
                 seq,
                 command: command.to_string(),
@@ -577,6 +582,13 @@ impl Session {
             running: st.running.is_some(),
             exit_code: st.last_exit_code(),
         }
+    }
+
+    /// The session's output still held, as a terminal recording (asciicast v2).
+    pub fn recording(&self) -> String {
+        let st = self.shared.lock();
+        st.timeline
+            .asciicast(&st.log, self.settings.cols, self.settings.rows)
     }
 
     /// A summary for listings.

@@ -41,6 +41,7 @@ pub(super) fn starting_state(
     Arc::new(Shared {
         state: Mutex::new(State {
             log: OutputLog::new(settings.log_capacity),
+            timeline: Timeline::new(),
             head_cap: settings.output_cap / 2,
             next_seq: 1,
             running: Some(Running {
