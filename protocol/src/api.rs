@@ -45,6 +45,7 @@ pub enum Op {
     Health,
     Info,
     Idle,
+    Metrics,
     RotateToken,
     OpenApi,
     ShellExec,
@@ -224,6 +225,16 @@ pub const ENDPOINTS: &[Endpoint] = &[
         query: None,
         request: RequestBody::None,
         response: ResponseBody::Json(reference::<IdleResponse>),
+    },
+    Endpoint {
+        op: Op::Metrics,
+        method: Method::Get,
+        path: "/metrics",
+        summary: "What the daemon has done, in the Prometheus text format: requests by route and status with their latency, requests in flight, shell sessions and running commands, the takeover, memory; asking does not count as use",
+        auth: true,
+        query: None,
+        request: RequestBody::None,
+        response: ResponseBody::Bytes("text/plain; version=0.0.4"),
     },
     Endpoint {
         op: Op::RotateToken,
@@ -909,7 +920,7 @@ mod tests {
             );
             assert_eq!(endpoint(ep.op).unwrap().path, ep.path);
         }
-        assert_eq!(ops.len(), 62, "a new Op needs a row in ENDPOINTS");
+        assert_eq!(ops.len(), 63, "a new Op needs a row in ENDPOINTS");
     }
 
     #[test]

@@ -248,6 +248,16 @@ impl CovedClient {
         .await
     }
 
+    /// `GET /metrics`: the Prometheus text format.
+    pub async fn metrics(&self) -> Result<String, ClientError> {
+        let url = self.url(&["metrics"])?;
+        let builder = self
+            .request(Method::GET, url.clone())
+            .timeout(DEFAULT_CALL_TIMEOUT);
+        let response = self.send(builder, &url).await?;
+        response.text().await.map_err(transport(&url))
+    }
+
     /// `GET /v1/shell/sessions/{name}/recording`: asciicast v2.
     pub async fn recording(&self, session: &str) -> Result<String, ClientError> {
         let url = self.url(&["v1", "shell", "sessions", session, "recording"])?;

@@ -11,6 +11,7 @@ pub mod events;
 pub mod files;
 pub mod forks;
 pub mod info;
+pub mod metrics;
 pub mod plan;
 pub mod preview;
 pub mod serve;

@@ -2,8 +2,8 @@
 //! the last request ended (its answer sent whole: a download, a long poll and a streamed
 //! preview count until their last byte), with none in flight, no command running in a
 //! shell session and no one in the takeover view. Every request counts as use but the
-//! liveness and identity checks (`/health`, `/v1/info`) and the idle question itself, so
-//! looking at a sandbox never keeps it awake. A preview's WebSocket counts while it opens,
+//! liveness and identity checks (`/health`, `/v1/info`), the metrics (`/metrics`) and the
+//! idle question itself, so looking at a sandbox never keeps it awake. A preview's WebSocket counts while it opens,
 //! not while it stays open.
 
 use std::pin::Pin;
@@ -42,6 +42,11 @@ impl Default for Activity {
 impl Activity {
     fn now_ms(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Requests being answered now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Acquire)
     }
 
     fn ended(&self) {
@@ -85,11 +90,11 @@ impl HttpBody for Counted {
     }
 }
 
-/// Counts every request as use, until its answer is sent whole, but `/health`, `/v1/info`
-/// and `/v1/idle`.
+/// Counts every request as use, until its answer is sent whole, but `/health`, `/v1/info`,
+/// `/metrics` and `/v1/idle`.
 pub async fn track(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if matches!(path, "/health" | "/v1/info" | "/v1/idle") {
+    if matches!(path, "/health" | "/v1/info" | "/v1/idle" | "/metrics") {
         return next.run(request).await;
     }
     app.activity.in_flight.fetch_add(1, Ordering::AcqRel);

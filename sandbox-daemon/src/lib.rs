@@ -16,6 +16,7 @@ pub mod forks;
 pub mod idle;
 pub mod info;
 pub mod mcp;
+pub mod metrics;
 pub mod net;
 pub mod preview;
 pub mod procs;
@@ -209,6 +210,8 @@ pub struct App {
     pub forks: forks::Forks,
     /// Its use, for how long it has been idle.
     pub activity: idle::Activity,
+    /// What it has done, for `GET /metrics`.
+    pub metrics: metrics::DaemonMetrics,
 }
 
 /// Cheap handle on the [`App`].
@@ -354,6 +357,7 @@ impl Daemon {
             watches: watches::Watches::new(root.clone()),
             forks,
             activity: idle::Activity::default(),
+            metrics: metrics::DaemonMetrics::default(),
         };
         Ok(Daemon {
             state: AppState(Arc::new(app)),

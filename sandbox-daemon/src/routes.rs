@@ -20,8 +20,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::error::ApiError;
 use crate::{
-    AppState, auth, browser, checkpoints, files, forks, idle, info, mcp, preview, shell, takeover,
-    token, vision, watches, web,
+    AppState, auth, browser, checkpoints, files, forks, idle, info, mcp, metrics, preview, shell,
+    takeover, token, vision, watches, web,
 };
 
 fn filter(method: Method) -> MethodFilter {
@@ -30,6 +30,15 @@ fn filter(method: Method) -> MethodFilter {
         Method::Post => MethodFilter::POST,
         Method::Put => MethodFilter::PUT,
         Method::Delete => MethodFilter::DELETE,
+    }
+}
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Get => "GET",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Delete => "DELETE",
     }
 }
 
@@ -45,6 +54,7 @@ fn handler(endpoint: &Endpoint, state: &AppState) -> MethodRouter<AppState> {
         Op::Health => on(m, info::health),
         Op::Info => on(m, info::info),
         Op::Idle => on(m, idle::idle),
+        Op::Metrics => on(m, metrics::http::metrics),
         Op::RotateToken => on(m, token::rotate),
         Op::OpenApi => on(m, info::openapi),
         Op::ShellExec => on(m, shell::http::exec),
@@ -133,10 +143,15 @@ pub fn router(state: AppState) -> Router {
         .route("/takeover/ws", axum::routing::get(takeover::http::socket));
     let mut protected = Router::new();
     for endpoint in ENDPOINTS {
+        // Each route counts its requests and their latency for `/metrics`.
+        let counted = handler(endpoint, &state).layer(middleware::from_fn_with_state(
+            (state.clone(), method_name(endpoint.method), endpoint.path),
+            metrics::record,
+        ));
         if endpoint.auth {
-            protected = protected.route(endpoint.path, handler(endpoint, &state));
+            protected = protected.route(endpoint.path, counted);
         } else {
-            public = public.route(endpoint.path, handler(endpoint, &state));
+            public = public.route(endpoint.path, counted);
         }
     }
     let protected = protected

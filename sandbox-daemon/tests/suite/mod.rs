@@ -9,6 +9,7 @@ mod forks;
 mod hostile_web;
 mod idle;
 mod mcp;
+mod metrics;
 mod preview;
 mod real_pages;
 mod security;
