@@ -37,6 +37,7 @@ pub enum ServeOp {
     ThreadRewind,
     ThreadFork,
     Upload,
+    Metrics,
 }
 
 /// A new thread: its task, started at once.
@@ -554,6 +555,14 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
             ResponseBody::Json(reference::<Upload>),
         )
     },
+    row(
+        ServeOp::Metrics,
+        Method::Get,
+        "/metrics",
+        "What the server's runs did, in the Prometheus text format: runs by state, model calls, tokens and cost by model, tool calls by tool and outcome, threads waiting, tool and model latencies, open event streams",
+        RequestBody::None,
+        ResponseBody::Bytes("text/plain; version=0.0.4"),
+    ),
 ];
 
 /// Query of `GET /v1/threads/{id}/events`.
@@ -603,7 +612,7 @@ mod tests {
             assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
             assert!(ep.auth, "{} needs the token", ep.path);
         }
-        assert_eq!(ops.len(), 24, "a new ServeOp needs a row");
+        assert_eq!(ops.len(), 25, "a new ServeOp needs a row");
         let doc = openapi_document("0.0.0");
         let text = doc.to_string();
         let schemas = doc["components"]["schemas"].as_object().unwrap();

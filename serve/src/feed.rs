@@ -64,6 +64,8 @@ pub(super) struct Feeds {
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     /// Set when the server stops: every stream ends.
     closing: watch::Sender<bool>,
+    /// What passes, for `GET /metrics`.
+    pub(super) metrics: super::metrics::ServeMetrics,
 }
 
 impl Feeds {
@@ -97,6 +99,9 @@ impl Feeds {
             return Ok(0);
         };
         let feed = self.feed(store, &thread)?;
+        for event in &events {
+            self.metrics.saw(event);
+        }
         let ended = events
             .iter()
             .any(|e| matches!(e.kind, EventKind::ThreadRunEnd { .. }));
@@ -135,6 +140,7 @@ impl Feeds {
     fn watch(&self, store: &Store, thread: &str) -> Result<Watch, StoreError> {
         let feed = self.feed(store, thread)?;
         Ok(Watch {
+            _open: self.metrics.stream_opened(),
             newest: feed.newest.subscribe(),
             closing: self.closing.subscribe(),
             feed,
@@ -145,6 +151,8 @@ impl Feeds {
 /// What a stream follows: its thread's feed and the server's end.
 struct Watch {
     feed: Arc<Feed>,
+    /// Counts the stream as open while it lives.
+    _open: super::metrics::OpenStream,
     newest: watch::Receiver<u64>,
     closing: watch::Receiver<bool>,
 }

@@ -10,6 +10,7 @@ mod browser;
 mod checkpoints;
 mod error;
 mod feed;
+mod metrics;
 mod page;
 #[cfg(test)]
 mod page_types;
@@ -242,6 +243,7 @@ fn handler(endpoint: &Endpoint<ServeOp>) -> MethodRouter<Arc<ServeState>> {
         ServeOp::ThreadRewind => on(m, checkpoints::rewind),
         ServeOp::ThreadFork => on(m, checkpoints::fork),
         ServeOp::Upload => on(m, api::upload),
+        ServeOp::Metrics => on(m, metrics::metrics),
     }
 }
 

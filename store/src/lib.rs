@@ -11,6 +11,7 @@ pub mod private_files;
 
 mod checkpoints;
 mod events;
+mod figures;
 mod knowledge;
 mod messages;
 mod plans;
@@ -33,6 +34,7 @@ use rusqlite::Connection;
 
 pub use checkpoints::{RUN_START, Rewound, ThreadCheckpoint};
 pub use events::StoredEvent;
+pub use figures::{Figures, ModelFigures};
 pub use knowledge::Knowledge;
 pub use messages::{MessageKind, StoredMessage, Summary};
 pub use plans::{PlanDraft, PlanError};

@@ -23,6 +23,7 @@ mod export;
 mod isolation;
 mod kubernetes;
 mod mcp;
+mod metrics;
 mod model_server;
 mod operator;
 mod page;
