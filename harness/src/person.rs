@@ -265,6 +265,8 @@ impl Person {
             "Escape" => ("Escape", "", 27),
             "ArrowRight" => ("ArrowRight", "", 39),
             "ArrowLeft" => ("ArrowLeft", "", 37),
+            "Home" => ("Home", "", 36),
+            "End" => ("End", "", 35),
             " " => ("Space", " ", 32),
             other => bail!("no key {other:?} in this keyboard"),
         };

@@ -20,6 +20,7 @@ const MODULES: &[(&str, &str)] = &[
     ("dialogs.js", include_str!("page/dialogs.js")),
     ("dom.js", include_str!("page/dom.js")),
     ("side.js", include_str!("page/side.js")),
+    ("replay.js", include_str!("page/replay.js")),
     ("state.js", include_str!("page/state.js")),
     ("text.js", include_str!("page/text.js")),
     ("threads.js", include_str!("page/threads.js")),

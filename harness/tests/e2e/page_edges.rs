@@ -556,3 +556,135 @@ async fn a_permission_dialog_lists_every_reason_beside_the_whole_command() {
     .await;
     assert!(kept.exists(), "denied, it did not run");
 }
+
+/// A finished thread is replayed step by step, as a person does it: Replay, then the
+/// slider moved with the keys; each step shows the conversation up to it and the browser as
+/// the agent left it by then.
+#[tokio::test]
+async fn a_finished_thread_is_replayed_step_by_step_with_the_browser_of_each_step() {
+    let site = cove_harness::FixtureSite::start().await.unwrap();
+    let cove = Cove::new(Wire::OpenAi).await;
+    cove.share_port(site.port());
+    cove.llm.push(
+        Turn::text("First a command.").call("execute_command", json!({"command": "echo step-one"})),
+    );
+    cove.llm.push(Turn::text("Now the page.").call(
+        "browser_navigate_to",
+        json!({"url": site.url("counter.html")}),
+    ));
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "All seen."})));
+    let server = Server::start(&cove, &[]).await;
+    let thread = server
+        .create(json!({"task": "Look around", "model": cove.model()}))
+        .await;
+    server
+        .stream(&thread, None)
+        .await
+        .until("thread_run_end")
+        .await;
+
+    let mut tab = open_page(&server).await;
+    wait(
+        &mut tab,
+        "document.querySelectorAll('#threads button').length === 1",
+    )
+    .await;
+    tab.click("#threads button").await.unwrap();
+    wait(&mut tab, "!document.getElementById('replay').hidden").await;
+    wait(
+        &mut tab,
+        "document.querySelectorAll('#transcript img.shot').length === 1",
+    )
+    .await;
+    tab.click("#replay").await.unwrap();
+    wait(&mut tab, "!document.getElementById('replay-bar').hidden").await;
+    let steps = tab
+        .eval("Number(document.getElementById('replay-step').max)")
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap();
+    assert!(steps >= 5, "{steps} steps");
+    // The slider has the focus: Home goes to the first step.
+    tab.press("Home", false).await.unwrap();
+    wait(
+        &mut tab,
+        "document.getElementById('replay-step').value === '1'",
+    )
+    .await;
+    let first = shown(&mut tab).await;
+    assert!(!first.contains("step-one"), "{first}");
+    assert!(
+        tab.eval("document.getElementById('replay-shot').hidden")
+            .await
+            .unwrap()
+            == json!(true),
+        "no picture before the browser was used"
+    );
+    // Step by step with the arrow key until the command's result shows: still no picture.
+    let mut k = 1;
+    while !shown(&mut tab).await.contains("step-one") {
+        tab.press("ArrowRight", false).await.unwrap();
+        k += 1;
+        wait(
+            &mut tab,
+            &format!("document.getElementById('replay-step').value === '{k}'"),
+        )
+        .await;
+        assert!(k <= steps);
+    }
+    assert!(
+        tab.eval("document.getElementById('replay-shot').hidden")
+            .await
+            .unwrap()
+            == json!(true)
+    );
+    let where_text = text_of(&mut tab, "#replay-where").await;
+    assert!(
+        where_text.starts_with(&format!("Step {k} of {steps}")),
+        "{where_text}"
+    );
+    // On to the page's visit: the browser's picture of that step shows.
+    while !shown(&mut tab).await.contains("browser_navigate_to") {
+        tab.press("ArrowRight", false).await.unwrap();
+        k += 1;
+        assert!(k <= steps);
+    }
+    wait(
+        &mut tab,
+        "(() => { const i = document.getElementById('replay-shot'); return !i.hidden && i.complete && i.naturalWidth > 0; })()",
+    )
+    .await;
+    picture(&mut tab, "replay.png").await;
+    assert!(!shown(&mut tab).await.contains("All seen."));
+    // The end shows everything; closing shows it all again.
+    tab.press("End", false).await.unwrap();
+    wait(
+        &mut tab,
+        &format!("document.getElementById('replay-step').value === '{steps}'"),
+    )
+    .await;
+    assert!(shown(&mut tab).await.contains("All seen."));
+    tab.press("Home", false).await.unwrap();
+    tab.click("#replay-close").await.unwrap();
+    wait(&mut tab, "document.getElementById('replay-bar').hidden").await;
+    assert_eq!(
+        tab.eval("[...document.querySelectorAll('#transcript > [data-step]')].filter((n) => n.hidden).length")
+            .await
+            .unwrap(),
+        json!(0)
+    );
+    tab.close().await;
+    server.kill().await;
+}
+
+/// The transcript's items a replay shows now, their text joined.
+async fn shown(tab: &mut cove_harness::person::Person) -> String {
+    tab.eval("[...document.querySelectorAll('#transcript > [data-step]')].filter((n) => !n.hidden).map((n) => n.textContent).join(' | ')")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
+}

@@ -8,6 +8,7 @@ export const S = {
   source: null, // its EventSource
   lastSeq: 0,
   caughtUp: false,
+  step: 0, // events rendered since the transcript was cleared
   cards: new Map(), // call id -> tool card
   requests: new Map(), // permission request id -> card
   asks: [], // ask cards, newest last

@@ -9,6 +9,7 @@ import { $, el } from './dom.js';
 import { loadFiles, loadScreenshot } from './side.js';
 import { S } from './state.js';
 import { markdown } from './text.js';
+import { updateReplay } from './replay.js';
 import { add, endText, render, renderPlan, scrollDown } from './transcript.js';
 
 // ---------------------------------------------------------------- threads
@@ -123,6 +124,7 @@ export function setView(view) {
   $('takeover-why').hidden = view.running;
   updateComposer();
   reconcile();
+  updateReplay();
 }
 
 /** A span of seconds as people say it: `45 s`, `3 min`, `2 h 5 min`. */
@@ -179,6 +181,7 @@ export function clearTranscript() {
   S.plan = null;
   S.planCard = null;
   S.lastSeq = 0;
+  S.step = 0;
   S.caughtUp = false;
   S.checkpoints = [];
   S.dialogFor = null;
@@ -243,6 +246,7 @@ export async function selectThread(id) {
   // told of: its events are on their way and would show everything twice.
   if (view.last_event === 0 && view.status !== 'new' && !view.running) await replayStored(id);
   if (S.current !== id) return;
+  updateReplay();
   S.upTo = view.last_event;
   if (!document.hidden) follow(id);
   loadCheckpoints(id);
@@ -274,6 +278,7 @@ export function follow(id) {
       S.caughtUp = true;
       refreshView();
       scrollDown(true);
+      updateReplay();
     }
   };
   source.onerror = () => {

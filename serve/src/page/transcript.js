@@ -22,6 +22,8 @@ export function scrollDown(force) {
 }
 
 export function add(node) {
+  // Which event made it, for the replay.
+  if (node instanceof HTMLElement && !node.dataset.step) node.dataset.step = String(S.step);
   const transcript = $('transcript');
   const waiting = $('thinking');
   if (waiting) transcript.insertBefore(node, waiting);
@@ -199,6 +201,7 @@ export const DECISIONS = {
 /** Shows one event of the thread's runs.
  * @param {import('./protocol').RunEvent} event */
 export function render(event) {
+  S.step += 1;
   const welcomeNode = $('welcome');
   if (welcomeNode) welcomeNode.remove();
   if (ENDS_THINKING.has(event.type)) thinking(null);
