@@ -19,6 +19,7 @@ pub enum ServeOp {
     ThreadGet,
     ThreadDelete,
     ThreadMessages,
+    ThreadExport,
     ThreadEvents,
     ThreadReply,
     ThreadPermit,
@@ -394,6 +395,17 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
         ResponseBody::Json(reference::<MessageList>),
     ),
     Endpoint {
+        query: Some(inline::<ExportQuery>),
+        ..row(
+            ServeOp::ThreadExport,
+            Method::Get,
+            "/v1/threads/{id}/export",
+            "The thread as one file to keep or share (as `cove export`): a self-contained HTML page with its screenshots (default), Markdown or JSON; no key or token of the server's is in it",
+            RequestBody::None,
+            ResponseBody::Bytes("text/html"),
+        )
+    },
+    Endpoint {
         query: Some(inline::<EventsQuery>),
         ..row(
             ServeOp::ThreadEvents,
@@ -565,6 +577,15 @@ pub const SERVE_ENDPOINTS: &[Endpoint<ServeOp>] = &[
     ),
 ];
 
+/// Query of `GET /v1/threads/{id}/export`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportQuery {
+    /// `html` (default), `md` or `json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
 /// Query of `GET /v1/threads/{id}/events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -612,7 +633,7 @@ mod tests {
             assert!(ops.insert(ep.op), "{:?} listed twice", ep.op);
             assert!(ep.auth, "{} needs the token", ep.path);
         }
-        assert_eq!(ops.len(), 25, "a new ServeOp needs a row");
+        assert_eq!(ops.len(), 26, "a new ServeOp needs a row");
         let doc = openapi_document("0.0.0");
         let text = doc.to_string();
         let schemas = doc["components"]["schemas"].as_object().unwrap();

@@ -9,6 +9,7 @@ mod auth;
 mod browser;
 mod checkpoints;
 mod error;
+mod export;
 mod feed;
 mod metrics;
 mod page;
@@ -226,6 +227,7 @@ fn handler(endpoint: &Endpoint<ServeOp>) -> MethodRouter<Arc<ServeState>> {
         ServeOp::ThreadFileView => on(m, view::open_view),
         ServeOp::ThreadDelete => on(m, api::delete_thread),
         ServeOp::ThreadMessages => on(m, api::messages),
+        ServeOp::ThreadExport => on(m, export::export),
         ServeOp::ThreadEvents => on(m, feed::events),
         ServeOp::ThreadReply => on(m, api::reply),
         ServeOp::ThreadPermit => on(m, api::permit),

@@ -559,7 +559,7 @@ async fn a_permission_dialog_lists_every_reason_beside_the_whole_command() {
 
 /// A finished thread is replayed step by step, as a person does it: Replay, then the
 /// slider moved with the keys; each step shows the conversation up to it and the browser as
-/// the agent left it by then.
+/// the agent left it by then. Download gives the thread as one page.
 #[tokio::test]
 async fn a_finished_thread_is_replayed_step_by_step_with_the_browser_of_each_step() {
     let site = cove_harness::FixtureSite::start().await.unwrap();
@@ -675,6 +675,44 @@ async fn a_finished_thread_is_replayed_step_by_step_with_the_browser_of_each_ste
             .unwrap(),
         json!(0)
     );
+    // Download: the thread as one page, its screenshot inside, no token of the server's.
+    let got = tab
+        .eval("fetch(document.getElementById('download').href).then(async (r) => JSON.stringify({type: r.headers.get('content-type'), disposition: r.headers.get('content-disposition'), body: await r.text()}))")
+        .await
+        .unwrap();
+    let got: serde_json::Value = serde_json::from_str(got.as_str().unwrap()).unwrap();
+    assert!(
+        got["type"].as_str().unwrap().starts_with("text/html"),
+        "{}",
+        got["type"]
+    );
+    assert_eq!(
+        got["disposition"],
+        format!("attachment; filename=\"{thread}.html\"")
+    );
+    let page = got["body"].as_str().unwrap();
+    assert!(page.contains("<title>Look around · Cove</title>"));
+    assert!(page.contains("src=\"data:image/jpeg;base64,"));
+    assert!(
+        !page.contains(&server.token),
+        "the server's token is in the export"
+    );
+    let json = server
+        .raw(
+            reqwest::Method::GET,
+            &format!("/v1/threads/{thread}/export?format=json"),
+        )
+        .await;
+    assert_eq!(json.status(), 200);
+    let json: serde_json::Value = json.json().await.unwrap();
+    assert_eq!(json["thread"]["id"], thread.as_str());
+    let bad = server
+        .raw(
+            reqwest::Method::GET,
+            &format!("/v1/threads/{thread}/export?format=pdf"),
+        )
+        .await;
+    assert_eq!(bad.status(), 400);
     tab.close().await;
     server.kill().await;
 }

@@ -225,6 +225,7 @@ export async function selectThread(id) {
     $('stop').hidden = true;
     $('resume').hidden = true;
     $('delete-thread').hidden = true;
+    $('download').hidden = true;
     updateComposer();
     loadFiles();
     loadScreenshot();
@@ -240,6 +241,9 @@ export async function selectThread(id) {
   }
   if (S.current !== id) return;
   setView(view);
+  const download = /** @type {HTMLAnchorElement} */ ($('download'));
+  download.href = keyed(threadPath(id, '/export'));
+  download.hidden = false;
   S.caughtUp = view.last_event === 0;
   // A thread run from the terminal (`cove run`) has no served events: its stored
   // conversation stands in for them. Not for a run the server has just started and not yet
