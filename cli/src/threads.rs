@@ -44,18 +44,8 @@ fn runs(inv: &Invocation, thread: &str) -> Result<Vec<RunRow>, CliError> {
 
 /// The totals of `runs`: tokens, and the cost when every call's is known.
 fn total(runs: &[RunRow]) -> (TokenUsage, Option<f64>) {
-    let mut tokens = TokenUsage::default();
-    let mut cost = Some(0.0);
-    for r in runs {
-        let t = &r.usage.tokens;
-        tokens.calls += t.calls;
-        tokens.input_tokens += t.input_tokens;
-        tokens.cached_tokens += t.cached_tokens;
-        tokens.cache_write_tokens += t.cache_write_tokens;
-        tokens.output_tokens += t.output_tokens;
-        cost = cost.zip(r.usage.cost).map(|(a, b)| a + b);
-    }
-    (tokens, cost)
+    let sum = RunUsage::sum(runs.iter().map(|r| &r.usage));
+    (sum.tokens, sum.cost)
 }
 
 /// A run's line in `cove show`.

@@ -250,22 +250,16 @@ impl CovedClient {
 
     /// `GET /metrics`: the Prometheus text format.
     pub async fn metrics(&self) -> Result<String, ClientError> {
-        let url = self.url(&["metrics"])?;
-        let builder = self
-            .request(Method::GET, url.clone())
-            .timeout(DEFAULT_CALL_TIMEOUT);
-        let response = self.send(builder, &url).await?;
-        response.text().await.map_err(transport(&url))
+        let bytes = self.get_bytes(&["metrics"]).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// `GET /v1/shell/sessions/{name}/recording`: asciicast v2.
     pub async fn recording(&self, session: &str) -> Result<String, ClientError> {
-        let url = self.url(&["v1", "shell", "sessions", session, "recording"])?;
-        let builder = self
-            .request(Method::GET, url.clone())
-            .timeout(DEFAULT_CALL_TIMEOUT);
-        let response = self.send(builder, &url).await?;
-        response.text().await.map_err(transport(&url))
+        let bytes = self
+            .get_bytes(&["v1", "shell", "sessions", session, "recording"])
+            .await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// `POST /v1/shell/sessions/{name}/input`.
@@ -374,7 +368,12 @@ impl CovedClient {
 
     /// `GET /v1/browser/screenshot`: JPEG bytes of the active tab's viewport.
     pub async fn screenshot(&self) -> Result<Bytes, ClientError> {
-        let url = self.url(&["v1", "browser", "screenshot"])?;
+        self.get_bytes(&["v1", "browser", "screenshot"]).await
+    }
+
+    /// `GET` of a route that answers raw bytes (not JSON).
+    async fn get_bytes(&self, segments: &[&str]) -> Result<Bytes, ClientError> {
+        let url = self.url(segments)?;
         let builder = self
             .request(Method::GET, url.clone())
             .timeout(DEFAULT_CALL_TIMEOUT);

@@ -385,6 +385,10 @@ async fn keep_screenshot(
     run: &str,
     call: &str,
 ) {
+    // The run kept the picture its model was shown (vision): no second one is taken.
+    if matches!(state.store.screenshot(thread, run, call), Ok(Some(_))) {
+        return;
+    }
     let jpeg = match tokio::time::timeout(SCREENSHOT_WAIT, sandbox.screenshot()).await {
         Ok(Ok(jpeg)) => jpeg,
         Ok(Err(e)) => {

@@ -16,6 +16,26 @@ pub struct RunUsage {
     pub cost: Option<f64>,
 }
 
+impl RunUsage {
+    /// `runs` together: their tokens summed, and the cost when every run's is known.
+    pub fn sum<'a>(runs: impl IntoIterator<Item = &'a RunUsage>) -> RunUsage {
+        let mut total = RunUsage {
+            cost: Some(0.0),
+            ..RunUsage::default()
+        };
+        for run in runs {
+            let (t, more) = (&mut total.tokens, &run.tokens);
+            t.calls += more.calls;
+            t.input_tokens += more.input_tokens;
+            t.cached_tokens += more.cached_tokens;
+            t.cache_write_tokens += more.cache_write_tokens;
+            t.output_tokens += more.output_tokens;
+            total.cost = total.cost.zip(run.cost).map(|(a, b)| a + b);
+        }
+        total
+    }
+}
+
 /// One model call as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelCall {

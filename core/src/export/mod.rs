@@ -13,7 +13,7 @@ use cove_protocol::events::{EventKind, RunEvent, TokenUsage};
 use cove_protocol::plan::Plan;
 use serde::Serialize;
 
-use crate::store::{MessageKind, Store, StoreError, StoredMessage};
+use crate::store::{MessageKind, RunUsage, Store, StoreError, StoredMessage};
 
 pub use secrets::Secrets;
 
@@ -155,22 +155,21 @@ pub fn transcript(store: &Store, thread: &str) -> Result<Transcript, StoreError>
         }
     }
     let mut runs = Vec::new();
-    let mut usage = TokenUsage::default();
-    let mut cost = Some(0.0);
+    let mut used = Vec::new();
     for run in store.runs(&thread.id)? {
-        let used = store.run_usage(&run.id)?;
-        add_usage(&mut usage, &used.tokens);
-        cost = cost.zip(used.cost).map(|(a, b)| a + b);
+        let usage = store.run_usage(&run.id)?;
+        used.push(usage);
         runs.push(RunInfo {
             id: run.id,
             status: run.status.as_str().to_string(),
             started_at: run.started_at,
             ended_at: run.ended_at,
             iterations: run.iterations,
-            usage: used.tokens,
-            cost: used.cost,
+            usage: usage.tokens,
+            cost: usage.cost,
         });
     }
+    let total = RunUsage::sum(&used);
     Ok(Transcript {
         thread: ThreadInfo {
             id: thread.id.clone(),
@@ -183,8 +182,8 @@ pub fn transcript(store: &Store, thread: &str) -> Result<Transcript, StoreError>
         steps,
         plans: store.plan_versions(&thread.id).unwrap_or_default(),
         runs,
-        usage,
-        cost: if usage.calls == 0 { None } else { cost },
+        usage: total.tokens,
+        cost: total.cost.filter(|_| total.tokens.calls > 0),
     })
 }
 
@@ -219,14 +218,6 @@ impl Step {
             (Some(_), false) => "✗",
         }
     }
-}
-
-fn add_usage(total: &mut TokenUsage, more: &TokenUsage) {
-    total.calls += more.calls;
-    total.input_tokens += more.input_tokens;
-    total.cached_tokens += more.cached_tokens;
-    total.cache_write_tokens += more.cache_write_tokens;
-    total.output_tokens += more.output_tokens;
 }
 
 /// A status message's event.

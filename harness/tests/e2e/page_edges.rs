@@ -713,6 +713,11 @@ async fn a_finished_thread_is_replayed_step_by_step_with_the_browser_of_each_ste
         )
         .await;
     assert_eq!(bad.status(), 400);
+    // Without the token or the login cookie, nothing of the thread.
+    let anonymous = reqwest::get(server.url(&format!("/v1/threads/{thread}/export")))
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
     tab.close().await;
     server.kill().await;
 }
