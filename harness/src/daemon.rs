@@ -37,6 +37,8 @@ pub struct DaemonBuilder {
     token: TokenMode,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+    /// `--listen`: a free port of loopback unless set.
+    listen: String,
 }
 
 impl DaemonBuilder {
@@ -48,7 +50,14 @@ impl DaemonBuilder {
             token: TokenMode::Flag(random_token()),
             args: Vec::new(),
             env: Vec::new(),
+            listen: "127.0.0.1:0".into(),
         }
+    }
+
+    /// Listen on `addr` (`127.0.0.1:PORT`) instead of a free port.
+    pub fn listen(mut self, addr: impl Into<String>) -> Self {
+        self.listen = addr.into();
+        self
     }
 
     /// Serve this workspace instead of a fresh temporary one.
@@ -97,7 +106,7 @@ impl DaemonBuilder {
         let state_dir = base.path().join("state");
         let mut cmd = Command::new(&self.bin);
         cmd.arg("--listen")
-            .arg("127.0.0.1:0")
+            .arg(&self.listen)
             .arg("--workspace")
             .arg(&workspace)
             .arg("--state-dir")

@@ -26,6 +26,8 @@ struct Container {
     name: String,
     create: Value,
     daemon: Option<DaemonProcess>,
+    /// Started behind the provider's back, its coved not listening yet on this port.
+    booting: Option<u16>,
     started: u32,
     /// The container's filesystem: it outlives stops, as a container's does.
     workspace: TempDir,
@@ -192,6 +194,48 @@ impl ScriptedDocker {
             .unwrap_or_default()
     }
 
+    /// Restarts container `name` behind the provider's back, as `docker restart` does: it
+    /// counts as running at once, on a new port where its coved listens only after `late`.
+    pub async fn restart_late(&self, name: &str, late: std::time::Duration) -> Result<()> {
+        self.kill_daemon(name).await;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let (token, workspace) = {
+            let mut containers = self
+                .shared
+                .0
+                .containers
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
+            let c = containers
+                .iter_mut()
+                .find(|c| c.name == name)
+                .ok_or_else(|| anyhow::anyhow!("no container {name}"))?;
+            c.booting = Some(port);
+            (env_token(&c.create), c.workspace.path().to_path_buf())
+        };
+        let shared = self.shared.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(late).await;
+            let daemon = DaemonBuilder::new(&shared.1)
+                .token_in_env(&token)
+                .workspace(workspace)
+                .listen(format!("127.0.0.1:{port}"))
+                .spawn()
+                .await;
+            if let (Ok(daemon), Ok(mut containers)) = (daemon, shared.0.containers.lock())
+                && let Some(c) = containers.iter_mut().find(|c| c.name == name)
+            {
+                c.daemon = Some(daemon);
+                c.booting = None;
+                c.started += 1;
+            }
+        });
+        Ok(())
+    }
+
     /// Stops a container's coved behind the provider's back (a crash, a reboot).
     pub async fn kill_daemon(&self, name: &str) {
         let daemon = self.shared.0.containers.lock().ok().and_then(|mut c| {
@@ -247,6 +291,7 @@ async fn create(
         name,
         create: body,
         daemon: None,
+        booting: None,
         started: 0,
         workspace,
     });
@@ -275,16 +320,10 @@ async fn start(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Re
         if container.daemon.is_some() {
             return StatusCode::NOT_MODIFIED.into_response();
         }
-        let token = container.create["Env"]
-            .as_array()
-            .and_then(|env| {
-                env.iter()
-                    .filter_map(Value::as_str)
-                    .find_map(|e| e.strip_prefix("COVE_TOKEN="))
-            })
-            .unwrap_or_default()
-            .to_string();
-        (token, container.workspace.path().to_path_buf())
+        (
+            env_token(&container.create),
+            container.workspace.path().to_path_buf(),
+        )
     };
     let daemon = match DaemonBuilder::new(&shared.1)
         .token_in_env(&token)
@@ -308,6 +347,19 @@ async fn start(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Re
     }
 }
 
+/// The token a container's environment gives its coved.
+fn env_token(create: &Value) -> String {
+    create["Env"]
+        .as_array()
+        .and_then(|env| {
+            env.iter()
+                .filter_map(Value::as_str)
+                .find_map(|e| e.strip_prefix("COVE_TOKEN="))
+        })
+        .unwrap_or_default()
+        .to_string()
+}
+
 async fn stop(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
     record(&shared, format!("POST /containers/{id}/stop"));
     let daemon = {
@@ -317,6 +369,7 @@ async fn stop(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> Res
         let Some(container) = find(&mut containers, &id) else {
             return message(StatusCode::NOT_FOUND, &format!("No such container: {id}"));
         };
+        container.booting = None;
         container.daemon.take()
     };
     match daemon {
@@ -336,10 +389,13 @@ async fn inspect(State(shared): State<Shared>, UrlPath(id): UrlPath<String>) -> 
     let Some(c) = find(&mut containers, &id) else {
         return message(StatusCode::NOT_FOUND, &format!("No such container: {id}"));
     };
-    let running = c.daemon.is_some();
-    let ports = match &c.daemon {
-        Some(daemon) => {
-            let port = daemon.client.base_url().port().unwrap_or(0);
+    let running = c.daemon.is_some() || c.booting.is_some();
+    let port = match &c.daemon {
+        Some(daemon) => daemon.client.base_url().port(),
+        None => c.booting,
+    };
+    let ports = match port {
+        Some(port) => {
             json!({"7700/tcp": [{"HostIp": "127.0.0.1", "HostPort": port.to_string()}]})
         }
         None => json!({}),

@@ -230,7 +230,15 @@ impl Sandboxes<'_> {
         ) {
             crate::idle_watch::start(program, &db, name, secs);
         }
-        crate::tokens::ensure_own(&url, &managed).await?;
+        match crate::tokens::ensure_own(&url, &managed).await {
+            // Started outside Cove (`docker restart`, the engine's restart policy), the
+            // container may run before its coved listens: wait for it as a start by Cove does.
+            Err(SandboxError::Unreachable { .. }) => {
+                crate::docker::wait_healthy(&url, name).await?;
+                crate::tokens::ensure_own(&url, &managed).await?;
+            }
+            other => other?,
+        }
         let mut sandbox = Sandbox::open(
             SandboxSpec::Remote { url },
             Some(managed.token),

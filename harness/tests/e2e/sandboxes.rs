@@ -91,6 +91,19 @@ async fn the_docker_provider_speaks_to_an_engine_over_tcp() {
         "{}",
         explain(&exec)
     );
+    // Restarted behind Cove's back, the container runs before its coved listens: the next
+    // use waits for it, as a start by Cove does, instead of calling it unreachable.
+    engine
+        .restart_late("cove-t1", Duration::from_millis(1500))
+        .await
+        .unwrap();
+    let exec = run(&["exec", "echo back", "--sandbox", "t1"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&exec.stdout).trim(),
+        "back",
+        "{}",
+        explain(&exec)
+    );
     // Without --memory and --cpus, the defaults hold.
     let host = &engine.created()["cove-t1"]["HostConfig"];
     assert_eq!(host["Memory"], 4_i64 << 30);

@@ -685,7 +685,7 @@ pub fn network_name(name: &str) -> String {
 }
 
 /// Polls coved's `/health` until it answers.
-async fn wait_healthy(url: &str, name: &str) -> Result<(), DockerError> {
+pub(crate) async fn wait_healthy(url: &str, name: &str) -> Result<(), DockerError> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(2))
         .no_proxy()
