@@ -12,6 +12,9 @@ use super::Cove;
 /// `cove` on a real terminal (a PTY), as a person runs it.
 pub(crate) struct Terminal {
     screen: String,
+    /// Where the next wait reads from: the end of the last text waited for, or of what was
+    /// on the screen when the last key was pressed.
+    read: usize,
     output: tokio::sync::mpsc::UnboundedReceiver<String>,
     keys: Box<dyn std::io::Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
@@ -81,17 +84,22 @@ impl Terminal {
         });
         Terminal {
             screen: String::new(),
+            read: 0,
             output,
             keys,
             child,
         }
     }
 
-    /// Reads the terminal until `needle` shows (after what was read before).
+    /// Reads the terminal until `needle` shows after the text waited for before (it may
+    /// have come in the same chunk as that text).
     async fn until(&mut self, needle: &str) {
-        let from = self.screen.len();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while !self.screen[from..].contains(needle) {
+        loop {
+            if let Some(at) = self.screen[self.read..].find(needle) {
+                self.read += at + needle.len();
+                return;
+            }
             match tokio::time::timeout_at(deadline, self.output.recv()).await {
                 Ok(Some(chunk)) => self.screen.push_str(&chunk),
                 _ => panic!("no {needle:?} on the terminal:\n{}", self.screen),
@@ -103,11 +111,14 @@ impl Terminal {
     fn control(&mut self, key: char) {
         let byte = (key.to_ascii_uppercase() as u8) - b'@';
         self.keys.write_all(&[byte]).unwrap();
+        // What was on the screen before the key is not its answer.
+        self.read = self.screen.len();
     }
 
     /// Types a line and presses Enter.
     fn type_line(&mut self, line: &str) {
         self.keys.write_all(format!("{line}\r").as_bytes()).unwrap();
+        self.read = self.screen.len();
     }
 
     async fn wait(self) -> portable_pty::ExitStatus {
