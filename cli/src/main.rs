@@ -43,22 +43,57 @@ use cove_core::store::Store;
 fn main() -> std::process::ExitCode {
     // Before anything else: a secret given as a flag leaves the process list.
     secret_flags::move_to_environment();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("COVE_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(run_command_line(Cli::parse())),
+        Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("cove: cannot start the async runtime: {e}");
-            std::process::ExitCode::from(1)
+            return std::process::ExitCode::from(1);
+        }
+    };
+    // The exporter sends from the runtime: installed inside it.
+    let telemetry = runtime.block_on(async { install_telemetry() });
+    let code = runtime.block_on(run_command_line(Cli::parse()));
+    // The last spans leave before the exit; an unreachable collector holds it 2 s at most.
+    if telemetry.exporting() {
+        telemetry.shutdown(std::time::Duration::from_secs(2));
+        let counts = cove_telemetry::counts::span_counts();
+        if counts.failed + counts.dropped > 0 {
+            eprintln!(
+                "cove: {} of {} spans did not reach the OTLP collector ({} refused or unreachable, {} dropped from a full queue)",
+                counts.failed + counts.dropped,
+                counts.exported + counts.failed + counts.dropped,
+                counts.failed,
+                counts.dropped
+            );
         }
     }
+    code
+}
+
+/// Logs to stderr (`COVE_LOG`, warnings by default) and, when the `OTEL_*` environment or
+/// `[telemetry]` in cove.toml names a collector, the runs' spans to it. A telemetry setting
+/// that cannot work is said once and the command goes on without it.
+fn install_telemetry() -> cove_telemetry::export::Installed {
+    let logs = EnvFilter::try_from_env("COVE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    // A broken cove.toml is reported by the command that reads it.
+    let file = config::load_file().ok().and_then(|f| f.telemetry);
+    let settings =
+        cove_telemetry::Settings::resolve(|name| std::env::var(name).ok(), file.as_ref());
+    let (installed, error) = match &settings {
+        Ok(settings) => cove_telemetry::export::install(logs, settings.as_ref(), "cove"),
+        Err(_) => cove_telemetry::export::install(logs, None, "cove"),
+    };
+    if let Some(why) = settings
+        .err()
+        .map(|e| e.to_string())
+        .or(error.map(|e| e.to_string()))
+    {
+        eprintln!("cove: traces are not exported: {why}");
+    }
+    installed
 }
 
 /// Cove: an autonomous agent that works in a sandbox with a shell, files and a browser.

@@ -75,6 +75,8 @@ pub struct FileConfig {
     pub sandbox_limits: Option<SandboxLimits>,
     /// `[serve]`: what `cove serve` lets its clients choose.
     pub serve: Option<ServeConfig>,
+    /// `[telemetry]`: where OpenTelemetry traces go when the `OTEL_*` environment does not say.
+    pub telemetry: Option<cove_telemetry::TelemetryFile>,
     /// Seconds a Docker sandbox Cove made may sit idle (no request, no command running, no
     /// run on it) before it is paused; its next use resumes it. None: never paused.
     pub idle_pause_secs: Option<u64>,

@@ -8,6 +8,9 @@
 //!   The runs pass a permission policy of 50 rules (as `cove` runs always have a policy).
 //! - `permission_check_us`: one call checked against that policy: a long shell command
 //!   (the rules' globs, then `auto`'s reading of the command's words).
+//! - `tracing`: the OpenAI native iteration again with no subscriber (`off`), then with
+//!   the OTLP exporter installed and sending every span to a local collector (`on`):
+//!   `overhead_ms_p50` is on minus off (target <= 0.3 ms).
 //! - `xml_parser_mb_per_s`: the incremental XML tool-call parser fed a long answer in small
 //!   streaming deltas and in 4 KiB pieces (target >= 100 MB/s).
 
@@ -26,10 +29,12 @@ use cove_core::llm::{ChatMessage, ChatProvider};
 use cove_core::permissions::{PermissionsConfig, Policy, RuleConfig};
 use cove_core::store::{NewThread, Store};
 use cove_harness::llm::Wire;
+use cove_harness::otlp::Collector;
 use cove_harness::stats::{ms, percentile, round, summary};
 use cove_harness::{Chunking, DaemonBuilder, ScriptedLlm, Turn, workspace_binary};
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::EventKind;
+use cove_telemetry::Settings;
 use serde_json::{Value, json};
 
 const ITERATIONS: u32 = 100;
@@ -248,6 +253,40 @@ fn xml_throughput() -> Value {
     Value::Object(figures)
 }
 
+/// One iteration's p50 without spans, then with every span exported to a local collector.
+/// Last in the bench: the exporter, once installed, stays for the process.
+async fn tracing_on_and_off(client: &CovedClient, tool_p50: f64) -> Value {
+    let p50 = |run: &Value| run["iteration_ms"]["p50"].as_f64().unwrap();
+    let off = iteration(client, Wire::OpenAi, ToolMode::Native, tool_p50).await;
+    let collector = Collector::http().await.unwrap();
+    let endpoint = collector.endpoint().to_string();
+    let settings = Settings::resolve(
+        |name| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| endpoint.clone()),
+        None,
+    )
+    .unwrap();
+    let (installed, error) = cove_telemetry::export::install(
+        tracing_subscriber::EnvFilter::new("off"),
+        settings.as_ref(),
+        "cove-bench",
+    );
+    assert!(error.is_none() && installed.exporting(), "{error:?}");
+    let on = iteration(client, Wire::OpenAi, ToolMode::Native, tool_p50).await;
+    installed.shutdown(Duration::from_secs(5));
+    let spans = collector.spans();
+    assert!(
+        spans.iter().filter(|s| s.name == "execute_tool").count() >= ITERATIONS as usize - 1,
+        "every tool call's span reached the collector"
+    );
+    json!({
+        "iteration_off_ms_p50": p50(&off),
+        "iteration_on_ms_p50": p50(&on),
+        "overhead_ms_p50": round(p50(&on) - p50(&off)),
+        "spans_exported": spans.len(),
+        "spans_dropped": cove_telemetry::counts::span_counts().dropped,
+    })
+}
+
 #[tokio::main]
 async fn main() {
     let xml = xml_throughput();
@@ -272,7 +311,10 @@ async fn main() {
         runs.push(iteration(&daemon.client, wire, mode, tool_p50).await);
     }
 
+    let tracing = tracing_on_and_off(&daemon.client, tool_p50).await;
+
     let figures = json!({
+        "tracing": tracing,
         "tool_round_trip_ms": summary(tool),
         "iteration": runs,
         "xml_parser_mb_per_s": xml,

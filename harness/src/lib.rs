@@ -15,6 +15,7 @@ pub mod live;
 pub mod llm;
 pub mod mcp_servers;
 pub mod openapi;
+pub mod otlp;
 pub mod person;
 pub mod preview;
 pub mod procs;

@@ -145,9 +145,14 @@ impl CovedClient {
         Ok(url)
     }
 
-    /// An authenticated request builder, for calls the typed methods do not cover.
+    /// An authenticated request builder, for calls the typed methods do not cover. Under an
+    /// exported span it carries the trace context, so coved's spans join the caller's trace.
     pub fn request(&self, method: Method, url: Url) -> RequestBuilder {
-        self.http.request(method, url).bearer_auth(&self.token)
+        let builder = self.http.request(method, url).bearer_auth(&self.token);
+        match cove_telemetry::traceparent() {
+            Some(traceparent) => builder.header("traceparent", traceparent),
+            None => builder,
+        }
     }
 
     async fn send(&self, builder: RequestBuilder, url: &Url) -> Result<Response, ClientError> {

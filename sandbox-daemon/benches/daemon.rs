@@ -3,6 +3,9 @@
 //! - `startup_to_health_ms`: process spawn to the first 200 from `/health` (target <= 50 ms)
 //! - `idle_rss_kib`: resident memory of a fresh daemon after a few requests (target <= 15 MiB)
 //! - `exec_true_ms`: round trip of `exec true` in a warm session, p50 and p99 (target p50 <= 5 ms)
+//! - `exec_traced_ms`: the same round trip of a request carrying a `traceparent`, to a coved
+//!   that exports no spans (`off`) and to one that exports each request's and command's span
+//!   to a local OTLP collector (`on`)
 //! - `first_exec_ms`: round trip of the first `exec` of a new session (starts a shell)
 //! - `parallel_sleeps_ms`: `sleep 1` in two sessions at once (about 1000, not 2000)
 //! - `output_mib_per_s`: PTY output throughput of 200 MB through a session
@@ -15,6 +18,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use cove_harness::otlp::Collector;
 use cove_harness::stats::{ms, round, summary};
 use cove_harness::{DaemonBuilder, FixtureSite, procs};
 use cove_protocol::browser::{ClickElement, NavigateTo, StateQuery};
@@ -70,6 +74,57 @@ async fn exec_ms(client: &CovedClient, req: &ExecRequest) -> f64 {
     let out = client.exec(req).await.unwrap();
     assert!(out.completed, "{out:?}");
     ms(t.elapsed())
+}
+
+/// An `exec` sent as cove sends it under a tool's span: with a `traceparent`.
+async fn traced_exec_ms(client: &CovedClient, req: &ExecRequest) -> f64 {
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let url = client.url(&["v1", "shell", "exec"]).unwrap();
+    let t = Instant::now();
+    let out: serde_json::Value = client
+        .request(reqwest::Method::POST, url)
+        .header("traceparent", PARENT)
+        .json(req)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(out["completed"], true, "{out}");
+    ms(t.elapsed())
+}
+
+/// `exec true` with a trace context, to a coved without an exporter and to one with.
+async fn exec_traced() -> serde_json::Value {
+    let collector = Collector::http().await.unwrap();
+    let mut figures = serde_json::Map::new();
+    for (name, endpoint) in [("off", None), ("on", Some(collector.endpoint()))] {
+        let mut builder = DaemonBuilder::new(BIN).env("COVED_LOG", "warn");
+        if let Some(endpoint) = endpoint {
+            builder = builder
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+                .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+        }
+        let d = builder.spawn().await.unwrap();
+        let warm = ExecRequest::new("true").in_session("traced");
+        for _ in 0..50 {
+            traced_exec_ms(&d.client, &warm).await;
+        }
+        let mut samples = Vec::with_capacity(500);
+        for _ in 0..500 {
+            samples.push(traced_exec_ms(&d.client, &warm).await);
+        }
+        figures.insert(name.into(), summary(samples));
+    }
+    let spans = collector
+        .wait_for(Duration::from_secs(10), |spans| {
+            spans.iter().filter(|s| s.name == "shell command").count() >= 550
+        })
+        .await
+        .unwrap();
+    figures.insert("spans_exported".into(), json!(spans.len()));
+    serde_json::Value::Object(figures)
 }
 
 #[tokio::main]
@@ -216,6 +271,7 @@ async fn main() {
         huge_full.push(ms(t.elapsed()));
     }
     let rss_after_browser = procs::status_kib(d.pid(), "VmRSS").unwrap();
+    let traced = exec_traced().await;
 
     let report = json!({
         "bench": "coved",
@@ -224,6 +280,7 @@ async fn main() {
         "idle_rss_kib": idle_rss,
         "rss_after_12_sessions_kib": rss_after_sessions,
         "exec_true_ms": summary(exec_true),
+        "exec_traced_ms": traced,
         "first_exec_ms": summary(first_exec),
         "parallel_sleeps_ms": round(parallel),
         "output_mib_per_s": round(throughput),

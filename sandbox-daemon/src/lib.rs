@@ -27,6 +27,7 @@ pub mod shell;
 pub mod takeover;
 pub mod timestamp;
 pub mod token;
+pub mod traced;
 pub mod vision;
 pub mod watches;
 pub mod web;

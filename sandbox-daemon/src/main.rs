@@ -228,29 +228,52 @@ fn main() -> anyhow::Result<()> {
         // Before any thread exists: the reader limits its own process.
         return Ok(coved::web::reader::child_main(args)?);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("COVED_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     // In a container too, where nothing else walls coved in from the agent's processes.
     coved::confine::undumpable().context("cannot close coved to its own user's processes")?;
-    if cli.confine {
-        // Before the runtime starts its threads: Landlock binds only the calling thread.
-        let confined = coved::confine::confine(&writable_roots(&cli))
-            .context("cannot confine coved (--confine)")?;
+    // Before the runtime starts its threads: Landlock binds only the calling thread.
+    let confined = if cli.confine {
+        Some(
+            coved::confine::confine(&writable_roots(&cli))
+                .context("cannot confine coved (--confine)")?,
+        )
+    } else {
+        None
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The exporter sends from the runtime: installed inside it.
+    let telemetry = runtime.block_on(async { install_telemetry() });
+    if let Some(confined) = confined {
         tracing::info!(
             landlock = confined.landlock,
             syscalls_refused = confined.syscalls_refused,
             "confined"
         );
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(run(cli, matches))
+    let served = runtime.block_on(run(cli, matches));
+    telemetry.shutdown(std::time::Duration::from_secs(2));
+    served
+}
+
+/// Logs to stderr (`COVED_LOG`, `info` by default) and, when the `OTEL_*` environment names
+/// a collector, coved's spans to it; a setting that cannot work is logged and left off.
+fn install_telemetry() -> cove_telemetry::export::Installed {
+    let logs = EnvFilter::try_from_env("COVED_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let settings = cove_telemetry::Settings::resolve(|name| std::env::var(name).ok(), None);
+    let (installed, error) = match &settings {
+        Ok(settings) => cove_telemetry::export::install(logs, settings.as_ref(), "coved"),
+        Err(_) => cove_telemetry::export::install(logs, None, "coved"),
+    };
+    if let Some(why) = settings
+        .err()
+        .map(|e| e.to_string())
+        .or(error.map(|e| e.to_string()))
+    {
+        tracing::warn!("traces are not exported: {why}");
+    }
+    installed
 }
 
 /// What coved and its children may write under --confine.

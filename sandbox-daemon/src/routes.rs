@@ -21,7 +21,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::error::ApiError;
 use crate::{
     AppState, auth, browser, checkpoints, files, forks, idle, info, mcp, metrics, preview, shell,
-    takeover, token, vision, watches, web,
+    takeover, token, traced, vision, watches, web,
 };
 
 fn filter(method: Method) -> MethodFilter {
@@ -143,11 +143,18 @@ pub fn router(state: AppState) -> Router {
         .route("/takeover/ws", axum::routing::get(takeover::http::socket));
     let mut protected = Router::new();
     for endpoint in ENDPOINTS {
-        // Each route counts its requests and their latency for `/metrics`.
-        let counted = handler(endpoint, &state).layer(middleware::from_fn_with_state(
-            (state.clone(), method_name(endpoint.method), endpoint.path),
-            metrics::record,
-        ));
+        // Each route counts its requests and their latency for `/metrics`, and joins the
+        // caller's trace.
+        let method = method_name(endpoint.method);
+        let counted = handler(endpoint, &state)
+            .layer(middleware::from_fn_with_state(
+                (state.clone(), method, endpoint.path),
+                metrics::record,
+            ))
+            .layer(middleware::from_fn_with_state(
+                (method, endpoint.path),
+                traced::join,
+            ));
         if endpoint.auth {
             protected = protected.route(endpoint.path, counted);
         } else {

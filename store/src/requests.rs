@@ -227,6 +227,23 @@ impl Store {
         Ok(rows)
     }
 
+    /// What the thread's run before `run` ended waiting for and was given since it ended
+    /// (an answer, a plan's approval, a permission decided between runs), oldest first.
+    pub fn waits_before(&self, thread: &str, run: &str) -> Result<Vec<Request>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM requests WHERE thread_id = ?1 AND decided_at IS NOT NULL \
+             AND run_id = (SELECT id FROM runs WHERE thread_id = ?1 AND id != ?2 \
+                           ORDER BY started_at DESC LIMIT 1) \
+             AND decided_at >= (SELECT ended_at FROM runs WHERE id = requests.run_id) \
+             ORDER BY created_at, id"
+        ))?;
+        let rows = stmt
+            .query_map(params![thread, run], read_request)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// Records that the run acted on request `id`'s decision (ran the call, or told the
     /// model it was denied).
     pub fn mark_applied(&self, thread: &str, id: &str) -> Result<(), StoreError> {

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use tokio::task::AbortHandle;
+use tracing::Instrument;
 
 use cove_protocol::events::{EventKind, FinishReason};
 use futures_util::future::{BoxFuture, Shared};
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::events::Emitter;
 use super::permission::{Gate, NotRun};
+use super::spans;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ChatProvider, ChatRequest, LlmError, StopReason, StreamEvent, Usage};
 use crate::toolcall::ToolMode;
@@ -92,6 +94,8 @@ pub struct Executor {
     earlier: HashMap<String, Vec<Execution>>,
     /// Executions of the current attempt, by call.
     current: HashMap<String, Vec<Execution>>,
+    /// The span the calls' spans go under: the run's.
+    parent: tracing::Span,
 }
 
 fn call_key(name: &str, arguments: &Value) -> String {
@@ -119,6 +123,7 @@ impl Executor {
             held: Arc::default(),
             earlier: HashMap::new(),
             current: HashMap::new(),
+            parent: tracing::Span::current(),
         }
     }
 
@@ -168,7 +173,9 @@ impl Executor {
         let args_for_run = arguments.clone();
         let gate = self.gate.clone();
         let held = self.held.clone();
-        let task = tokio::spawn(async move {
+        let span = spans::tool(&self.parent, &call_id, &tool);
+        let task = tokio::spawn(
+            async move {
             if let Some(previous) = previous {
                 previous.await;
                 // Set before the held call's execution ended, so seen here.
@@ -177,6 +184,7 @@ impl Executor {
                         "Not run: an earlier call of this answer waits for the user's permission, and calls run one after another. Make this call again once that one has run.",
                     );
                     announce_end(&emitter, call_id, tool, &skipped);
+                    spans::tool_outcome("skipped", None);
                     return skipped;
                 }
             }
@@ -186,18 +194,22 @@ impl Executor {
                     Ok(()) => {}
                     Err(NotRun::Refused(refused)) => {
                         announce_not_run(&emitter, Ok(def), call_id, tool, args, &refused);
+                        spans::tool_outcome("refused", None);
                         return refused;
                     }
                     // Its permission request says what became of it.
                     Err(NotRun::Held(waits)) => {
                         held.store(true, std::sync::atomic::Ordering::Release);
+                        spans::tool_outcome("held", None);
                         return waits;
                     }
                 }
             }
             let def = def.as_ref().map_err(String::as_str);
             run_announced(&emitter, def, &env, call_id, tool, args_for_run).await
-        });
+        }
+            .instrument(span),
+        );
         self.tasks.add(task.abort_handle());
         let execution: Execution = async move {
             task.await
@@ -230,6 +242,7 @@ pub(crate) async fn run_announced(
         (Ok(def), Ok(args)) => def.summarize(args),
         _ => None,
     };
+    spans::tool_summary(summary.as_deref());
     emitter.emit(EventKind::ToolStarted {
         call_id: call_id.clone(),
         tool: tool.clone(),
@@ -248,6 +261,7 @@ pub(crate) async fn run_announced(
     {
         emitter.keep_screenshot(&call_id, shot);
     }
+    spans::tool_outcome(if result.ok { "ok" } else { "error" }, Some(&result));
     announce_end(emitter, call_id, tool, &result);
     result
 }

@@ -11,6 +11,7 @@ mod outcome;
 mod permission;
 pub mod prompt;
 mod run;
+mod spans;
 pub mod takeover;
 mod wake;
 pub use crate::toolcall::xml;

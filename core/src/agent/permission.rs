@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use cove_protocol::client::CovedClient;
 use cove_protocol::events::EventKind;
@@ -119,7 +120,9 @@ impl Gate {
                 fingerprint,
             })
             .map_err(|e| refused(unavailable(&e)))?;
-        self.wait(request).await
+        self.wait(request)
+            .instrument(super::spans::wait("permission"))
+            .await
     }
 
     /// Where the shell of the session a call names is (an earlier `cd` moved it); `None`

@@ -41,6 +41,7 @@ mod serve_sandboxes;
 mod skills;
 mod static_coved;
 mod takeover;
+mod telemetry;
 mod terminal;
 mod wake;
 mod web;

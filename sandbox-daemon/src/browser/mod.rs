@@ -229,8 +229,10 @@ impl BrowserManager {
                 let mut opened = self.dialogs.opened();
                 opened.borrow_and_update();
                 // The action's own steps have deadlines; this bounds the whole of it.
+                let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser action");
+                let performed = tracing::Instrument::instrument(session.perform(action), span);
                 tokio::select! {
-                    done = tokio::time::timeout(limit * 2, session.perform(action)) => match done {
+                    done = tokio::time::timeout(limit * 2, performed) => match done {
                         Ok(result) => result,
                         Err(_) => Err(BrowserError::Timeout(format!(
                             "the action did not finish within {} s",
@@ -258,7 +260,10 @@ impl BrowserManager {
         phases.mark("tabs");
         match outcome {
             Ok(outcome) => {
-                let mut state = session.state(query, &self.snapshots).await?;
+                let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser state");
+                let mut state =
+                    tracing::Instrument::instrument(session.state(query, &self.snapshots), span)
+                        .await?;
                 phases.mark("state");
                 tracing::debug!(phases = %phases, "acted");
                 state.message = outcome.message;

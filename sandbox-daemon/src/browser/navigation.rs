@@ -139,7 +139,13 @@ impl NavigationWatch {
 
     /// Waits, up to `limit`, for the navigation under way (or just asked for) to commit and
     /// load. One that never commits is stopped, so the tab answers again.
+    /// [`Self::settle_untraced`] in a span of the navigation's settle phase.
     pub async fn settle(&mut self, limit: Duration) -> Settled {
+        let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser navigation");
+        tracing::Instrument::instrument(self.settle_untraced(limit), span).await
+    }
+
+    pub async fn settle_untraced(&mut self, limit: Duration) -> Settled {
         let deadline = Instant::now() + limit;
         let mut committed: Option<String> = None;
         loop {

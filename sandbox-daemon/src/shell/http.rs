@@ -15,9 +15,14 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery};
 /// `POST /v1/shell/exec`
 pub async fn exec(
     State(app): State<AppState>,
+    headers: axum::http::HeaderMap,
     ApiJson(request): ApiJson<ExecRequest>,
 ) -> Result<Json<ExecResponse>, ApiError> {
-    Ok(Json(app.shell.exec(&request).await?))
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| cove_telemetry::is_traceparent(v));
+    Ok(Json(app.shell.exec(&request, traceparent).await?))
 }
 
 /// `GET /v1/shell/sessions`

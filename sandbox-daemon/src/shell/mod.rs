@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 use cove_protocol::shell::{
     DeleteSessionResponse, ExecRequest, ExecResponse, MAX_TIMEOUT_SECS, OutputResponse,
@@ -186,8 +187,42 @@ impl ShellManager {
         }
     }
 
-    /// Runs a command, waiting for it if the request is blocking.
-    pub async fn exec(&self, request: &ExecRequest) -> Result<ExecResponse, ShellError> {
+    /// Runs a command, waiting for it if the request is blocking. `traceparent` is the
+    /// caller's trace context: the command runs in a span under it and sees its own (or,
+    /// when coved exports no spans, the caller's) as `TRACEPARENT`.
+    pub async fn exec(
+        &self,
+        request: &ExecRequest,
+        traceparent: Option<&str>,
+    ) -> Result<ExecResponse, ShellError> {
+        let span = tracing::info_span!(
+            target: cove_telemetry::TARGET,
+            "shell command",
+            cove.shell.session = %request.session,
+            process.command_line = %summary(&request.command),
+            process.exit.code = tracing::field::Empty,
+            cove.shell.completed = tracing::field::Empty,
+        );
+        let traceparent =
+            cove_telemetry::traceparent_of(&span).or_else(|| traceparent.map(str::to_string));
+        let response = self
+            .exec_traced(request, traceparent)
+            .instrument(span.clone())
+            .await;
+        if let Ok(response) = &response {
+            if let Some(code) = response.exit_code {
+                span.record("process.exit.code", code);
+            }
+            span.record("cove.shell.completed", response.completed);
+        }
+        response
+    }
+
+    async fn exec_traced(
+        &self,
+        request: &ExecRequest,
+        traceparent: Option<String>,
+    ) -> Result<ExecResponse, ShellError> {
         validate_name(&request.session)?;
         if request.command.trim().is_empty() {
             return Err(ShellError::InvalidRequest("command is empty".into()));
@@ -211,9 +246,12 @@ impl ShellManager {
             let starter = session.clone();
             let command = request.command.clone();
             let cwd = request.cwd.clone();
-            let result = crate::blocking::blocking(move || starter.start(&command, cwd.as_deref()))
-                .await
-                .map_err(|e| ShellError::Unavailable(format!("cannot start the command: {e}")))?;
+            let trace = traceparent.clone();
+            let result = crate::blocking::blocking(move || {
+                starter.start(&command, cwd.as_deref(), trace.as_deref())
+            })
+            .await
+            .map_err(|e| ShellError::Unavailable(format!("cannot start the command: {e}")))?;
             match result {
                 Ok(seq) => break (session, seq),
                 // The shell died between the lookup and the start: start a fresh one once.
@@ -319,6 +357,16 @@ impl ShellManager {
         }
         self.registry.reap_orphans();
     }
+}
+
+/// A command as a span shows it: its first line, at most 200 characters.
+fn summary(command: &str) -> String {
+    let line = command.lines().next().unwrap_or_default();
+    let mut cut: String = line.chars().take(200).collect();
+    if cut.len() < command.trim_end().len() {
+        cut.push('…');
+    }
+    cut
 }
 
 #[cfg(test)]

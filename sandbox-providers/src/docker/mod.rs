@@ -463,7 +463,7 @@ impl Docker {
         phases.network_ms = ms_since(begun);
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
-            env: Some(vec![format!("COVE_TOKEN={token}")]),
+            env: Some(container_env(token)),
             exposed_ports: Some(vec![CONTAINER_PORT.to_string()]),
             labels: Some(labels(name, spec.installation.as_deref())),
             host_config: Some(host),
@@ -708,6 +708,16 @@ pub(crate) async fn wait_healthy(url: &str, name: &str) -> Result<(), DockerErro
         url: url.to_string(),
         secs: HEALTH_WAIT.as_secs(),
     })
+}
+
+/// A new container's environment: its token, and where the controller's traces go.
+fn container_env(token: &str) -> Vec<String> {
+    let mut env: Vec<String> = cove_telemetry::daemon_env()
+        .into_iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    env.push(format!("COVE_TOKEN={token}"));
+    env
 }
 
 #[cfg(test)]

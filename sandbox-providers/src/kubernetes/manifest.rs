@@ -122,18 +122,29 @@ pub fn pod_manifest(name: &str, plan: &PodPlan) -> Pod {
             name: Some("coved".into()),
             ..ContainerPort::default()
         }]),
-        env: Some(vec![EnvVar {
-            name: "COVE_TOKEN".into(),
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: secret_name(name),
-                    key: TOKEN_KEY.into(),
-                    optional: None,
-                }),
-                ..EnvVarSource::default()
-            }),
-            ..EnvVar::default()
-        }]),
+        // Where the controller's traces go, then the token.
+        env: Some(
+            cove_telemetry::daemon_env()
+                .into_iter()
+                .map(|(name, value)| EnvVar {
+                    name,
+                    value: Some(value),
+                    ..EnvVar::default()
+                })
+                .chain([EnvVar {
+                    name: "COVE_TOKEN".into(),
+                    value_from: Some(EnvVarSource {
+                        secret_key_ref: Some(SecretKeySelector {
+                            name: secret_name(name),
+                            key: TOKEN_KEY.into(),
+                            optional: None,
+                        }),
+                        ..EnvVarSource::default()
+                    }),
+                    ..EnvVar::default()
+                }])
+                .collect(),
+        ),
         resources: Some(ResourceRequirements {
             requests: Some(requests),
             limits: Some(limits),

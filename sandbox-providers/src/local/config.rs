@@ -92,5 +92,13 @@ pub fn local_settings(file: &FileConfig) -> Result<LocalSettings, ConfigError> {
             })?);
         }
     }
+    // A collector on this machine's loopback is reached as a shared host port.
+    let own_network = config.network.as_deref().is_none_or(|n| n == "internet");
+    if let Some(port) = cove_telemetry::collector_loopback_port()
+        && own_network
+        && !config.host_ports.contains(&port)
+    {
+        config.host_ports.push(port);
+    }
     LocalSettings::from_config(&config)
 }

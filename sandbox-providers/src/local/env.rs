@@ -73,6 +73,8 @@ pub fn sandbox_env(settings: &LocalSettings, token: &str) -> Vec<(String, String
         // Node reads the proxy variables only when told to (22.21 and later).
         vars.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
     }
+    // Where the controller's traces go, so coved's spans join them.
+    vars.extend(cove_telemetry::daemon_env());
     vars.extend(settings.env.iter().cloned());
     vars.push(("COVE_TOKEN".into(), token.into()));
     dedupe(vars)
@@ -86,6 +88,7 @@ pub fn host_env(token: &str) -> Vec<(String, String)> {
         .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
         .collect();
     vars.extend(passed());
+    vars.extend(cove_telemetry::daemon_env());
     vars.push(("COVE_SANDBOX".into(), "host".into()));
     vars.push(("COVE_TOKEN".into(), token.into()));
     dedupe(vars)

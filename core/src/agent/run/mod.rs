@@ -18,6 +18,7 @@ use cove_protocol::client::CovedClient;
 use cove_protocol::events::{EventKind, RunEvent, RunStatus};
 use cove_protocol::plan::PlanStatus;
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument;
 
 use super::answer::{AnswerSettings, ToolTasks};
 use super::config::AgentConfig;
@@ -28,6 +29,7 @@ use super::handle::RunHandle;
 use super::outcome::{RunError, RunOutcome, awaits_permission};
 use super::permission::Gate;
 use super::prompt::{self, system_prompt};
+use super::spans;
 use crate::context::summarize::{self, summarize};
 use crate::context::{Budget, Calibration, Cuts, Entry, TokenCounter, fit, knowledge};
 use crate::format::thousands;
@@ -209,13 +211,18 @@ impl Agent {
         let run = self.store.start_run(&thread.id)?;
         let (sink, events) = tokio::sync::mpsc::unbounded_channel();
         let control = Arc::new(RunControl::default());
-        let task = tokio::spawn(self.clone().run(
-            thread.clone(),
-            run.clone(),
-            input,
-            sink,
-            control.clone(),
-        ));
+        // Made here, under whatever span starts the run (a sub-agent's parent's tool).
+        let span = spans::run(
+            &thread.id,
+            &run.id,
+            &self.config.model,
+            self.provider.name(),
+        );
+        let task = tokio::spawn(
+            self.clone()
+                .run(thread.clone(), run.clone(), input, sink, control.clone())
+                .instrument(span),
+        );
         Ok(RunHandle::new(
             thread.id.clone(),
             run.id,
@@ -262,6 +269,7 @@ impl Agent {
             Err(e) => tracing::warn!(error = %e, "cannot read the plan's state"),
         }
         let stopped = control.clone();
+        let thread_id = thread.id.clone();
         // Stopping drops the work where it stands; dropping its LiveRun aborts its tools.
         let outcome = tokio::select! {
             biased;
@@ -289,6 +297,14 @@ impl Agent {
             tracing::warn!(error = %e, "cannot read the run's usage");
             store::RunUsage::default()
         });
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            match self.store.waits_before(&thread_id, &run.id) {
+                Ok(waits) => spans::waits_between(&span, &waits),
+                Err(e) => tracing::warn!(error = %e, "cannot read the waits before the run"),
+            }
+            spans::run_ended(&span, status, &spent, error.as_deref());
+        }
         emitter.emit(EventKind::ThreadRunEnd {
             status,
             usage: spent.tokens,
@@ -617,13 +633,19 @@ impl Agent {
     }
 
     /// Stores what a model call took and cost, and adds the cost to the run's.
-    fn account(&self, live: &mut LiveRun, iteration: u32, usage: &Usage) -> Result<(), RunError> {
+    /// Returns the call's cost, when the model's price is known.
+    fn account(
+        &self,
+        live: &mut LiveRun,
+        iteration: u32,
+        usage: &Usage,
+    ) -> Result<Option<f64>, RunError> {
         let cost = self.config.price.map(|p| p.cost(usage));
         self.store
             .record_call(&live.run_id, iteration, &self.config.model, usage, cost)?;
         live.family
             .settle(std::mem::take(&mut live.reserved), cost.unwrap_or(0.0));
-        Ok(())
+        Ok(cost)
     }
 
     /// Why the next call may not be made, when its worst case would take the run (and its

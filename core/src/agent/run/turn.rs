@@ -10,11 +10,12 @@ use cove_protocol::events::{EventKind, FinishReason};
 use cove_protocol::plan::{Plan, PlanStatus};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use tracing::Instrument;
 
 use super::{Agent, LiveRun, tool_message};
 use crate::agent::answer::{Answer, Executor, answer};
 use crate::agent::outcome::{RunError, RunOutcome, awaits_permission};
-use crate::agent::prompt;
+use crate::agent::{prompt, spans};
 use crate::context::{Budget, ContextMode, Entry, fit, temporary_message};
 use crate::format::thousands;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, Usage};
@@ -34,8 +35,8 @@ struct Extras {
 
 /// What sampling the model came to.
 enum Sampled {
-    /// Its answer, and the prompt's tokens as Cove counted them.
-    Answer(Answer, usize),
+    /// Its answer, the prompt's tokens as Cove counted them, and the call's span.
+    Answer(Answer, usize, tracing::Span),
     /// The call would pass the run's cost limit: the run stops before it.
     OverCost,
 }
@@ -58,8 +59,8 @@ impl Agent {
         self.store.count_iteration(&live.run_id, iteration)?;
         self.refresh_tools(live)?;
         let extras = self.call_extras(live)?;
-        let (answer, counted) = match self.sample(live, &extras, iteration).await? {
-            Sampled::Answer(answer, counted) => (answer, counted),
+        let (answer, counted, span) = match self.sample(live, &extras, iteration).await? {
+            Sampled::Answer(answer, counted, span) => (answer, counted, span),
             Sampled::OverCost => {
                 // What the call would have shown waits for the run that goes on.
                 live.browser = extras.browser;
@@ -67,7 +68,7 @@ impl Agent {
                 return Ok(Some(RunOutcome::Stopped));
             }
         };
-        self.account_answer(live, iteration, &answer, counted)?;
+        self.account_answer(live, iteration, &answer, counted, &span)?;
         self.record_answer(live, &answer)?;
         let results = match self.collect_results(live, &answer).await? {
             Collected::Results(results) => results,
@@ -210,17 +211,26 @@ impl Agent {
                 self.config.parallel_tools,
                 live.gate.clone(),
             );
-            match answer(
+            let span = spans::chat(self.provider.name(), &request, iteration);
+            let answered = answer(
                 self.provider.as_ref(),
                 &request,
                 live.settings,
                 &mut executor,
                 iteration,
             )
-            .await
-            {
+            .instrument(span.clone())
+            .await;
+            if let Err(e) = &answered {
+                let kind = match e {
+                    LlmError::ContextTooLong { .. } => "context_too_long",
+                    _ => "model_error",
+                };
+                spans::chat_failed(&span, kind, &e.to_string());
+            }
+            match answered {
                 // What was set aside for the call is settled when it is accounted for.
-                Ok(answer) => return Ok(Sampled::Answer(answer, counted)),
+                Ok(answer) => return Ok(Sampled::Answer(answer, counted, span)),
                 Err(e @ LlmError::ContextTooLong { .. })
                     if self.config.context.mode != ContextMode::Off && refusals < 2 =>
                 {
@@ -308,6 +318,7 @@ impl Agent {
         iteration: u32,
         answer: &Answer,
         counted: usize,
+        span: &tracing::Span,
     ) -> Result<(), RunError> {
         let usage = if answer.usage.input_tokens == 0 {
             // No usage reported (a server that does not, or a stream Cove left early at the
@@ -325,7 +336,15 @@ impl Agent {
         } else {
             answer.usage
         };
-        self.account(live, iteration, &usage)?;
+        let cost = self.account(live, iteration, &usage)?;
+        spans::chat_answered(span, &usage, cost, answer.finish, || {
+            let calls: Vec<_> = answer
+                .calls
+                .iter()
+                .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+                .collect();
+            spans::answer_message(&answer.raw_text, &calls)
+        });
         self.tell_if_unread(live, counted, answer.usage.input_tokens);
         live.calibration.observe(counted, answer.usage.input_tokens);
         Ok(())

@@ -4,6 +4,7 @@
 use cove_protocol::browser::{BrowserState, StateQuery};
 use cove_protocol::events::{EventKind, FinishReason};
 use cove_protocol::takeover::TakeoverGrant;
+use tracing::Instrument;
 
 use super::{Agent, LiveRun};
 use crate::agent::outcome::{RunError, RunOutcome, awaits_permission};
@@ -186,6 +187,7 @@ impl Agent {
             &live.control,
             announce,
         )
+        .instrument(crate::agent::spans::wait("takeover"))
         .await?;
         let note = match &back {
             HandBack::HandedBack { note } => note.clone(),

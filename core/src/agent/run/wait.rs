@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use cove_protocol::events::EventKind;
 
 use super::{Agent, LiveRun, Recorded, tool_message};
@@ -72,7 +74,9 @@ impl Agent {
             since: wait.created_at,
             until: wait.deadline,
         });
-        let woken = wake::wait(&self.sandbox, &self.store, &wait).await?;
+        let woken = wake::wait(&self.sandbox, &self.store, &wait)
+            .instrument(crate::agent::spans::wait("events"))
+            .await?;
         let result = ToolResult::ok(woken.text.clone());
         let message = tool_message(self.config.mode, &wait.call_id, &wait.tool, &result);
         let id = self.store.deliver_events(

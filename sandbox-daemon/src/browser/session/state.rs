@@ -147,7 +147,13 @@ impl Session {
     /// Waits (a bounded time) for the active page to be still, so no state is taken
     /// mid-change: its content unchanged for a moment, no finite animation playing, and no
     /// answer it asked for on the way. Says when (on the page's clock) it last changed.
+    /// [`Self::settle_untraced`] in a span of the state's settle phase.
     async fn settle(&self, page: &Page) -> Option<f64> {
+        let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser settle");
+        tracing::Instrument::instrument(self.settle_untraced(page), span).await
+    }
+
+    async fn settle_untraced(&self, page: &Page) -> Option<f64> {
         let deadline = Instant::now() + STILL_WAIT;
         let requests = self.active_tab().ok().and_then(|t| t.requests.as_ref());
         // After an answer the page gets a quiet period of its own to act on it: an app that
@@ -222,7 +228,13 @@ impl Session {
     }
 
     /// The viewport as the state's screenshot.
+    /// [`Self::screenshot_untraced`] in a span of the state's screenshot phase.
     async fn screenshot(&self, page: &Page) -> Result<Screenshot, BrowserError> {
+        let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser screenshot");
+        tracing::Instrument::instrument(self.screenshot_untraced(page), span).await
+    }
+
+    async fn screenshot_untraced(&self, page: &Page) -> Result<Screenshot, BrowserError> {
         let vp = self.settings.viewport;
         let quality = i64::from(self.settings.screenshot_quality);
         Ok(Screenshot {

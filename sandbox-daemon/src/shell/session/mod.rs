@@ -157,6 +157,8 @@ struct State {
     finished: VecDeque<Finished>,
     shell_exit: Option<(i32, Instant)>,
     reader_done: bool,
+    /// The last command ran with `TRACEPARENT` exported: the next untraced one unsets it.
+    traced: bool,
 }
 
 impl State {
@@ -362,8 +364,15 @@ impl Session {
     }
 
     /// Types a command into the shell. Returns its sequence number.
-    pub fn start(&self, command: &str, cwd: Option<&str>) -> Result<u64, ShellError> {
-        let seq = {
+    /// Starts `command` (in `cwd` under the workspace when given); with `traceparent`, the
+    /// command sees it as `TRACEPARENT`.
+    pub fn start(
+        &self,
+        command: &str,
+        cwd: Option<&str>,
+        traceparent: Option<&str>,
+    ) -> Result<u64, ShellError> {
+        let (seq, trace) = {
             let mut st = self.shared.lock();
             st.settle();
             if st.shell_exit.is_some() {
@@ -391,7 +400,19 @@ impl Session {
                 status: None,
                 end: None,
             });
-            seq
+            // Only a checked traceparent (hex and dashes) is written into the shell's line.
+            let trace = match traceparent.filter(|t| cove_telemetry::is_traceparent(t)) {
+                Some(traceparent) => {
+                    st.traced = true;
+                    format!("export TRACEPARENT={traceparent}; ")
+                }
+                None if st.traced => {
+                    st.traced = false;
+                    "unset TRACEPARENT; ".to_string()
+                }
+                None => String::new(),
+            };
+            (seq, trace)
         };
         let command_file = shell_quote(&self.dir.join("cmd").to_string_lossy());
         let read_and_eval = match Dialect::of(&self.settings.shell) {
@@ -404,11 +425,11 @@ impl Session {
             Some(cwd) => {
                 let dir = self.settings.workspace.join(cwd);
                 format!(
-                    "__cove_seq={seq}; __cove_begin; cd -- {} && {{ {read_and_eval}; }}\n",
+                    "{trace}__cove_seq={seq}; __cove_begin; cd -- {} && {{ {read_and_eval}; }}\n",
                     shell_quote(&dir.to_string_lossy())
                 )
             }
-            None => format!("__cove_seq={seq}; __cove_begin; {read_and_eval}\n"),
+            None => format!("{trace}__cove_seq={seq}; __cove_begin; {read_and_eval}\n"),
         };
         // The empty line first: after an unmatched quote inside `eval`, bash 5.2 echoes a word
         // of the next line it reads into the output. An empty line has no word to echo. (A

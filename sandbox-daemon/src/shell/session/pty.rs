@@ -57,6 +57,7 @@ pub(super) fn starting_state(
             finished: VecDeque::new(),
             shell_exit: None,
             reader_done: false,
+            traced: false,
         }),
         changed: watch::channel(0).0,
         activity,
