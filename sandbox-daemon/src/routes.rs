@@ -143,20 +143,19 @@ pub fn router(state: AppState) -> Router {
         .route("/takeover/ws", axum::routing::get(takeover::http::socket));
     let mut protected = Router::new();
     for endpoint in ENDPOINTS {
-        // Each route counts its requests and their latency for `/metrics`, and joins the
-        // caller's trace.
+        // Each route counts its requests and their latency for `/metrics`; those behind the
+        // token join the caller's trace (an anonymous caller makes no spans).
         let method = method_name(endpoint.method);
-        let counted = handler(endpoint, &state)
-            .layer(middleware::from_fn_with_state(
-                (state.clone(), method, endpoint.path),
-                metrics::record,
-            ))
-            .layer(middleware::from_fn_with_state(
+        let counted = handler(endpoint, &state).layer(middleware::from_fn_with_state(
+            (state.clone(), method, endpoint.path),
+            metrics::record,
+        ));
+        if endpoint.auth {
+            let traced = counted.layer(middleware::from_fn_with_state(
                 (method, endpoint.path),
                 traced::join,
             ));
-        if endpoint.auth {
-            protected = protected.route(endpoint.path, counted);
+            protected = protected.route(endpoint.path, traced);
         } else {
             public = public.route(endpoint.path, counted);
         }

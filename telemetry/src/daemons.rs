@@ -14,8 +14,6 @@ static DAEMON_ENV: OnceLock<Vec<(String, String)>> = OnceLock::new();
 /// Variables passed through as the controller has them.
 #[cfg(feature = "export")]
 const PASSED: &[&str] = &[
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     "OTEL_RESOURCE_ATTRIBUTES",
     "OTEL_EXPORTER_OTLP_TIMEOUT",
     "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
@@ -30,12 +28,10 @@ pub(crate) fn remember(settings: &Settings, env: impl Fn(&str) -> Option<String>
         .iter()
         .filter_map(|name| Some((name.to_string(), env(name).filter(|v| !v.is_empty())?)))
         .collect();
-    if let Some(endpoint) = &settings.endpoint {
-        vars.push((
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".into(),
-            endpoint.clone(),
-        ));
-    }
+    vars.push((
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".into(),
+        settings.endpoint.clone(),
+    ));
     let protocol = match settings.protocol {
         Protocol::HttpProtobuf => "http/protobuf",
         Protocol::Grpc => "grpc",
@@ -54,12 +50,9 @@ pub fn daemon_env() -> Vec<(String, String)> {
 /// with a network of its own is given that port, as `host_ports` gives others.
 pub fn collector_loopback_port() -> Option<u16> {
     let env = DAEMON_ENV.get()?;
-    let endpoint = [
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-    ]
-    .iter()
-    .find_map(|name| env.iter().find(|(n, _)| n == name).map(|(_, v)| v))?;
+    let (_, endpoint) = env
+        .iter()
+        .find(|(name, _)| name == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")?;
     loopback_port(endpoint)
 }
 

@@ -52,9 +52,9 @@ impl Protocol {
 /// Tracing as configured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// The traces endpoint cove.toml gives; none when the environment gives it (the exporter
-    /// reads `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` itself).
-    pub endpoint: Option<String>,
+    /// Where traces go: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, or the base
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (or cove.toml's `endpoint`) with `/v1/traces` over HTTP.
+    pub endpoint: String,
     pub protocol: Protocol,
     /// cove.toml's service name; `OTEL_SERVICE_NAME` wins over it.
     pub service_name: Option<String>,
@@ -94,11 +94,10 @@ impl Settings {
             return Ok(None);
         }
         let file = file.cloned().unwrap_or_default();
-        let from_env = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
-            .is_some();
-        let from_file = file.endpoint.as_deref().filter(|e| !e.trim().is_empty());
-        if !from_env && from_file.is_none() {
+        let traces = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        let base = var("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .or_else(|| file.endpoint.clone().filter(|e| !e.trim().is_empty()));
+        if traces.is_none() && base.is_none() {
             return Ok(None);
         }
         let protocol = match var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -108,9 +107,10 @@ impl Settings {
             Some(value) => Protocol::parse(&value)?,
             None => Protocol::HttpProtobuf,
         };
-        let endpoint = match (from_env, from_file) {
-            (false, Some(base)) => Some(traces_endpoint(base, protocol)?),
-            _ => None,
+        let endpoint = match (traces, base) {
+            (Some(traces), _) => checked(traces)?,
+            (None, Some(base)) => traces_endpoint(&base, protocol)?,
+            (None, None) => return Ok(None),
         };
         let capture_content = match var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") {
             Some(v) => v.trim().eq_ignore_ascii_case("true"),
@@ -140,14 +140,21 @@ impl Settings {
 /// Where a collector at `base` takes traces: `/v1/traces` under it over HTTP, the base
 /// itself over gRPC (as the specification reads `OTEL_EXPORTER_OTLP_ENDPOINT`).
 fn traces_endpoint(base: &str, protocol: Protocol) -> Result<String, SettingsError> {
-    let base = base.trim();
-    if !(base.starts_with("http://") || base.starts_with("https://")) {
-        return Err(SettingsError::Endpoint(base.to_string()));
-    }
+    let base = checked(base.to_string())?;
     Ok(match protocol {
         Protocol::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
         Protocol::Grpc => base.to_string(),
     })
+}
+
+/// `url` when it is an http:// or https:// URL.
+fn checked(url: String) -> Result<String, SettingsError> {
+    let url = url.trim().to_string();
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url)
+    } else {
+        Err(SettingsError::Endpoint(url))
+    }
 }
 
 #[cfg(test)]
@@ -179,10 +186,7 @@ mod tests {
             ..TelemetryFile::default()
         };
         let on = Settings::resolve(env(&[]), Some(&file)).unwrap().unwrap();
-        assert_eq!(
-            on.endpoint.as_deref(),
-            Some("http://collector:4318/v1/traces")
-        );
+        assert_eq!(on.endpoint, "http://collector:4318/v1/traces");
         assert_eq!(on.protocol, Protocol::HttpProtobuf);
         assert_eq!(on.max_queue_size, DEFAULT_QUEUE);
         assert!(!on.capture_content);
@@ -216,10 +220,30 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert_eq!(on.endpoint, None, "the exporter reads the environment's");
+        assert_eq!(
+            on.endpoint, "http://env:4317",
+            "gRPC takes the base as it is"
+        );
         assert_eq!(on.protocol, Protocol::Grpc);
         assert!(!on.capture_content);
         assert_eq!(on.max_queue_size, 16);
+        let traces = Settings::resolve(
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318/"),
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:9999/t"),
+            ]),
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(traces.endpoint, "http://traces:9999/t", "taken as it is");
+        let base = Settings::resolve(
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318/")]),
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(base.endpoint, "http://env:4318/v1/traces");
     }
 
     #[test]

@@ -766,3 +766,35 @@ async fn a_sessions_terminal_is_a_recording_a_real_player_plays() {
         "{missing:?}"
     );
 }
+
+/// `exec` with a W3C `traceparent`, as cove sends it under a tool's span.
+async fn traced(client: &CovedClient, command: &str, traceparent: &str) -> String {
+    let url = client.url(&["v1", "shell", "exec"]).unwrap();
+    let out: serde_json::Value = client
+        .request(reqwest::Method::POST, url)
+        .header("traceparent", traceparent)
+        .json(&ExecRequest::new(command).in_session("traced"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    out["output"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_traced_command_sees_its_traceparent_and_the_next_untraced_one_does_not() {
+    // This coved exports no spans: the caller's own context is what the command sees.
+    let d = daemon().await;
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let seen = traced(&d.client, "echo \"[$TRACEPARENT]\"", parent).await;
+    assert_eq!(seen.trim(), format!("[{parent}]"));
+    // The next command without a trace does not see the last one's.
+    let (plain, _) = run(&d.client, "traced", "echo \"[${TRACEPARENT-unset}]\"").await;
+    assert_eq!(plain.trim(), "[unset]");
+    // A malformed header never reaches the shell's line.
+    let hostile = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01; touch /tmp/x";
+    let seen = traced(&d.client, "echo \"[${TRACEPARENT-unset}]\"", hostile).await;
+    assert_eq!(seen.trim(), "[unset]");
+}

@@ -81,6 +81,11 @@ pub fn install(
     settings: Option<&Settings>,
     service: &str,
 ) -> (Installed, Option<ExportError>) {
+    // Cove's spans are for the exporter: logs never show or make them.
+    let logs = match format!("{TARGET}=off").parse() {
+        Ok(directive) => logs.add_directive(directive),
+        Err(_) => logs,
+    };
     let fmt = fmt::layer().with_writer(std::io::stderr).with_filter(logs);
     let provider = match settings.map(|s| provider(s, service)) {
         Some(Ok(provider)) => Ok(Some(provider)),
@@ -137,8 +142,8 @@ fn provider(settings: &Settings, service: &str) -> Result<SdkTracerProvider, Exp
         .build())
 }
 
-/// The exporter for the configured wire. What cove.toml does not say, the exporter reads
-/// from the `OTEL_EXPORTER_OTLP_*` variables itself.
+/// The exporter for the configured wire and endpoint. The headers and the timeout the
+/// exporter reads from the `OTEL_EXPORTER_OTLP_*` variables itself.
 fn exporter(settings: &Settings) -> Result<opentelemetry_otlp::SpanExporter, ExportError> {
     let builder = opentelemetry_otlp::SpanExporter::builder();
     Ok(match settings.protocol {
@@ -146,10 +151,8 @@ fn exporter(settings: &Settings) -> Result<opentelemetry_otlp::SpanExporter, Exp
             let mut http = builder
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_http_client(client::OnRuntime::here(export_timeout())?);
-            if let Some(endpoint) = &settings.endpoint {
-                http = http.with_endpoint(endpoint);
-            }
+                .with_http_client(client::OnRuntime::here(export_timeout())?)
+                .with_endpoint(&settings.endpoint);
             if !settings.headers.is_empty() {
                 let headers: HashMap<String, String> =
                     settings.headers.clone().into_iter().collect();
@@ -161,10 +164,7 @@ fn exporter(settings: &Settings) -> Result<opentelemetry_otlp::SpanExporter, Exp
             if tokio::runtime::Handle::try_current().is_err() {
                 return Err(ExportError::NoRuntime);
             }
-            let mut grpc = builder.with_tonic();
-            if let Some(endpoint) = &settings.endpoint {
-                grpc = grpc.with_endpoint(endpoint);
-            }
+            let mut grpc = builder.with_tonic().with_endpoint(&settings.endpoint);
             if !settings.headers.is_empty() {
                 grpc = grpc.with_metadata(metadata(&settings.headers)?);
             }
