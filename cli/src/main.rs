@@ -80,17 +80,8 @@ fn install_telemetry() -> cove_telemetry::export::Installed {
     let logs = EnvFilter::try_from_env("COVE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
     // A broken cove.toml is reported by the command that reads it.
     let file = config::load_file().ok().and_then(|f| f.telemetry);
-    let settings =
-        cove_telemetry::Settings::resolve(|name| std::env::var(name).ok(), file.as_ref());
-    let (installed, error) = match &settings {
-        Ok(settings) => cove_telemetry::export::install(logs, settings.as_ref(), "cove"),
-        Err(_) => cove_telemetry::export::install(logs, None, "cove"),
-    };
-    if let Some(why) = settings
-        .err()
-        .map(|e| e.to_string())
-        .or(error.map(|e| e.to_string()))
-    {
+    let (installed, why) = cove_telemetry::export::install_configured(logs, file.as_ref(), "cove");
+    if let Some(why) = why {
         eprintln!("cove: traces are not exported: {why}");
     }
     installed

@@ -261,16 +261,8 @@ fn main() -> anyhow::Result<()> {
 /// a collector, coved's spans to it; a setting that cannot work is logged and left off.
 fn install_telemetry() -> cove_telemetry::export::Installed {
     let logs = EnvFilter::try_from_env("COVED_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let settings = cove_telemetry::Settings::resolve(|name| std::env::var(name).ok(), None);
-    let (installed, error) = match &settings {
-        Ok(settings) => cove_telemetry::export::install(logs, settings.as_ref(), "coved"),
-        Err(_) => cove_telemetry::export::install(logs, None, "coved"),
-    };
-    if let Some(why) = settings
-        .err()
-        .map(|e| e.to_string())
-        .or(error.map(|e| e.to_string()))
-    {
+    let (installed, why) = cove_telemetry::export::install_configured(logs, None, "coved");
+    if let Some(why) = why {
         tracing::warn!("traces are not exported: {why}");
     }
     installed

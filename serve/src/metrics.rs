@@ -181,16 +181,11 @@ pub(super) async fn metrics(State(state): State<Arc<ServeState>>) -> Result<Resp
         &[],
         &[(vec![], counted.streams.load(Ordering::Acquire) as f64)],
     );
-    let spans = cove_telemetry::counts::span_counts();
     page.counter(
         "cove_telemetry_spans_total",
         "Spans of the server's OpenTelemetry traces by what became of them: exported, failed (the collector refused them or was not reached), dropped (the queue was full).",
         &["outcome"],
-        &[
-            (vec!["exported".into()], spans.exported as f64),
-            (vec!["failed".into()], spans.failed as f64),
-            (vec!["dropped".into()], spans.dropped as f64),
-        ],
+        &cove_telemetry::counts::samples(),
     );
     if let Some(bytes) = resident_bytes() {
         page.gauge(

@@ -28,3 +28,13 @@ pub fn span_counts() -> SpanCounts {
         dropped: DROPPED.load(Ordering::Relaxed),
     }
 }
+
+/// The counts as `/metrics` samples, labelled by `outcome`: exported, failed, dropped.
+pub fn samples() -> Vec<(Vec<String>, f64)> {
+    let counts = span_counts();
+    vec![
+        (vec!["exported".into()], counts.exported as f64),
+        (vec!["failed".into()], counts.failed as f64),
+        (vec!["dropped".into()], counts.dropped as f64),
+    ]
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use cove_harness::closed_port::ClosedPort;
 use cove_harness::otlp::{Collector, Span};
 
+use super::serve::Server;
 use super::*;
 
 /// The environment that sends a run's spans to `endpoint` quickly.
@@ -295,4 +296,50 @@ async fn a_collector_that_is_not_there_changes_nothing_in_the_run() {
         traced_output.contains("tp=00-"),
         "the command still sees the trace"
     );
+}
+
+#[tokio::test]
+async fn a_served_run_is_traced_as_cove_toml_says_with_what_it_cost() {
+    let collector = Collector::http().await.unwrap();
+    let cove = Cove::new(Wire::OpenAi).await;
+    // No OTEL_* variable: cove.toml alone turns tracing on, and prices the model.
+    let config = cove.home.path().join("config/cove");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("cove.toml"),
+        format!(
+            "[prices.scripted]\ninput = 100.0\noutput = 100.0\n\n[telemetry]\nendpoint = \"{}\"\nservice_name = \"cove-served\"\n",
+            collector.endpoint()
+        ),
+    )
+    .unwrap();
+    cove.llm
+        .push(Turn::text("").call("complete", json!({"text": "done"})));
+    let server = Server::start(&cove, &[]).await;
+    let thread = server
+        .create(json!({"task": "Say done", "model": cove.model()}))
+        .await;
+    let mut sse = server.stream(&thread, None).await;
+    let events = sse.until("thread_run_end").await;
+    let cost = events.last().unwrap().1["cost"].as_f64().expect("a cost");
+    // A server's spans leave with the batch (every 5 s by default), not at an exit.
+    let spans = collector
+        .wait_for(Duration::from_secs(20), |spans| {
+            named(spans, "cove-served", "invoke_agent cove").len() == 1
+        })
+        .await
+        .unwrap();
+    let run = one(&spans, "cove-served", "invoke_agent cove");
+    assert_eq!(
+        run.attr("gen_ai.conversation.id").as_deref(),
+        Some(thread.as_str())
+    );
+    let traced = run.attributes["cove.cost_usd"]
+        .as_f64()
+        .expect("the run's cost");
+    assert!((traced - cost).abs() < 1e-9, "{traced} vs {cost}");
+    let chat = starting(&spans, "cove-served", "chat ");
+    assert_eq!(chat.len(), 1);
+    assert!(chat[0].attributes["cove.cost_usd"].as_f64().unwrap() > 0.0);
+    server.kill().await;
 }

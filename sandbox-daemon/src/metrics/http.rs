@@ -50,16 +50,11 @@ pub async fn metrics(State(app): State<AppState>) -> Response {
         &[],
         &[(vec![], if app.takeover.is_active() { 1.0 } else { 0.0 })],
     );
-    let spans = cove_telemetry::counts::span_counts();
     page.counter(
         "coved_telemetry_spans_total",
         "Spans of the daemon's OpenTelemetry traces by what became of them: exported, failed (the collector refused them or was not reached), dropped (the queue was full).",
         &["outcome"],
-        &[
-            (vec!["exported".into()], spans.exported as f64),
-            (vec!["failed".into()], spans.failed as f64),
-            (vec!["dropped".into()], spans.dropped as f64),
-        ],
+        &cove_telemetry::counts::samples(),
     );
     if let Some(bytes) = resident_bytes() {
         page.gauge(

@@ -118,6 +118,22 @@ pub fn install(
     (Installed { provider }, error)
 }
 
+/// [`install`] as the process environment and cove.toml's `[telemetry]` (`file`) say. The
+/// second value says why spans are not exported when they were asked for and cannot be.
+pub fn install_configured(
+    logs: EnvFilter,
+    file: Option<&crate::TelemetryFile>,
+    service: &str,
+) -> (Installed, Option<String>) {
+    match Settings::resolve(|name| std::env::var(name).ok(), file) {
+        Ok(settings) => {
+            let (installed, error) = install(logs, settings.as_ref(), service);
+            (installed, error.map(|e| e.to_string()))
+        }
+        Err(e) => (install(logs, None, service).0, Some(e.to_string())),
+    }
+}
+
 /// The tracer provider: the OTLP exporter, counted, behind the bounded batch processor.
 fn provider(settings: &Settings, service: &str) -> Result<SdkTracerProvider, ExportError> {
     let waiting = Arc::new(gate::Waiting::default());
