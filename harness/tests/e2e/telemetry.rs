@@ -81,9 +81,17 @@ async fn a_run_is_one_trace_with_coveds_spans_under_its_tool_spans() {
 
     let spans = collector
         .wait_for(Duration::from_secs(20), |spans| {
+            // The requests end after the spans under them, so those came first. Not the last
+            // command's: coved may be stopped with the run before its batch leaves.
+            let traced_command = named(spans, "coved", "shell command")
+                .into_iter()
+                .find(|c| {
+                    c.attr("process.command_line")
+                        .is_some_and(|l| l.contains("TRACEPARENT"))
+                });
             named(spans, "cove", "invoke_agent cove").len() == 1
-                && named(spans, "coved", "shell command").len() >= 2
-                && !named(spans, "coved", "browser screenshot").is_empty()
+                && traced_command.is_some_and(|c| spans.iter().any(|s| s.span_id == c.parent_id))
+                && named(spans, "coved", "POST /v1/browser/navigate_to").len() == 1
         })
         .await
         .unwrap();
@@ -290,6 +298,12 @@ async fn a_collector_that_is_not_there_changes_nothing_in_the_run() {
         shape(&plain),
         shape(&traced),
         "the same run, event for event"
+    );
+    let said = String::from_utf8_lossy(&traced.stderr);
+    assert!(
+        said.contains("spans did not reach the OTLP collector (")
+            && said.contains("refused or unreachable"),
+        "the person is told, once, at the end: {said}"
     );
     let traced_output = String::from_utf8_lossy(&traced.stdout);
     assert!(
