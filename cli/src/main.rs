@@ -58,15 +58,15 @@ fn main() -> std::process::ExitCode {
     let code = runtime.block_on(run_command_line(Cli::parse()));
     // The last spans leave before the exit; an unreachable collector holds it 2 s at most.
     if telemetry.exporting() {
-        telemetry.shutdown(std::time::Duration::from_secs(2));
+        let unsent = telemetry.shutdown(std::time::Duration::from_secs(2));
         let counts = cove_telemetry::counts::span_counts();
-        if counts.failed + counts.dropped > 0 {
+        let lost = counts.failed + counts.dropped + unsent;
+        if lost > 0 {
             eprintln!(
-                "cove: {} of {} spans did not reach the OTLP collector ({} refused or unreachable, {} dropped from a full queue)",
-                counts.failed + counts.dropped,
-                counts.exported + counts.failed + counts.dropped,
+                "cove: {lost} of {} spans did not reach the OTLP collector ({} refused or unreachable, {} dropped from a full queue, {unsent} unanswered at exit)",
+                counts.exported + lost,
                 counts.failed,
-                counts.dropped
+                counts.dropped,
             );
         }
     }

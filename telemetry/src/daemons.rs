@@ -62,7 +62,8 @@ fn loopback_port(url: &str) -> Option<u16> {
         .or_else(|| url.strip_prefix("https://"))?;
     let authority = rest.split(['/', '?']).next()?;
     let (host, port) = authority.rsplit_once(':')?;
-    let loopback = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
+    // IPv4 only: a local sandbox's shared ports are its 127.0.0.1's.
+    let loopback = host == "localhost" || host.starts_with("127.");
     loopback.then(|| port.parse().ok()).flatten()
 }
 
@@ -74,7 +75,7 @@ mod tests {
     fn a_collector_on_loopback_is_found_by_its_port() {
         assert_eq!(loopback_port("http://127.0.0.1:4318/v1/traces"), Some(4318));
         assert_eq!(loopback_port("http://localhost:4317"), Some(4317));
-        assert_eq!(loopback_port("https://[::1]:9000/x"), Some(9000));
+        assert_eq!(loopback_port("https://[::1]:9000/x"), None);
         assert_eq!(loopback_port("http://collector:4318"), None);
         assert_eq!(loopback_port("http://127.0.0.1/v1/traces"), None);
     }

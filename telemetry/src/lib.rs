@@ -26,6 +26,13 @@ pub use settings::{Protocol, Settings, SettingsError, TelemetryFile};
 /// logs stay logs and a span never depends on the log level.
 pub const TARGET: &str = "cove::otel";
 
+/// The variables that hold a collector's key (its headers): a daemon keeps them from the
+/// processes it starts.
+pub const SECRET_VARS: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+];
+
 /// Prompt and completion text go into model-call spans only when this is set
 /// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` or `capture_content`).
 static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
@@ -38,6 +45,16 @@ pub fn capture_content() -> bool {
 #[cfg(feature = "export")]
 fn set_capture_content(on: bool) {
     CAPTURE_CONTENT.store(on, Ordering::Relaxed);
+}
+
+/// The span `make` makes when the current one is exported (a traced request's), and none
+/// otherwise: work no caller traced starts no trace of its own.
+pub fn in_trace(make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if tracing::Span::current().is_disabled() {
+        tracing::Span::none()
+    } else {
+        make()
+    }
 }
 
 /// The current span's trace context as a W3C `traceparent` header value; none when no span

@@ -64,6 +64,23 @@ pub(crate) fn run_ended(span: &Span, status: RunStatus, spent: &RunUsage, error:
     }
 }
 
+/// Captured content is bounded: a call's span shows its last messages, each attribute at
+/// most 64 KiB, so a long run's spans stay small for the queue and the collector.
+const CONTENT_MESSAGES: usize = 8;
+const CONTENT_BYTES: usize = 64 * 1024;
+
+fn capped(mut text: String) -> String {
+    if text.len() > CONTENT_BYTES {
+        let mut cut = CONTENT_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("…[truncated]");
+    }
+    text
+}
+
 /// A count as OpenTelemetry's integers hold it (the tracing bridge writes `u64` as text).
 fn int(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
@@ -101,13 +118,15 @@ pub(crate) fn chat(provider: &str, request: &ChatRequest, iteration: u32) -> Spa
         cove_telemetry::set_attribute(
             &span,
             "gen_ai.system_instructions",
-            json!([{ "type": "text", "content": request.system }]).to_string(),
+            capped(json!([{ "type": "text", "content": request.system }]).to_string()),
         );
-        let input: Vec<Value> = request.messages.iter().map(message).collect();
+        // The newest messages: what this call added is at the end.
+        let start = request.messages.len().saturating_sub(CONTENT_MESSAGES);
+        let input: Vec<Value> = request.messages[start..].iter().map(message).collect();
         cove_telemetry::set_attribute(
             &span,
             "gen_ai.input.messages",
-            Value::from(input).to_string(),
+            capped(Value::from(input).to_string()),
         );
     }
     span
@@ -144,7 +163,11 @@ pub(crate) fn chat_answered(
         if let Some(object) = answer.as_object_mut() {
             object.insert("finish_reason".into(), reason.into());
         }
-        cove_telemetry::set_attribute(span, "gen_ai.output.messages", json!([answer]).to_string());
+        cove_telemetry::set_attribute(
+            span,
+            "gen_ai.output.messages",
+            capped(json!([answer]).to_string()),
+        );
     }
 }
 

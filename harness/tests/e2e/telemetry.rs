@@ -146,6 +146,23 @@ async fn a_run_is_one_trace_with_coveds_spans_under_its_tool_spans() {
         assert_eq!(tool.parent_id, run.span_id, "tools sit under the run");
         assert_eq!(tool.attr("cove.tool.outcome").as_deref(), Some("ok"));
     }
+    // A model call's span ends with the call, not with the tools it started.
+    let sleep = tools
+        .iter()
+        .find(|t| {
+            t.attr("cove.tool.summary")
+                .is_some_and(|s| s.contains("sleep 1"))
+        })
+        .expect("the sleep's span");
+    let asked = chats
+        .iter()
+        .filter(|c| c.start_ns <= sleep.start_ns)
+        .max_by_key(|c| c.start_ns)
+        .unwrap();
+    assert!(
+        asked.end_ns + 500_000_000 < sleep.end_ns,
+        "the call that asked for `sleep 1` ended before the sleep did"
+    );
     let first_command = tools
         .iter()
         .find(|t| {

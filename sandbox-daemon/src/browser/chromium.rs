@@ -181,6 +181,8 @@ impl Chromium {
         .arg("about:blank")
         .env_remove("COVE_TOKEN")
         .env_remove("COVE_TOKEN_FILE")
+        .env_remove(cove_telemetry::SECRET_VARS[0])
+        .env_remove(cove_telemetry::SECRET_VARS[1])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

@@ -229,7 +229,9 @@ impl BrowserManager {
                 let mut opened = self.dialogs.opened();
                 opened.borrow_and_update();
                 // The action's own steps have deadlines; this bounds the whole of it.
-                let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser action");
+                let span = cove_telemetry::in_trace(
+                    || tracing::info_span!(target: cove_telemetry::TARGET, "browser action"),
+                );
                 let performed = tracing::Instrument::instrument(session.perform(action), span);
                 tokio::select! {
                     done = tokio::time::timeout(limit * 2, performed) => match done {
@@ -260,7 +262,9 @@ impl BrowserManager {
         phases.mark("tabs");
         match outcome {
             Ok(outcome) => {
-                let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser state");
+                let span = cove_telemetry::in_trace(
+                    || tracing::info_span!(target: cove_telemetry::TARGET, "browser state"),
+                );
                 let mut state =
                     tracing::Instrument::instrument(session.state(query, &self.snapshots), span)
                         .await?;

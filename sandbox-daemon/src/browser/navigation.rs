@@ -141,7 +141,9 @@ impl NavigationWatch {
     /// load. One that never commits is stopped, so the tab answers again.
     /// [`Self::settle_untraced`] in a span of the navigation's settle phase.
     pub async fn settle(&mut self, limit: Duration) -> Settled {
-        let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser navigation");
+        let span = cove_telemetry::in_trace(
+            || tracing::info_span!(target: cove_telemetry::TARGET, "browser navigation"),
+        );
         tracing::Instrument::instrument(self.settle_untraced(limit), span).await
     }
 

@@ -195,14 +195,16 @@ impl ShellManager {
         request: &ExecRequest,
         traceparent: Option<&str>,
     ) -> Result<ExecResponse, ShellError> {
-        let span = tracing::info_span!(
-            target: cove_telemetry::TARGET,
-            "shell command",
-            cove.shell.session = %request.session,
-            process.command_line = %summary(&request.command),
-            process.exit.code = tracing::field::Empty,
-            cove.shell.completed = tracing::field::Empty,
-        );
+        let span = cove_telemetry::in_trace(|| {
+            tracing::info_span!(
+                target: cove_telemetry::TARGET,
+                "shell command",
+                cove.shell.session = %request.session,
+                process.command_line = %summary(&request.command),
+                process.exit.code = tracing::field::Empty,
+                cove.shell.completed = tracing::field::Empty,
+            )
+        });
         let traceparent =
             cove_telemetry::traceparent_of(&span).or_else(|| traceparent.map(str::to_string));
         let response = self

@@ -133,6 +133,8 @@ impl Reader {
             .arg(format!("--content-type={}", args.content_type))
             .env_remove("COVE_TOKEN")
             .env_remove("COVE_TOKEN_FILE")
+            .env_remove(cove_telemetry::SECRET_VARS[0])
+            .env_remove(cove_telemetry::SECRET_VARS[1])
             .env("COVED_LOG", "off")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -92,10 +92,12 @@ pub fn local_settings(file: &FileConfig) -> Result<LocalSettings, ConfigError> {
             })?);
         }
     }
-    // A collector on this machine's loopback is reached as a shared host port.
+    // A collector on this machine's loopback is reached as a shared host port (unless it
+    // sits on the sandbox's own proxy port: then its spans are lost, the sandbox is not).
     let own_network = config.network.as_deref().is_none_or(|n| n == "internet");
     if let Some(port) = cove_telemetry::collector_loopback_port()
         && own_network
+        && port != super::bwrap::PROXY_PORT
         && !config.host_ports.contains(&port)
     {
         config.host_ports.push(port);

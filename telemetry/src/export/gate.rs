@@ -17,6 +17,13 @@ use crate::counts::{DROPPED, EXPORTED, FAILED};
 #[derive(Debug, Default)]
 pub(super) struct Waiting(AtomicUsize);
 
+impl Waiting {
+    /// How many spans wait now.
+    pub(super) fn count(&self) -> u64 {
+        self.0.load(Ordering::Acquire) as u64
+    }
+}
+
 /// The batch processor behind a bound of `cap` waiting spans.
 #[derive(Debug)]
 pub(super) struct Gate<P> {

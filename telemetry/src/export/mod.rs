@@ -45,6 +45,8 @@ pub enum ExportError {
 #[derive(Debug, Default)]
 pub struct Installed {
     provider: Option<SdkTracerProvider>,
+    /// Spans handed to the exporter and not yet sent or failed.
+    waiting: Option<Arc<gate::Waiting>>,
 }
 
 impl Installed {
@@ -54,10 +56,11 @@ impl Installed {
     }
 
     /// Sends what waits and stops the exporter, waiting at most `within`: an unreachable
-    /// collector delays the exit by that much at worst.
-    pub fn shutdown(self, within: Duration) {
+    /// collector delays the exit by that much at worst. Returns how many spans were still
+    /// unsent when it gave up (a collector that never answered).
+    pub fn shutdown(self, within: Duration) -> u64 {
         let Some(provider) = self.provider else {
-            return;
+            return 0;
         };
         let (done, finished) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
@@ -69,6 +72,7 @@ impl Installed {
         if spawned.is_ok() {
             let _ = finished.recv_timeout(within + Duration::from_millis(200));
         }
+        self.waiting.map_or(0, |w| w.count())
     }
 }
 
@@ -87,7 +91,8 @@ pub fn install(
         Err(_) => logs,
     };
     let fmt = fmt::layer().with_writer(std::io::stderr).with_filter(logs);
-    let provider = match settings.map(|s| provider(s, service)) {
+    let waiting = Arc::new(gate::Waiting::default());
+    let provider = match settings.map(|s| provider(s, service, waiting.clone())) {
         Some(Ok(provider)) => Ok(Some(provider)),
         Some(Err(e)) => Err(e),
         None => Ok(None),
@@ -115,7 +120,8 @@ pub fn install(
         .with(fmt)
         .with(spans)
         .try_init();
-    (Installed { provider }, error)
+    let waiting = provider.is_some().then_some(waiting);
+    (Installed { provider, waiting }, error)
 }
 
 /// [`install`] as the process environment and cove.toml's `[telemetry]` (`file`) say. The
@@ -135,8 +141,11 @@ pub fn install_configured(
 }
 
 /// The tracer provider: the OTLP exporter, counted, behind the bounded batch processor.
-fn provider(settings: &Settings, service: &str) -> Result<SdkTracerProvider, ExportError> {
-    let waiting = Arc::new(gate::Waiting::default());
+fn provider(
+    settings: &Settings,
+    service: &str,
+    waiting: Arc<gate::Waiting>,
+) -> Result<SdkTracerProvider, ExportError> {
     let exporter = gate::Counted {
         inner: exporter(settings)?,
         waiting: waiting.clone(),

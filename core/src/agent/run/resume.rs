@@ -137,13 +137,18 @@ impl Agent {
                 }
                 Ok(()) => {
                     let def = self.registry.resolve(&tool).await;
-                    run_announced(
-                        &live.emitter,
-                        def.as_ref().map_err(String::as_str),
-                        &env,
-                        call_id.clone(),
-                        tool.clone(),
-                        Ok(args),
+                    let span =
+                        crate::agent::spans::tool(&tracing::Span::current(), &call_id, &tool);
+                    tracing::Instrument::instrument(
+                        run_announced(
+                            &live.emitter,
+                            def.as_ref().map_err(String::as_str),
+                            &env,
+                            call_id.clone(),
+                            tool.clone(),
+                            Ok(args),
+                        ),
+                        span,
                     )
                     .await
                 }

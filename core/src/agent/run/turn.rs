@@ -69,6 +69,8 @@ impl Agent {
             }
         };
         self.account_answer(live, iteration, &answer, counted, &span)?;
+        // The call's span ends with the call: the tools and waits after it are not its.
+        drop(span);
         self.record_answer(live, &answer)?;
         let results = match self.collect_results(live, &answer).await? {
             Collected::Results(results) => results,

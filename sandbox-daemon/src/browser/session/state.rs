@@ -149,7 +149,9 @@ impl Session {
     /// answer it asked for on the way. Says when (on the page's clock) it last changed.
     /// [`Self::settle_untraced`] in a span of the state's settle phase.
     async fn settle(&self, page: &Page) -> Option<f64> {
-        let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser settle");
+        let span = cove_telemetry::in_trace(
+            || tracing::info_span!(target: cove_telemetry::TARGET, "browser settle"),
+        );
         tracing::Instrument::instrument(self.settle_untraced(page), span).await
     }
 
@@ -230,7 +232,9 @@ impl Session {
     /// The viewport as the state's screenshot.
     /// [`Self::screenshot_untraced`] in a span of the state's screenshot phase.
     async fn screenshot(&self, page: &Page) -> Result<Screenshot, BrowserError> {
-        let span = tracing::info_span!(target: cove_telemetry::TARGET, "browser screenshot");
+        let span = cove_telemetry::in_trace(
+            || tracing::info_span!(target: cove_telemetry::TARGET, "browser screenshot"),
+        );
         tracing::Instrument::instrument(self.screenshot_untraced(page), span).await
     }
 

@@ -86,7 +86,10 @@ pub(super) fn shell_command(
         }
     }
     cmd.cwd(&settings.workspace);
-    for secret_var in ["COVE_TOKEN", "COVE_TOKEN_FILE"] {
+    for secret_var in cove_telemetry::SECRET_VARS
+        .iter()
+        .chain(&["COVE_TOKEN", "COVE_TOKEN_FILE"])
+    {
         cmd.env_remove(secret_var);
     }
     for (key, value) in agent_environment() {
