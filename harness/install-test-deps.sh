@@ -54,3 +54,7 @@ fi
 
 # The sandbox image, built and run for real by the Docker tests.
 sandbox-image/build-test-image.sh
+
+# Harbor and what it needs that bookworm lacks (Python 3.13, Docker Compose V2), for the tests
+# that run Cove in it.
+harness/install-harbor.sh

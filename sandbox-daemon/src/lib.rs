@@ -21,6 +21,7 @@ pub mod net;
 pub mod preview;
 pub mod procs;
 pub mod random;
+pub mod relay;
 pub mod routes;
 pub mod server;
 pub mod shell;

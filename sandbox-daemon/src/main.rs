@@ -185,6 +185,10 @@ enum Command {
     /// Serve the sandbox's tools over MCP on stdin and stdout (for an MCP host that starts
     /// coved itself), instead of the HTTP API. Logs go to stderr.
     Mcp,
+    /// Send one request to a coved listening on this machine's loopback and print its
+    /// answer as one JSON line (bodies in base64): the API over any exec, for controllers
+    /// that reach the sandbox only by running commands in it.
+    Call(coved::relay::CallArgs),
     /// Read one page from stdin within this process's limits (the daemon runs this for each
     /// page it fetches; not for people).
     #[command(hide = true)]
@@ -227,6 +231,10 @@ fn main() -> anyhow::Result<()> {
     if let Some(Command::ReadPage(args)) = &cli.command {
         // Before any thread exists: the reader limits its own process.
         return Ok(coved::web::reader::child_main(args)?);
+    }
+    if let Some(Command::Call(args)) = &cli.command {
+        // A client of the daemon, not the daemon: no confinement, telemetry or logs.
+        std::process::exit(coved::relay::main(args));
     }
     // In a container too, where nothing else walls coved in from the agent's processes.
     coved::confine::undumpable().context("cannot close coved to its own user's processes")?;

@@ -20,6 +20,7 @@ mod docker_pause;
 mod docker_pools;
 mod docker_snapshots;
 mod export;
+mod harbor;
 mod isolation;
 mod kubernetes;
 mod mcp;

@@ -1,0 +1,339 @@
+//! Cove in Harbor, the runner of Terminal-Bench: the real `harbor` from PyPI (pinned, in
+//! the venv `harness/install-harbor.sh` makes) runs a folder of tasks in Harbor's format,
+//! each built from its own Dockerfile by the real Docker engine (Compose V2 from Debian
+//! trixie), with `cove_harbor:CoveAgent` as the agent against the scripted model playing a
+//! competent agent. Harbor's verifier scores what the agent left in each container.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cove_harness::Turn;
+use cove_harness::llm::Received;
+use serde_json::{Value, json};
+
+use super::real_docker::one_at_a_time;
+use super::{Cove, Wire};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv and Docker config `harness/install-harbor.sh` makes.
+fn harbor_bin() -> PathBuf {
+    let bin = repo().join("target/test-deps/harbor/bin/harbor");
+    assert!(
+        bin.exists(),
+        "no Harbor at {}: run harness/install-harbor.sh (harness/install-test-deps.sh runs it)",
+        bin.display()
+    );
+    bin
+}
+
+fn docker_config() -> PathBuf {
+    let dir = repo().join("target/test-deps/docker-config");
+    assert!(
+        dir.join("cli-plugins/docker-compose").exists(),
+        "no Docker Compose V2 in {}: run harness/install-harbor.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// Where build-test-image.sh leaves the statically linked coved (it runs in any image).
+fn static_coved() -> PathBuf {
+    let path = repo().join("target/x86_64-unknown-linux-gnu/debug/coved");
+    assert!(
+        path.exists(),
+        "no static coved at {}: run sandbox-image/build-test-image.sh",
+        path.display()
+    );
+    path
+}
+
+/// The example tasks and the tests' own two, in one folder as Harbor takes them.
+fn task_folder(into: &Path) -> PathBuf {
+    let tasks = into.join("tasks");
+    for from in [
+        repo().join("integrations/harbor/example-tasks"),
+        repo().join("harness/fixtures/harbor"),
+    ] {
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(format!("{}/.", from.display()))
+            .arg(&tasks)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    std::fs::remove_file(tasks.join("README.md")).unwrap();
+    tasks
+}
+
+fn tool_results(request: &Received) -> usize {
+    request.body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "tool").count())
+        .unwrap_or(0)
+}
+
+/// The commands a competent agent runs for each task, found by the task's own words; once
+/// they have run it completes. For `reverse-lines` it writes a script that does not reverse.
+fn competent_agent(request: &Received) -> Turn {
+    let text = request.all_text();
+    let commands: &[&str] = if text.contains("/app/server.conf") {
+        &[
+            "cat /app/server.conf",
+            "sed -i 's/^port = eighty$/port = 8080/' /app/server.conf && cat /app/server.conf",
+        ]
+    } else if text.contains("/app/count_words.sh") {
+        &[
+            r#"printf '#!/bin/sh\nwc -w < "$1" | tr -d " "\n' > /app/count_words.sh && chmod +x /app/count_words.sh && /app/count_words.sh /app/count_words.sh"#,
+        ]
+    } else if text.contains("/app/test_math.sh") {
+        &[
+            "bash /app/test_math.sh; cat /app/math.sh",
+            r"sed -i 's/\$(( \$1 - \$2 ))/$(( $1 + $2 ))/' /app/math.sh && bash /app/test_math.sh",
+        ]
+    } else if text.contains("/app/reverse.sh") {
+        &[r#"printf '#!/bin/sh\ncat "$1"\n' > /app/reverse.sh && chmod +x /app/reverse.sh"#]
+    } else if text.contains("/app/build.sh") {
+        &["bash /app/build.sh"]
+    } else {
+        &[]
+    };
+    match commands.get(tool_results(request)) {
+        Some(command) => Turn::text("").call(
+            "execute_command",
+            json!({"command": command, "timeout": 600}),
+        ),
+        None => Turn::text("").call("complete", json!({"text": "Done: checked and finished."})),
+    }
+}
+
+/// Each trial's `result.json`, by task name.
+fn trial_results(jobs: &Path) -> Vec<(String, Value, PathBuf)> {
+    let mut found = Vec::new();
+    for job in std::fs::read_dir(jobs).unwrap().flatten() {
+        for trial in std::fs::read_dir(job.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let result = trial.path().join("result.json");
+            if trial.path().is_dir() && result.exists() {
+                let value: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+                let task = value["task_name"].as_str().unwrap_or_default().to_string();
+                found.push((task, value, trial.path()));
+            }
+        }
+    }
+    found
+}
+
+fn reward(result: &Value) -> Option<f64> {
+    result["verifier_result"]["rewards"]["reward"].as_f64()
+}
+
+#[tokio::test]
+async fn harbor_scores_coves_work_in_each_tasks_container_and_stops_a_hung_one() {
+    let _engine = one_at_a_time().await;
+    let cove = Cove::new(Wire::OpenAi).await;
+    for _ in 0..40 {
+        cove.llm.push_fn(competent_agent);
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let tasks = task_folder(scratch.path());
+    let jobs = scratch.path().join("jobs");
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+
+    let mut harbor = tokio::process::Command::new(harbor_bin());
+    harbor
+        .args([
+            "run",
+            "-y",
+            "-q",
+            "-e",
+            "docker",
+            "-n",
+            "5",
+            "-m",
+            "openai/gpt-4o",
+        ])
+        .args(["-a", "cove_harbor:CoveAgent", "--job-name", "cove-e2e"])
+        .arg("-p")
+        .arg(&tasks)
+        .arg("-o")
+        .arg(&jobs)
+        .env("HOME", &home)
+        .env("DOCKER_CONFIG", docker_config())
+        .env("COVE_BIN", &cove.bin)
+        .env("COVED_BIN", static_coved())
+        .env("OPENAI_BASE_URL", cove.llm.openai_base_url())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("COVE_LOG", "warn")
+        // Harbor's price table is bundled; it would try GitHub first.
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env_remove("DOCKER_HOST")
+        .env_remove("COVE_MODEL")
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(900), harbor.output())
+        .await
+        .expect("harbor finished within 15 minutes")
+        .unwrap();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let results = trial_results(&jobs);
+    let by_task = |name: &str| {
+        results
+            .iter()
+            .find(|(task, _, _)| task.ends_with(name))
+            .unwrap_or_else(|| panic!("no trial of {name} in {results:#?}\n{said}"))
+    };
+    for solved in ["fix-config", "count-words", "fix-failing-test"] {
+        let (_, result, trial) = by_task(solved);
+        assert_eq!(
+            reward(result),
+            Some(1.0),
+            "{solved}: {result:#}\n{}",
+            agent_logs(trial)
+        );
+        assert!(result["exception_info"].is_null(), "{solved}: {result:#}");
+        check_agent_record(solved, result, trial);
+    }
+    let (_, wrong, trial) = by_task("reverse-lines");
+    assert_eq!(reward(wrong), Some(0.0), "{wrong:#}\n{}", agent_logs(trial));
+    assert!(wrong["exception_info"].is_null(), "{wrong:#}");
+
+    let (_, hung, trial) = by_task("stuck-build");
+    assert_eq!(
+        hung["exception_info"]["exception_type"],
+        "AgentTimeoutError",
+        "{hung:#}\n{}",
+        agent_logs(trial)
+    );
+    assert_ne!(reward(hung), Some(1.0), "{hung:#}");
+    // Stopped at its timeout, not when the command it waits on would have ended.
+    let ran = seconds_between(
+        &hung["agent_execution"]["started_at"],
+        &hung["agent_execution"]["finished_at"],
+    );
+    assert!(ran < 120.0, "the hung trial's agent ran {ran} s: {hung:#}");
+    // The run it stopped is on record up to the command that hung.
+    let events = std::fs::read_to_string(trial.join("agent/cove-events.jsonl")).unwrap();
+    assert!(events.contains("bash /app/build.sh"), "{events}");
+    let still = std::process::Command::new("pgrep")
+        .args(["-f", &format!("{}.*run", cove.bin.display())])
+        .output()
+        .unwrap();
+    assert!(
+        still.stdout.is_empty(),
+        "cove still runs after the timeout: {}",
+        String::from_utf8_lossy(&still.stdout)
+    );
+}
+
+/// Seconds from one of Harbor's RFC 3339 times to another.
+fn seconds_between(start: &Value, end: &Value) -> f64 {
+    let parse = |v: &Value| {
+        let text = v.as_str().unwrap_or_else(|| panic!("not a time: {v}"));
+        humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+    };
+    parse(end)
+        .duration_since(parse(start))
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn agent_logs(trial: &Path) -> String {
+    [
+        "agent/cove.log",
+        "agent/coved.log",
+        "trial.log",
+        "exception.txt",
+    ]
+    .iter()
+    .map(|f| {
+        let text = std::fs::read_to_string(trial.join(f)).unwrap_or_default();
+        format!("--- {f}\n{}", tail(&text, 3000))
+    })
+    .collect::<Vec<_>>()
+    .join("\n")
+}
+
+fn tail(text: &str, n: usize) -> &str {
+    let start = text.len().saturating_sub(n);
+    let start = (start..=text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(text.len());
+    &text[start..]
+}
+
+/// What Harbor keeps of a solved trial: Cove's events, an ATIF trajectory with the calls
+/// and their results, the thread as a page, and the run's tokens and cost in its context.
+fn check_agent_record(task: &str, result: &Value, trial: &Path) {
+    let agent = trial.join("agent");
+    let events = std::fs::read_to_string(agent.join("cove-events.jsonl")).unwrap();
+    let ends: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "thread_run_end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{task}: {events}");
+    let input = ends[0]["usage"]["input_tokens"].as_u64().unwrap();
+    let context = &result["agent_result"];
+    assert_eq!(
+        context["n_input_tokens"].as_u64(),
+        Some(input),
+        "{task}: {result:#}"
+    );
+    assert!(input > 0);
+    assert_eq!(
+        context["n_output_tokens"].as_u64(),
+        ends[0]["usage"]["output_tokens"].as_u64()
+    );
+    let cost = context["cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - ends[0]["cost"].as_f64().unwrap()).abs() < 1e-9 && cost > 0.0,
+        "{task}: {result:#}"
+    );
+    assert!(context["metadata"]["relay_requests"].as_u64().unwrap() > 0);
+    assert_eq!(context["metadata"]["relay_failures"].as_u64(), Some(0));
+
+    let atif: Value =
+        serde_json::from_str(&std::fs::read_to_string(agent.join("trajectory.json")).unwrap())
+            .unwrap();
+    assert_eq!(atif["schema_version"], "ATIF-v1.8", "{atif:#}");
+    assert_eq!(atif["agent"]["name"], "cove");
+    let steps = atif["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["source"], "user");
+    let calls: Vec<&Value> = steps
+        .iter()
+        .flat_map(|s| s["tool_calls"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c["function_name"] == "execute_command"),
+        "{atif:#}"
+    );
+    let observed: usize = steps
+        .iter()
+        .map(|s| s["observation"]["results"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(observed, calls.len(), "every call has its result: {atif:#}");
+    assert_eq!(
+        atif["final_metrics"]["total_prompt_tokens"].as_u64(),
+        Some(input)
+    );
+    let page = std::fs::read_to_string(agent.join("thread.html")).unwrap();
+    assert!(
+        page.contains("execute_command"),
+        "{task}: the thread's page"
+    );
+}
