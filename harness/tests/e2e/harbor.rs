@@ -50,22 +50,27 @@ fn static_coved() -> PathBuf {
     path
 }
 
-/// The example tasks and the tests' own two, in one folder as Harbor takes them.
-fn task_folder(into: &Path) -> PathBuf {
+/// The tasks named, from the examples and the tests' own, in one folder as Harbor takes them.
+fn task_folder(into: &Path, names: &[&str]) -> PathBuf {
     let tasks = into.join("tasks");
-    for from in [
-        repo().join("integrations/harbor/example-tasks"),
-        repo().join("harness/fixtures/harbor"),
-    ] {
+    std::fs::create_dir_all(&tasks).unwrap();
+    for name in names {
+        let from = [
+            repo().join("integrations/harbor/example-tasks"),
+            repo().join("harness/fixtures/harbor"),
+        ]
+        .into_iter()
+        .map(|dir| dir.join(name))
+        .find(|dir| dir.exists())
+        .unwrap_or_else(|| panic!("no task {name}"));
         let status = std::process::Command::new("cp")
             .arg("-r")
-            .arg(format!("{}/.", from.display()))
+            .arg(&from)
             .arg(&tasks)
             .status()
             .unwrap();
         assert!(status.success());
     }
-    std::fs::remove_file(tasks.join("README.md")).unwrap();
     tasks
 }
 
@@ -110,6 +115,56 @@ fn competent_agent(request: &Received) -> Turn {
     }
 }
 
+/// `harbor run` of every task in `tasks` with Cove as the agent, 5 at once, with the model at
+/// `model_url`; what it printed.
+async fn run_harbor(
+    cove: &Cove,
+    tasks: &Path,
+    jobs: &Path,
+    home: &Path,
+    model_url: &str,
+) -> String {
+    let mut harbor = tokio::process::Command::new(harbor_bin());
+    harbor
+        .args([
+            "run",
+            "-y",
+            "-q",
+            "-e",
+            "docker",
+            "-n",
+            "5",
+            "-m",
+            "openai/gpt-4o",
+        ])
+        .args(["-a", "cove_harbor:CoveAgent", "--job-name", "cove-e2e"])
+        .arg("-p")
+        .arg(tasks)
+        .arg("-o")
+        .arg(jobs)
+        .env("HOME", home)
+        .env("DOCKER_CONFIG", docker_config())
+        .env("COVE_BIN", &cove.bin)
+        .env("COVED_BIN", static_coved())
+        .env("OPENAI_BASE_URL", model_url)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("COVE_LOG", "warn")
+        // Harbor's price table is bundled; it would try GitHub first.
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env_remove("DOCKER_HOST")
+        .env_remove("COVE_MODEL")
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(900), harbor.output())
+        .await
+        .expect("harbor finished within 15 minutes")
+        .unwrap();
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Each trial's `result.json`, by task name.
 fn trial_results(jobs: &Path) -> Vec<(String, Value, PathBuf)> {
     let mut found = Vec::new();
@@ -131,6 +186,17 @@ fn trial_results(jobs: &Path) -> Vec<(String, Value, PathBuf)> {
     found
 }
 
+fn find<'a>(
+    results: &'a [(String, Value, PathBuf)],
+    name: &str,
+    said: &str,
+) -> &'a (String, Value, PathBuf) {
+    results
+        .iter()
+        .find(|(task, _, _)| task.ends_with(name))
+        .unwrap_or_else(|| panic!("no trial of {name} in {results:#?}\n{said}"))
+}
+
 fn reward(result: &Value) -> Option<f64> {
     result["verifier_result"]["rewards"]["reward"].as_f64()
 }
@@ -143,58 +209,24 @@ async fn harbor_scores_coves_work_in_each_tasks_container_and_stops_a_hung_one()
         cove.llm.push_fn(competent_agent);
     }
     let scratch = tempfile::tempdir().unwrap();
-    let tasks = task_folder(scratch.path());
+    let tasks = task_folder(
+        scratch.path(),
+        &[
+            "fix-config",
+            "count-words",
+            "fix-failing-test",
+            "reverse-lines",
+            "stuck-build",
+        ],
+    );
     let jobs = scratch.path().join("jobs");
     let home = scratch.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
 
-    let mut harbor = tokio::process::Command::new(harbor_bin());
-    harbor
-        .args([
-            "run",
-            "-y",
-            "-q",
-            "-e",
-            "docker",
-            "-n",
-            "5",
-            "-m",
-            "openai/gpt-4o",
-        ])
-        .args(["-a", "cove_harbor:CoveAgent", "--job-name", "cove-e2e"])
-        .arg("-p")
-        .arg(&tasks)
-        .arg("-o")
-        .arg(&jobs)
-        .env("HOME", &home)
-        .env("DOCKER_CONFIG", docker_config())
-        .env("COVE_BIN", &cove.bin)
-        .env("COVED_BIN", static_coved())
-        .env("OPENAI_BASE_URL", cove.llm.openai_base_url())
-        .env("OPENAI_API_KEY", "test-key")
-        .env("COVE_LOG", "warn")
-        // Harbor's price table is bundled; it would try GitHub first.
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env_remove("DOCKER_HOST")
-        .env_remove("COVE_MODEL")
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(900), harbor.output())
-        .await
-        .expect("harbor finished within 15 minutes")
-        .unwrap();
-    let said = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = run_harbor(&cove, &tasks, &jobs, &home, &cove.llm.openai_base_url()).await;
 
     let results = trial_results(&jobs);
-    let by_task = |name: &str| {
-        results
-            .iter()
-            .find(|(task, _, _)| task.ends_with(name))
-            .unwrap_or_else(|| panic!("no trial of {name} in {results:#?}\n{said}"))
-    };
+    let by_task = |name: &str| find(&results, name, &said);
     for solved in ["fix-config", "count-words", "fix-failing-test"] {
         let (_, result, trial) = by_task(solved);
         assert_eq!(
@@ -336,4 +368,52 @@ fn check_agent_record(task: &str, result: &Value, trial: &Path) {
         page.contains("execute_command"),
         "{task}: the thread's page"
     );
+}
+
+/// A container without bash (Harbor's Docker environment runs every command with `bash -c`)
+/// and a model that cannot be reached: each trial ends with its reason, at once.
+#[tokio::test]
+async fn a_trial_that_cannot_work_ends_with_the_reason() {
+    let _engine = one_at_a_time().await;
+    let cove = Cove::new(Wire::OpenAi).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let tasks = task_folder(scratch.path(), &["no-bash", "fix-config"]);
+    let jobs = scratch.path().join("jobs");
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let closed = cove_harness::closed_port::ClosedPort::new().unwrap();
+    let said = run_harbor(
+        &cove,
+        &tasks,
+        &jobs,
+        &home,
+        &format!("http://{}/v1", closed.addr()),
+    )
+    .await;
+    let results = trial_results(&jobs);
+
+    let (_, no_bash, trial) = find(&results, "no-bash", &said);
+    let exception = &no_bash["exception_info"];
+    let message = exception["exception_message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("bash"),
+        "the reason names bash: {no_bash:#}\n{}",
+        agent_logs(trial)
+    );
+
+    let (_, down, trial) = find(&results, "fix-config", &said);
+    let exception = &down["exception_info"];
+    assert_eq!(
+        exception["exception_type"],
+        "CoveRunError",
+        "{down:#}\n{}",
+        agent_logs(trial)
+    );
+    let message = exception["exception_message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cove exited with 7")
+            && message.contains(&closed.addr().port().to_string()),
+        "the reason is cove's, with the model's address: {message}"
+    );
+    assert_eq!(cove.llm.request_count(), 0);
 }

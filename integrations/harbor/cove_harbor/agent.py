@@ -245,11 +245,20 @@ class CoveAgent(BaseAgent):
     def _check_exit(self, code: int) -> None:
         if code in (0, EXIT_CAP):
             return
-        log = (self.logs_dir / "cove.log").read_text(errors="replace").strip().splitlines()
-        why = log[-1] if log else "(nothing on stderr)"
+        why = self._last_error()
         if code == EXIT_ASKS:
             why = f"the agent still asks after {self.cove_options.answers} answers: {why}"
         raise CoveRunError(f"cove exited with {code}: {why}")
+
+    def _last_error(self) -> str:
+        """Why cove stopped: its last fatal error event (``--json`` puts errors there), else the
+        last line it wrote on stderr."""
+        events = trajectory.read_events(self.logs_dir / "cove-events.jsonl")
+        errors = [e.get("message", "") for e in events if e["type"] == "error" and e.get("fatal")]
+        if errors:
+            return errors[-1]
+        log = (self.logs_dir / "cove.log").read_text(errors="replace").strip().splitlines()
+        return log[-1] if log else "(cove said nothing: see agent/cove.log)"
 
     def _record(self, instruction: str, events_path: Path, context: AgentContext) -> None:
         """Writes the trajectory and fills the context, whatever the run's end."""
