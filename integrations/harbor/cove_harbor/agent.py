@@ -224,8 +224,6 @@ class CoveAgent(BaseAgent):
                 args += ["--model", self.model_name]
             if self.cove_options.tool_calls:
                 args += ["--tool-calls", self.cove_options.tool_calls]
-        if verb == "approve":
-            args = [self._cove(), verb, "--json", "--no-prompt", "--sandbox", url]
         env = {
             **os.environ,
             **self._extra_env,
