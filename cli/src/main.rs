@@ -8,6 +8,7 @@
 
 mod checkpoints;
 mod error;
+mod eval;
 mod export;
 mod knowledge;
 mod mcp;
@@ -167,6 +168,10 @@ enum Command {
     Screenshot(operator::ScreenshotArgs),
     /// Save a shell session's terminal as a recording (asciicast v2) to replay.
     Recording(operator::RecordingArgs),
+    /// Run a folder of tasks in Harbor's format (instruction, environment, tests) without
+    /// Harbor: each in its own container, scored by its tests; reward, time, tokens and cost
+    /// per task, then a summary.
+    Eval(eval::EvalArgs),
     /// Serve the agent over HTTP: an API whose runs belong to the server, with their events
     /// as Server-Sent Events.
     Serve(serve::ServeArgs),
@@ -265,6 +270,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Browse(args) => operator::browse(&inv, args).await,
         Command::Screenshot(args) => operator::screenshot(&inv, args).await,
         Command::Recording(args) => operator::recording(&inv, args).await,
+        Command::Eval(args) => eval::eval(&inv, args).await,
         Command::Serve(args) => serve::serve(inv, args).await,
     }
 }

@@ -145,7 +145,7 @@ async fn run_harbor(
         .env("HOME", home)
         .env("DOCKER_CONFIG", docker_config())
         .env("COVE_BIN", &cove.bin)
-        .env("COVED_BIN", static_coved())
+        .env("COVE_COVED_BIN", static_coved())
         .env("OPENAI_BASE_URL", model_url)
         .env("OPENAI_API_KEY", "test-key")
         .env("COVE_LOG", "warn")
@@ -259,6 +259,12 @@ async fn harbor_scores_coves_work_in_each_tasks_container_and_stops_a_hung_one()
     // The run it stopped is on record up to the command that hung.
     let events = std::fs::read_to_string(trial.join("agent/cove-events.jsonl")).unwrap();
     assert!(events.contains("bash /app/build.sh"), "{events}");
+    let harbor_rewards: Vec<(String, Option<f64>)> = results
+        .iter()
+        .map(|(task, result, _)| (task.trim_start_matches("cove/").to_string(), reward(result)))
+        .collect();
+    same_verdicts_from_cove_eval(&cove, &tasks, scratch.path(), &harbor_rewards).await;
+
     let still = std::process::Command::new("pgrep")
         .args(["-f", &format!("{}.*run", cove.bin.display())])
         .output()
@@ -416,4 +422,82 @@ async fn a_trial_that_cannot_work_ends_with_the_reason() {
         "the reason is cove's, with the model's address: {message}"
     );
     assert_eq!(cove.llm.request_count(), 0);
+}
+
+/// `cove eval` on the same folder, without Harbor: the same reward for each task, the hung
+/// one stopped at its limit, and the tokens of each run.
+async fn same_verdicts_from_cove_eval(
+    cove: &Cove,
+    tasks: &Path,
+    scratch: &Path,
+    harbor: &[(String, Option<f64>)],
+) {
+    for _ in 0..40 {
+        cove.llm.push_fn(competent_agent);
+    }
+    let out = scratch.join("eval");
+    let coved = static_coved();
+    let mut cmd = cove.command(&[
+        "--json",
+        "eval",
+        tasks.to_str().unwrap(),
+        "--model",
+        "openai/gpt-4o",
+        "--coved",
+        coved.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    cmd.env_remove("DOCKER_HOST");
+    let output = tokio::time::timeout(Duration::from_secs(600), cmd.output())
+        .await
+        .expect("cove eval finished within 10 minutes")
+        .unwrap();
+    let said = super::explain(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "not every task passed: {said}"
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let (summary, per_task) = lines.split_last().unwrap();
+    assert_eq!(per_task.len(), harbor.len(), "{said}");
+    for (task, reward) in harbor {
+        let ours = per_task
+            .iter()
+            .find(|r| r["task"] == task.as_str())
+            .unwrap_or_else(|| panic!("no line for {task}: {said}"));
+        let hung = task == "stuck-build";
+        assert_eq!(
+            ours["reward"].as_f64(),
+            reward.or(Some(0.0)),
+            "{task}: Harbor said {reward:?}, cove eval {ours:#}"
+        );
+        assert_eq!(ours["agent_timed_out"], hung, "{ours:#}");
+        assert_eq!(
+            ours["verdict"],
+            if *reward == Some(1.0) {
+                "passed"
+            } else {
+                "failed"
+            }
+        );
+        if !hung {
+            assert!(ours["input_tokens"].as_u64().unwrap() > 0, "{ours:#}");
+            assert!(ours["cost_usd"].as_f64().unwrap() > 0.0, "{ours:#}");
+        }
+        let kept = PathBuf::from(ours["output"].as_str().unwrap());
+        assert!(kept.join("events.jsonl").exists() && kept.join("test-stdout.txt").exists());
+    }
+    assert_eq!(summary["summary"]["passed"], 3, "{summary:#}");
+    assert_eq!(summary["summary"]["errors"], 0, "{summary:#}");
+    let left = super::real_docker::docker(&["ps", "-aq", "--filter", "name=cove-eval-"]);
+    assert!(
+        left.stdout.is_empty(),
+        "containers left behind: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
 }

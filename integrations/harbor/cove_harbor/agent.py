@@ -62,7 +62,7 @@ class CoveOptions(AgentOptions):
     )
     coved: str | None = Field(
         default=None,
-        description="A statically linked coved for the task's container (default: $COVED_BIN, "
+        description="A statically linked coved for the task's container (default: $COVE_COVED_BIN, "
         "then coved beside cove).",
     )
     max_iterations: int | None = Field(default=None, description="cove run --max-iterations.")
@@ -81,12 +81,11 @@ class CoveOptions(AgentOptions):
     )
 
 
-def _binary(given: str | None, variable: str, fallback: str | None) -> str:
+def _binary(given: str | None, option: str, variable: str, fallback: str | None) -> str:
     path = given or os.environ.get(variable) or fallback
     if path is None or not Path(path).is_file():
         raise CoveSetupError(
-            f"no {variable.removesuffix('_BIN').lower()} binary: set {variable} or "
-            f"--ak {variable.removesuffix('_BIN').lower()}=PATH (looked at {path!r})"
+            f"no {option} binary: set {variable} or --ak {option}=PATH (looked at {path!r})"
         )
     return str(Path(path).resolve())
 
@@ -110,11 +109,11 @@ class CoveAgent(BaseAgent):
         return "cove"
 
     def _cove(self) -> str:
-        return _binary(self.cove_options.cove, "COVE_BIN", shutil.which("cove"))
+        return _binary(self.cove_options.cove, "cove", "COVE_BIN", shutil.which("cove"))
 
     def _coved(self) -> str:
         beside = Path(self._cove()).with_name("coved")
-        return _binary(self.cove_options.coved, "COVED_BIN", str(beside))
+        return _binary(self.cove_options.coved, "coved", "COVE_COVED_BIN", str(beside))
 
     def version(self) -> str | None:
         try:
