@@ -501,3 +501,37 @@ async fn same_verdicts_from_cove_eval(
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+/// The relay's own tests (integrations/harbor/tests), in Harbor's Python, against a real
+/// coved: a request too large for a command line, an answer too large for one, a request
+/// abandoned when the trial ends, no coved to reach.
+#[tokio::test]
+async fn the_relay_carries_what_a_command_line_cannot() {
+    let coved = cove_harness::workspace_binary("coved").unwrap();
+    let daemon = cove_harness::DaemonBuilder::new(&coved)
+        .spawn()
+        .await
+        .unwrap();
+    let python = harbor_bin().with_file_name("python");
+    let port = daemon
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let out = tokio::process::Command::new(python)
+        .args(["-m", "unittest", "discover", "-v", "-s"])
+        .arg(repo().join("integrations/harbor/tests"))
+        .current_dir(repo().join("integrations/harbor"))
+        .env("COVED_BIN", &coved)
+        .env("COVED_PORT", port)
+        .env("COVED_TOKEN", &daemon.token)
+        .env("COVED_WORKSPACE", daemon.root())
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("Ran 3 tests"), "{said}");
+}

@@ -12,6 +12,7 @@ mod mcp;
 mod metrics;
 mod preview;
 mod real_pages;
+mod relay;
 mod security;
 mod shell;
 mod state_picture;
