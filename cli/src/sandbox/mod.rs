@@ -37,6 +37,13 @@ pub(super) enum SandboxCommand {
         #[command(flatten)]
         sandbox: SandboxArgs,
     },
+    /// Open a sandbox and print its URL and token for another program (the Harbor
+    /// environment); a Kubernetes sandbox's port-forward stays open until standard input
+    /// closes or Ctrl-C.
+    Connect {
+        /// The sandbox's name.
+        name: String,
+    },
     /// List the sandboxes named in cove.toml and those Cove made, with health and version.
     Ls,
     /// Make a sandbox and start it: a Docker container (the Engine API at DOCKER_HOST), or
@@ -156,6 +163,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
     match cmd {
         SandboxCommand::Up { workspace, listen } => up(inv, workspace, &listen).await,
         SandboxCommand::Status { sandbox } => status(inv, &sandbox).await,
+        SandboxCommand::Connect { name } => connect(inv, &name).await,
         SandboxCommand::Ls => list::ls(inv).await,
         SandboxCommand::Create {
             name,
@@ -286,6 +294,46 @@ async fn up(
         }
     }
     daemon.stop().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cove sandbox connect NAME`: the sandbox's address and token, held open until standard
+/// input ends (the caller closes it, or exits) or Ctrl-C.
+async fn connect(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
+    let args = SandboxArgs {
+        sandbox: Some(name.to_string()),
+        ..SandboxArgs::default()
+    };
+    let sandbox = sandbox_choice::open_for_command(inv, &args).await?;
+    let url = sandbox
+        .client
+        .base_url()
+        .as_str()
+        .trim_end_matches('/')
+        .to_string();
+    inv.printer.result(
+        &json!({"name": name, "url": url, "token": sandbox.client.token()}),
+        |_| {
+            format!(
+                "sandbox {name}: {url}\ntoken: {}\nopen until standard input ends or Ctrl-C",
+                sandbox.client.token()
+            )
+        },
+    );
+    // Read (and ignore) until the end of standard input, on a thread of its own that the
+    // process's exit does not wait for (after Ctrl-C it is still reading).
+    let (ended, input_ends) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 1024];
+        let mut stdin = std::io::stdin().lock();
+        while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
+        let _ = ended.send(());
+    });
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = input_ends => {}
+    }
+    sandbox.close().await;
     Ok(ExitCode::SUCCESS)
 }
 

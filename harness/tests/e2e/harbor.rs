@@ -124,25 +124,37 @@ async fn run_harbor(
     home: &Path,
     model_url: &str,
 ) -> String {
+    let agent = [
+        "-e",
+        "docker",
+        "-a",
+        "cove_harbor:CoveAgent",
+        "-m",
+        "openai/gpt-4o",
+    ];
+    run_harbor_with(cove, tasks, jobs, home, model_url, &agent).await
+}
+
+/// `harbor run ARGS` on `tasks`, 5 at once, on the machine's Docker engine, with Cove's
+/// binaries and the model at `model_url` in its environment; what it printed.
+async fn run_harbor_with(
+    cove: &Cove,
+    tasks: &Path,
+    jobs: &Path,
+    home: &Path,
+    model_url: &str,
+    args: &[&str],
+) -> String {
     let mut harbor = tokio::process::Command::new(harbor_bin());
     harbor
-        .args([
-            "run",
-            "-y",
-            "-q",
-            "-e",
-            "docker",
-            "-n",
-            "5",
-            "-m",
-            "openai/gpt-4o",
-        ])
-        .args(["-a", "cove_harbor:CoveAgent", "--job-name", "cove-e2e"])
+        .args(["run", "-y", "-q", "-n", "5", "--job-name", "cove-e2e"])
+        .args(args)
         .arg("-p")
         .arg(tasks)
         .arg("-o")
         .arg(jobs)
         .env("HOME", home)
+        .env("COVE_DB", home.join("cove.db"))
         .env("DOCKER_CONFIG", docker_config())
         .env("COVE_BIN", &cove.bin)
         .env("COVE_COVED_BIN", static_coved())
@@ -534,4 +546,64 @@ async fn the_relay_carries_what_a_command_line_cannot() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("Ran 3 tests"), "{said}");
+}
+
+/// Another agent's trials on Cove's sandboxes: Harbor's oracle solves the example tasks in
+/// `cove_harbor:CoveEnvironment` (each task's image with the static coved added, made by
+/// `cove sandbox create` on the Docker provider; commands and files through coved), and
+/// nothing is left behind.
+#[tokio::test]
+async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
+    let _engine = one_at_a_time().await;
+    let cove = Cove::new(Wire::OpenAi).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let tasks = task_folder(
+        scratch.path(),
+        &["fix-config", "count-words", "fix-failing-test"],
+    );
+    let jobs = scratch.path().join("jobs");
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let args = ["-e", "cove_harbor:CoveEnvironment", "-a", "oracle"];
+    let said = run_harbor_with(
+        &cove,
+        &tasks,
+        &jobs,
+        &home,
+        &cove.llm.openai_base_url(),
+        &args,
+    )
+    .await;
+    let results = trial_results(&jobs);
+    for task in ["fix-config", "count-words", "fix-failing-test"] {
+        let (_, result, trial) = find(&results, task, &said);
+        assert_eq!(
+            reward(result),
+            Some(1.0),
+            "{task}: {result:#}\n{}",
+            agent_logs(trial)
+        );
+        // The solution's output came back from the sandbox as Harbor's own environments bring it.
+        assert!(trial.join("agent/oracle.txt").exists(), "{task}");
+        assert!(trial.join("verifier/test-stdout.txt").exists(), "{task}");
+    }
+    let listed = cove
+        .command(&["--json", "sandbox", "ls"])
+        .env("COVE_DB", home.join("cove.db"))
+        .output()
+        .await
+        .unwrap();
+    assert!(listed.status.success(), "{}", super::explain(&listed));
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let made: Vec<Value> = listed
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|row| row["kind"] == "docker")
+        .collect();
+    assert!(made.is_empty(), "sandboxes left: {listed}");
+    for task in ["fix-config", "count-words", "fix-failing-test"] {
+        let image = format!("ancestor=hb-cove__{task}-cove");
+        let left = super::real_docker::docker(&["ps", "-aq", "--filter", &image]);
+        assert!(left.stdout.is_empty(), "{task}'s container left behind");
+    }
 }
