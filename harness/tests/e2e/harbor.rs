@@ -2,7 +2,8 @@
 //! the venv `harness/install-harbor.sh` makes) runs a folder of tasks in Harbor's format,
 //! each built from its own Dockerfile by the real Docker engine (Compose V2 from Debian
 //! trixie), with `cove_harbor:CoveAgent` as the agent against the scripted model playing a
-//! competent agent. Harbor's verifier scores what the agent left in each container.
+//! competent agent. Harbor's verifier scores what the agent left in each container. The
+//! tasks' images (Debian minbase) have no Python, Node or curl: coved needs none of them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
