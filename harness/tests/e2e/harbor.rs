@@ -278,14 +278,24 @@ async fn harbor_scores_coves_work_in_each_tasks_container_and_stops_a_hung_one()
         .collect();
     same_verdicts_from_cove_eval(&cove, &tasks, scratch.path(), &harbor_rewards).await;
 
-    let still = std::process::Command::new("pgrep")
-        .args(["-f", &format!("{}.*run", cove.bin.display())])
-        .output()
-        .unwrap();
+    // The cove the timeout interrupted is gone: no process has that trial's database.
+    let trial_db = format!("COVE_DB={}", trial.join("agent/cove.db").display());
+    let still: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|p| {
+            std::fs::read(p.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == trial_db.as_bytes()))
+        })
+        .map(|p| p.file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(
-        still.stdout.is_empty(),
-        "cove still runs after the timeout: {}",
-        String::from_utf8_lossy(&still.stdout)
+        still.is_empty(),
+        "cove still runs after the timeout: pids {still:?}"
+    );
+    assert!(
+        events.contains("\"thread_run_end\""),
+        "the interrupted run's end is on record: {events}"
     );
 }
 
@@ -551,8 +561,8 @@ async fn the_relay_carries_what_a_command_line_cannot() {
 
 /// Another agent's trials on Cove's sandboxes: Harbor's oracle solves the example tasks in
 /// `cove_harbor:CoveEnvironment` (each task's image with the static coved added, made by
-/// `cove sandbox create` on the Docker provider; commands and files through coved), and
-/// nothing is left behind.
+/// `cove sandbox create` on the Docker provider; commands and files through coved); Cove as
+/// the agent there uses the sandbox's own coved; nothing is left behind.
 #[tokio::test]
 async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
     let _engine = one_at_a_time().await;
@@ -588,6 +598,43 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
         assert!(trial.join("agent/oracle.txt").exists(), "{task}");
         assert!(trial.join("verifier/test-stdout.txt").exists(), "{task}");
     }
+    // Cove as the agent there takes the sandbox's own coved: nothing relayed.
+    for _ in 0..10 {
+        cove.llm.push_fn(competent_agent);
+    }
+    let one = task_folder(&scratch.path().join("one"), &["fix-config"]);
+    let jobs2 = scratch.path().join("jobs2");
+    let args = [
+        "-e",
+        "cove_harbor:CoveEnvironment",
+        "-a",
+        "cove_harbor:CoveAgent",
+        "-m",
+        "openai/gpt-4o",
+    ];
+    let said = run_harbor_with(
+        &cove,
+        &one,
+        &jobs2,
+        &home,
+        &cove.llm.openai_base_url(),
+        &args,
+    )
+    .await;
+    let results2 = trial_results(&jobs2);
+    let (_, result, trial) = find(&results2, "fix-config", &said);
+    assert_eq!(
+        reward(result),
+        Some(1.0),
+        "{result:#}\n{}",
+        agent_logs(trial)
+    );
+    assert_eq!(
+        result["agent_result"]["metadata"]["relay_requests"], 0,
+        "{result:#}"
+    );
+    assert!(result["agent_result"]["n_input_tokens"].as_u64().unwrap() > 0);
+
     let listed = cove
         .command(&["--json", "sandbox", "ls"])
         .env("COVE_DB", home.join("cove.db"))
@@ -595,6 +642,7 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
         .await
         .unwrap();
     assert!(listed.status.success(), "{}", super::explain(&listed));
+
     let listed = String::from_utf8_lossy(&listed.stdout);
     let made: Vec<Value> = listed
         .lines()

@@ -102,6 +102,8 @@ class CoveAgent(BaseAgent):
         self.cove_options = options
         self._token = secrets.token_hex(24)
         self._coved_port: int | None = None
+        # The sandbox's own coved, in Cove's environment: no relay.
+        self._direct: str | None = None
         self._workspace: str | None = None
 
     @staticmethod
@@ -125,7 +127,12 @@ class CoveAgent(BaseAgent):
         return out.stdout.strip().removeprefix("cove ").strip() or None
 
     async def setup(self, environment: BaseEnvironment) -> None:
-        """Puts coved into the environment and starts it on the environment's loopback."""
+        """Puts coved into the environment and starts it on the environment's loopback; in
+        Cove's own environment, takes the sandbox's coved."""
+        connection = getattr(environment, "cove_connection", None)
+        if callable(connection):
+            self._direct, self._token = connection()
+            return
         coved = self._coved()
         probe = await environment.exec(f"mkdir -p {SANDBOX_DIR} && pwd")
         if probe.return_code != 0:
@@ -174,12 +181,12 @@ class CoveAgent(BaseAgent):
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
         """Runs ``cove run`` on the instruction; answers its questions as no one is there."""
-        if self._coved_port is None:
+        if self._coved_port is None and self._direct is None:
             raise CoveSetupError("setup() did not start coved")
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         events_path = self.logs_dir / "cove-events.jsonl"
-        relay = Relay(environment, COVED_IN_SANDBOX, self._coved_port, spill_dir=SANDBOX_DIR)
-        url = await relay.start()
+        relay = Relay(environment, COVED_IN_SANDBOX, self._coved_port or 0, spill_dir=SANDBOX_DIR)
+        url = self._direct or await relay.start()
         try:
             code = await self._cove_run(["run", instruction], url, events_path)
             for _ in range(self.cove_options.answers):
@@ -201,7 +208,8 @@ class CoveAgent(BaseAgent):
                 "relay_failures": relay.failures,
             }
             self._record(instruction, events_path, context)
-            await self._collect_coved_log(environment)
+            if self._direct is None:
+                await self._collect_coved_log(environment)
 
     def _cove_args(self, url: str) -> list[str]:
         options = self.cove_options

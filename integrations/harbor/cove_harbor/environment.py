@@ -88,6 +88,7 @@ class CoveEnvironment(BaseEnvironment):
         self._connection: asyncio.subprocess.Process | None = None
         self._http: httpx.AsyncClient | None = None
         self._workspace = "/"
+        self._token = ""
         self._sessions = itertools.count(1)
 
     @property
@@ -170,6 +171,7 @@ class CoveEnvironment(BaseEnvironment):
             err = (await self._connection.stderr.read()).decode(errors="replace").strip()
             raise CoveEnvironmentError(f"cannot reach sandbox {self._name}: {err[-600:]}")
         connected = json.loads(line)
+        self._token = connected["token"]
         self._http = httpx.AsyncClient(
             base_url=connected["url"],
             headers={"authorization": f"Bearer {connected['token']}"},
@@ -234,6 +236,13 @@ class CoveEnvironment(BaseEnvironment):
             await self._run(self._cove(), "--json", "sandbox", *verb, self._name)
             if delete:
                 self._name = None
+
+    def cove_connection(self) -> tuple[str, str]:
+        """coved's address and token, for a Cove agent in this environment: it calls the
+        sandbox's own coved instead of starting one of its own."""
+        if self._http is None:
+            raise CoveEnvironmentError("the sandbox is not started")
+        return str(self._http.base_url).rstrip("/"), self._token
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
