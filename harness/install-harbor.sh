@@ -2,7 +2,7 @@
 # Harbor (PyPI `harbor`, pinned) for the tests that run Cove in it, and what it needs that
 # Debian bookworm lacks:
 # - Python 3.13: Harbor wants 3.12 or later and bookworm has 3.11. Built from the source
-#   Debian trixie ships (the upstream tarball, checked against the sum Debian publishes)
+#   Debian trixie ships (the upstream tarball, checked against the SHA-256 in Debian's .dsc)
 #   into target/test-deps/python, once (about 3 minutes on 2 cores).
 # - Docker Compose V2: Debian trixie's docker-compose package, unpacked into a private
 #   Docker config folder (target/test-deps/docker-config) that the tests point DOCKER_CONFIG at.
@@ -14,7 +14,7 @@ deps=target/test-deps
 mirror=https://deb.debian.org/debian
 python_version=3.13.5
 python_tarball=python3.13_${python_version}.orig.tar.xz
-python_md5=dbaa8833aa736eddbb18a6a6ae0c10fa
+python_sha256=93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640
 compose_deb=docker-compose_2.26.1-4_amd64.deb
 compose_sha256=47681197cb2b1ab88206b42a1a92fc75f50d9530a6322d03494a473eed0408ea
 harbor_version=0.26.0
@@ -30,7 +30,7 @@ if ! [ -x "$deps/python/bin/python3.13" ]; then
     prefix="$PWD/$deps/python"
     src=$(mktemp -d)
     curl -fsS -o "$src/$python_tarball" "$mirror/pool/main/p/python3.13/$python_tarball"
-    echo "$python_md5  $src/$python_tarball" | md5sum -c --quiet
+    echo "$python_sha256  $src/$python_tarball" | sha256sum -c --quiet
     tar -C "$src" -xf "$src/$python_tarball"
     (cd "$src/Python-$python_version" &&
         ./configure -q --prefix="$prefix" --without-ensurepip >/dev/null &&

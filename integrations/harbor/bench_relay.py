@@ -35,8 +35,10 @@ class DockerExec(LocalEnvironment):
         self.container = container
 
     async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None):
+        names = [a for k in (env or {}) for a in ("-e", k)]
         process = await asyncio.create_subprocess_exec(
-            "docker", "exec", self.container, "bash", "-c", command,
+            "docker", "exec", *names, self.container, "bash", "-c", command,
+            env={**os.environ, **(env or {})},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

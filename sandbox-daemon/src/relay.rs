@@ -27,7 +27,8 @@ pub const EXIT_BAD_REQUEST: i32 = 2;
 /// Exit code when no coved answers at the port.
 pub const EXIT_UNREACHABLE: i32 = 3;
 
-/// `coved call`'s arguments.
+/// `coved call`'s arguments. The token, when the envelope carries no `authorization`
+/// header, comes from `COVE_TOKEN` in the environment.
 #[derive(Debug, clap::Args)]
 pub struct CallArgs {
     /// Port of 127.0.0.1 where the coved to call listens.
@@ -187,6 +188,17 @@ async fn call(args: &CallArgs) -> Result<ResponseEnvelope, CallError> {
     let mut request = client.request(method, &url).body(body);
     for (name, value) in envelope.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
         request = request.header(name, value);
+    }
+    // The token comes in the environment, never on the command line every process reads.
+    let has_auth = envelope
+        .headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+    if let Ok(token) = std::env::var("COVE_TOKEN")
+        && !has_auth
+        && !token.is_empty()
+    {
+        request = request.bearer_auth(token);
     }
     if let Some(secs) = args.timeout_secs {
         request = request.timeout(Duration::from_secs(secs));

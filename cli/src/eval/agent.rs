@@ -18,7 +18,7 @@ const NO_ONE_TO_ASK: &str = "No one can answer: this is an unattended evaluation
 /// How many questions (or plans) are answered before the run is left paused.
 const ANSWERS: usize = 3;
 /// How long an interrupted cove may take to record its run's end.
-const GRACE: Duration = Duration::from_secs(5);
+const GRACE: Duration = Duration::from_secs(15);
 
 /// How to run the agent.
 pub(super) struct AgentSettings {
@@ -121,6 +121,8 @@ async fn cove(
     if let Some(usd) = settings.max_cost {
         args.extend(["--max-cost".into(), usd.to_string()]);
     }
+    // `--`: an instruction may start with a dash.
+    args.push("--".into());
     args.extend(rest.iter().map(|s| s.to_string()));
     let open = |name: &str| {
         std::fs::OpenOptions::new()

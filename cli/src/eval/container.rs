@@ -220,6 +220,7 @@ async fn wait_healthy(url: &str) -> Result<(), EvalError> {
 pub(super) async fn verify(
     container: &Container,
     tests: &Path,
+    env: &std::collections::BTreeMap<String, String>,
     limit: Duration,
 ) -> Result<Verdict, EvalError> {
     let id = &container.id;
@@ -235,13 +236,15 @@ pub(super) async fn verify(
     .await?;
     let script = "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1";
     // Its exit code says nothing: the reward file does.
-    let timed_out = match docker(
-        &["exec", "-w", &container.workdir, id, "bash", "-c", script],
-        &[],
-        limit,
-    )
-    .await
-    {
+    // `[verifier.env]` (keys of an LLM judge among them): names on the command line, values
+    // from docker's own environment.
+    let mut args = vec!["exec", "-w", &container.workdir];
+    for name in env.keys() {
+        args.extend(["-e", name]);
+    }
+    args.extend([id.as_str(), "bash", "-c", script]);
+    let values: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let timed_out = match docker(&args, &values, limit).await {
         Ok(_) => false,
         Err(EvalError::TimedOut { .. }) => true,
         Err(e) => return Err(e),
@@ -254,17 +257,29 @@ pub(super) async fn verify(
     .await
     .map(|r| r.stdout)
     .unwrap_or_default();
-    let reward = docker(
-        &["exec", id, "cat", "/logs/verifier/reward.txt"],
+    // As Harbor reads it: reward.json's `reward` first, else reward.txt's number.
+    let json = docker(
+        &["exec", id, "cat", "/logs/verifier/reward.json"],
         &[],
         QUICK,
     )
     .await?;
-    let reward = if reward.ok {
-        reward.stdout.trim().parse::<f64>().ok()
+    let reward = if json.ok {
+        serde_json::from_str::<serde_json::Value>(&json.stdout)
+            .ok()
+            .and_then(|v| v["reward"].as_f64())
     } else {
-        None
-    };
+        let text = docker(
+            &["exec", id, "cat", "/logs/verifier/reward.txt"],
+            &[],
+            QUICK,
+        )
+        .await?;
+        text.ok
+            .then(|| text.stdout.trim().parse::<f64>().ok())
+            .flatten()
+    }
+    .filter(|r| r.is_finite());
     Ok(Verdict {
         reward,
         timed_out,

@@ -78,6 +78,9 @@ struct TaskResult {
     usage: Usage,
     /// The task's events, logs, thread and test output.
     output: PathBuf,
+    /// Ctrl-C stopped it (and the evaluation).
+    #[serde(skip)]
+    interrupted: bool,
 }
 
 /// `cove eval DIR`.
@@ -110,7 +113,11 @@ pub(super) async fn eval(inv: &Invocation, args: EvalArgs) -> Result<ExitCode, C
         inv.printer.note(&format!("{}: running", task.name));
         let result = run_task(task, &settings, &coved, &output).await;
         inv.printer.result(&result, line);
+        let interrupted = result.interrupted;
         results.push(result);
+        if interrupted {
+            return Ok(ExitCode::from(crate::error::exit::INTERRUPTED));
+        }
     }
     let (summary, text) = summarize(&results, started.elapsed(), &output);
     inv.printer.result(&summary, |_| text);
@@ -145,6 +152,7 @@ async fn run_task(
         seconds: 0.0,
         usage: Usage::default(),
         output: out.clone(),
+        interrupted: false,
     };
     if let Err(e) = std::fs::create_dir_all(&out) {
         result.error = Some(format!("{}: {e}", out.display()));
@@ -171,7 +179,14 @@ async fn run_task(
     let workdir = task.config.environment.workdir.as_deref();
     match container::start(&image, &name, workdir, &sizes, coved, &token).await {
         Ok(running) => {
-            score(task, settings, &running, &token, &out, &mut result).await;
+            // Ctrl-C ends the evaluation, never with a container left running.
+            result.interrupted = tokio::select! {
+                () = score(task, settings, &running, &token, &out, &mut result) => false,
+                _ = tokio::signal::ctrl_c() => true,
+            };
+            if result.interrupted {
+                result.error = Some("interrupted (Ctrl-C)".into());
+            }
             container::remove(&running.id).await;
         }
         Err(e) => result.error = Some(e.to_string()),
@@ -209,7 +224,9 @@ async fn score(
             return;
         }
     }
-    match container::verify(running, &task.dir.join("tests"), task.verifier_timeout()).await {
+    let tests = task.dir.join("tests");
+    let env = &task.config.verifier.env;
+    match container::verify(running, &tests, env, task.verifier_timeout()).await {
         Ok(verdict) => {
             let _ = std::fs::write(out.join("test-stdout.txt"), &verdict.output);
             result.reward = verdict.reward;

@@ -34,10 +34,12 @@ pub(super) struct TaskConfig {
     pub(super) environment: EnvironmentConfig,
 }
 
-/// A phase's limit.
+/// A phase's limit, and the variables its commands get.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(super) struct Limits {
     pub(super) timeout_sec: Option<f64>,
+    #[serde(default)]
+    pub(super) env: std::collections::BTreeMap<String, String>,
 }
 
 /// Where the task runs.
@@ -109,12 +111,13 @@ impl Task {
     }
 }
 
+/// A limit in seconds: the task's when it is a sensible number (at most a week), else `default`.
 fn secs(given: Option<f64>, default: f64) -> std::time::Duration {
-    std::time::Duration::from_secs_f64(
-        given
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .unwrap_or(default),
-    )
+    const WEEK: f64 = 7.0 * 24.0 * 3600.0;
+    let chosen = given
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(default);
+    std::time::Duration::from_secs_f64(chosen.min(WEEK))
 }
 
 /// The tasks of `dir`: itself when it holds a `task.toml`, else each folder in it that does,

@@ -1,6 +1,7 @@
 //! `cove sandbox up|status|ls|create|start|stop|rm|gc`: local sandboxes for other tools,
 //! and sandboxes Cove makes: Docker containers and Kubernetes Pods.
 
+mod connect;
 mod gc;
 mod list;
 mod pause;
@@ -53,7 +54,7 @@ pub(super) enum SandboxCommand {
         name: String,
         /// Take a ready sandbox from this warm pool (`[pools.NAME]` in cove.toml) instead
         /// of making one; the pool refills in the background.
-        #[arg(long, conflicts_with_all = ["image", "from", "memory", "cpus", "disk", "kubernetes"])]
+        #[arg(long, conflicts_with_all = ["image", "from", "memory", "cpus", "disk", "kubernetes", "engine_capabilities"])]
         pool: Option<String>,
         /// The sandbox image (build it from sandbox-image/).
         #[arg(long, default_value = cove_sandbox::docker::DEFAULT_IMAGE)]
@@ -86,6 +87,11 @@ pub(super) enum SandboxCommand {
         /// Kubernetes: the Pod ends this many seconds after it starts (activeDeadlineSeconds).
         #[arg(long, requires = "kubernetes")]
         deadline_secs: Option<i64>,
+        /// Docker: keep the engine's default capabilities instead of dropping them all
+        /// (root in the sandbox may change owners, switch users, install packages), for
+        /// tasks that expect a plain container. The agent's commands hold them too.
+        #[arg(long, conflicts_with_all = ["kubernetes", "from"])]
+        engine_capabilities: bool,
     },
     /// Start a stopped sandbox (a Kubernetes one's Pod is made again).
     Start { name: String },
@@ -163,7 +169,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
     match cmd {
         SandboxCommand::Up { workspace, listen } => up(inv, workspace, &listen).await,
         SandboxCommand::Status { sandbox } => status(inv, &sandbox).await,
-        SandboxCommand::Connect { name } => connect(inv, &name).await,
+        SandboxCommand::Connect { name } => connect::connect(inv, &name).await,
         SandboxCommand::Ls => list::ls(inv).await,
         SandboxCommand::Create {
             name,
@@ -182,6 +188,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             namespace,
             storage,
             deadline_secs,
+            engine_capabilities,
         } => {
             let mut sizes = Sizes::read(inv, memory.as_deref(), cpus, storage.as_deref())?;
             if let Some(disk) = disk {
@@ -216,7 +223,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
                     Some(snapshot) => snapshot::image_of(&snapshot).await?,
                     None => image,
                 };
-                create(inv, &name, image, sizes).await
+                create(inv, &name, image, sizes, engine_capabilities).await
             }
         }
         SandboxCommand::Start { name } => start(inv, &name).await,
@@ -237,7 +244,7 @@ pub(super) async fn command(inv: &Invocation, cmd: SandboxCommand) -> Result<Exi
             inv.sandboxes().check_name(&new, false)?;
             let snapshot = snapshot::take(inv, &name, None, force).await?;
             let sizes = Sizes::read(inv, None, None, None)?;
-            create(inv, &new, snapshot, sizes).await
+            create(inv, &new, snapshot, sizes, false).await
         }
         SandboxCommand::IdleWatch { name, after } => pause::idle_watch(inv, &name, after).await,
         SandboxCommand::Rm { name } => remove(inv, &name).await,
@@ -294,46 +301,6 @@ async fn up(
         }
     }
     daemon.stop().await;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `cove sandbox connect NAME`: the sandbox's address and token, held open until standard
-/// input ends (the caller closes it, or exits) or Ctrl-C.
-async fn connect(inv: &Invocation, name: &str) -> Result<ExitCode, CliError> {
-    let args = SandboxArgs {
-        sandbox: Some(name.to_string()),
-        ..SandboxArgs::default()
-    };
-    let sandbox = sandbox_choice::open_for_command(inv, &args).await?;
-    let url = sandbox
-        .client
-        .base_url()
-        .as_str()
-        .trim_end_matches('/')
-        .to_string();
-    inv.printer.result(
-        &json!({"name": name, "url": url, "token": sandbox.client.token()}),
-        |_| {
-            format!(
-                "sandbox {name}: {url}\ntoken: {}\nopen until standard input ends or Ctrl-C",
-                sandbox.client.token()
-            )
-        },
-    );
-    // Read (and ignore) until the end of standard input, on a thread of its own that the
-    // process's exit does not wait for (after Ctrl-C it is still reading).
-    let (ended, input_ends) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let mut sink = [0u8; 1024];
-        let mut stdin = std::io::stdin().lock();
-        while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
-        let _ = ended.send(());
-    });
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = input_ends => {}
-    }
-    sandbox.close().await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -428,6 +395,7 @@ async fn create(
     name: &str,
     image: String,
     sizes: Sizes,
+    engine_capabilities: bool,
 ) -> Result<ExitCode, CliError> {
     let docker = Docker::from_env()?;
     docker.ping().await?;
@@ -441,6 +409,7 @@ async fn create(
         processes: sizes.processes,
         disk_bytes: sizes.disk_bytes,
         installation: Some(inv.store.installation_id()?),
+        engine_capabilities,
         ..ContainerSpec::default()
     };
     inv.printer

@@ -561,8 +561,10 @@ async fn the_relay_carries_what_a_command_line_cannot() {
 
 /// Another agent's trials on Cove's sandboxes: Harbor's oracle solves the example tasks in
 /// `cove_harbor:CoveEnvironment` (each task's image with the static coved added, made by
-/// `cove sandbox create` on the Docker provider; commands and files through coved); Cove as
-/// the agent there uses the sandbox's own coved; nothing is left behind.
+/// `cove sandbox create` on the Docker provider; commands and files through coved), a task
+/// that needs root's powers over others' files included (the engine's capabilities), which
+/// fails with Cove's hardening kept; Cove as the agent there uses the sandbox's own coved;
+/// nothing is left behind.
 #[tokio::test]
 async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
     let _engine = one_at_a_time().await;
@@ -570,7 +572,12 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
     let scratch = tempfile::tempdir().unwrap();
     let tasks = task_folder(
         scratch.path(),
-        &["fix-config", "count-words", "fix-failing-test"],
+        &[
+            "fix-config",
+            "count-words",
+            "fix-failing-test",
+            "needs-root",
+        ],
     );
     let jobs = scratch.path().join("jobs");
     let home = scratch.path().join("home");
@@ -586,7 +593,12 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
     )
     .await;
     let results = trial_results(&jobs);
-    for task in ["fix-config", "count-words", "fix-failing-test"] {
+    for task in [
+        "fix-config",
+        "count-words",
+        "fix-failing-test",
+        "needs-root",
+    ] {
         let (_, result, trial) = find(&results, task, &said);
         assert_eq!(
             reward(result),
@@ -598,6 +610,30 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
         assert!(trial.join("agent/oracle.txt").exists(), "{task}");
         assert!(trial.join("verifier/test-stdout.txt").exists(), "{task}");
     }
+    // With Cove's hardening kept, root holds no power over others' files.
+    let hardened = task_folder(&scratch.path().join("hardened"), &["needs-root"]);
+    let jobs3 = scratch.path().join("jobs3");
+    let args = [
+        "-e",
+        "cove_harbor:CoveEnvironment",
+        "--ek",
+        "engine_capabilities=false",
+        "-a",
+        "oracle",
+    ];
+    let said = run_harbor_with(
+        &cove,
+        &hardened,
+        &jobs3,
+        &home,
+        &cove.llm.openai_base_url(),
+        &args,
+    )
+    .await;
+    let results3 = trial_results(&jobs3);
+    let (_, result, _) = find(&results3, "needs-root", &said);
+    assert_eq!(reward(result), Some(0.0), "{result:#}");
+
     // Cove as the agent there takes the sandbox's own coved: nothing relayed.
     for _ in 0..10 {
         cove.llm.push_fn(competent_agent);
@@ -650,7 +686,12 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
         .filter(|row| row["kind"] == "docker")
         .collect();
     assert!(made.is_empty(), "sandboxes left: {listed}");
-    for task in ["fix-config", "count-words", "fix-failing-test"] {
+    for task in [
+        "fix-config",
+        "count-words",
+        "fix-failing-test",
+        "needs-root",
+    ] {
         let image = format!("ancestor=hb-cove__{task}-cove");
         let left = super::real_docker::docker(&["ps", "-aq", "--filter", &image]);
         assert!(left.stdout.is_empty(), "{task}'s container left behind");

@@ -32,10 +32,12 @@ from harbor.models.agent.context import AgentContext
 from cove_harbor import trajectory
 from cove_harbor.relay import Relay
 
-# Where coved lives in the task's environment: /tmp is writable by every user an
-# environment may run the agent as.
-SANDBOX_DIR = "/tmp/cove"
-COVED_IN_SANDBOX = f"{SANDBOX_DIR}/coved"
+# Where coved lives in the task's environment: a folder of root's, so that an agent that
+# runs as another user cannot replace the binary every relayed request runs.
+BIN_DIR = "/opt/cove-harbor"
+COVED_IN_SANDBOX = f"{BIN_DIR}/coved"
+# coved's state, output and spilled answers: the agent's user's own (coved runs as it).
+SANDBOX_DIR = "/tmp/cove-harbor"
 LISTENING = re.compile(r"coved listening on http://127\.0\.0\.1:(\d+)")
 # What a question gets in an unattended trial.
 NO_ONE_TO_ASK = (
@@ -134,7 +136,7 @@ class CoveAgent(BaseAgent):
             self._direct, self._token = connection()
             return
         coved = self._coved()
-        probe = await environment.exec(f"mkdir -p {SANDBOX_DIR} && pwd")
+        probe = await environment.exec(f"mkdir -p -m 700 {SANDBOX_DIR} && pwd")
         if probe.return_code != 0:
             raise CoveSetupError(
                 "the task's environment cannot run a command (Harbor's Docker environment "
@@ -142,9 +144,11 @@ class CoveAgent(BaseAgent):
                 f"{(probe.stdout or '').strip()[-400:]}"
             )
         self._workspace = (probe.stdout or "").strip().splitlines()[-1] or "/"
+        await environment.exec(f"rm -rf {BIN_DIR} && mkdir -p -m 755 {BIN_DIR}", user="root")
         await environment.upload_file(coved, COVED_IN_SANDBOX)
         check = await environment.exec(
-            f"chmod 755 {COVED_IN_SANDBOX} && {COVED_IN_SANDBOX} --version", user="root"
+            f"chown -R 0:0 {BIN_DIR}; chmod 755 {COVED_IN_SANDBOX} && {COVED_IN_SANDBOX} --version",
+            user="root",
         )
         if check.return_code != 0:
             raise CoveSetupError(
@@ -185,7 +189,9 @@ class CoveAgent(BaseAgent):
             raise CoveSetupError("setup() did not start coved")
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         events_path = self.logs_dir / "cove-events.jsonl"
-        relay = Relay(environment, COVED_IN_SANDBOX, self._coved_port or 0, spill_dir=SANDBOX_DIR)
+        relay = Relay(
+            environment, COVED_IN_SANDBOX, self._coved_port or 0, spill_dir=SANDBOX_DIR, token=self._token
+        )
         url = self._direct or await relay.start()
         try:
             code = await self._cove_run(["run", instruction], url, events_path)
@@ -207,9 +213,12 @@ class CoveAgent(BaseAgent):
                 "relay_requests": relay.requests,
                 "relay_failures": relay.failures,
             }
-            self._record(instruction, events_path, context)
-            if self._direct is None:
-                await self._collect_coved_log(environment)
+            try:
+                await self._record(instruction, events_path, context)
+                if self._direct is None:
+                    await self._collect_coved_log(environment)
+            except Exception as e:  # noqa: BLE001 - the run's own outcome matters more
+                self.logger.warning("Cove's record of the trial is incomplete: %s", e)
 
     def _cove_args(self, url: str) -> list[str]:
         options = self.cove_options
@@ -238,8 +247,9 @@ class CoveAgent(BaseAgent):
             "COVE_DB": str(self.logs_dir / "cove.db"),
         }
         with events_path.open("ab") as events, (self.logs_dir / "cove.log").open("ab") as log:
+            # `--`: an instruction may start with a dash.
             process = await asyncio.create_subprocess_exec(
-                *args, *rest, stdin=asyncio.subprocess.DEVNULL, stdout=events, stderr=log, env=env
+                *args, "--", *rest, stdin=asyncio.subprocess.DEVNULL, stdout=events, stderr=log, env=env
             )
             try:
                 return await process.wait()
@@ -265,7 +275,7 @@ class CoveAgent(BaseAgent):
         log = (self.logs_dir / "cove.log").read_text(errors="replace").strip().splitlines()
         return log[-1] if log else "(cove said nothing: see agent/cove.log)"
 
-    def _record(self, instruction: str, events_path: Path, context: AgentContext) -> None:
+    async def _record(self, instruction: str, events_path: Path, context: AgentContext) -> None:
         """Writes the trajectory and fills the context, whatever the run's end."""
         events = trajectory.read_events(events_path)
         sums = trajectory.totals(events)
@@ -279,15 +289,22 @@ class CoveAgent(BaseAgent):
             "runs": sums.runs,
             "status": sums.last_status,
         }
-        atif = trajectory.trajectory(events, instruction, self.model_name, self.version() or "")
+        version = await asyncio.to_thread(self.version)
+        atif = trajectory.trajectory(events, instruction, self.model_name, version or "")
         (self.logs_dir / "trajectory.json").write_text(atif.model_dump_json(indent=2, exclude_none=True))
         if sums.thread_id:
-            subprocess.run(
-                [self._cove(), "export", sums.thread_id, "-o", str(self.logs_dir / "thread.html")],
+            export = await asyncio.create_subprocess_exec(
+                self._cove(), "export", sums.thread_id, "-o", str(self.logs_dir / "thread.html"),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
                 env={**os.environ, "COVE_DB": str(self.logs_dir / "cove.db")},
-                capture_output=True,
-                timeout=60,
             )
+            try:
+                await asyncio.wait_for(export.wait(), 60)
+            except TimeoutError:
+                export.kill()
+                await export.wait()
 
     async def _collect_coved_log(self, environment: BaseEnvironment) -> None:
         try:
@@ -305,7 +322,7 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
         return
     process.send_signal(signal.SIGINT)
     try:
-        await asyncio.wait_for(asyncio.shield(process.wait()), timeout=5)
+        await asyncio.wait_for(asyncio.shield(process.wait()), timeout=15)
     except (TimeoutError, asyncio.CancelledError):
         process.kill()
         await process.wait()

@@ -12,6 +12,7 @@ command and file then goes through coved's API. ``stop`` removes the sandbox.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import itertools
 import json
@@ -35,8 +36,7 @@ from harbor.environments.definition import (
 )
 from harbor.environments.options import EnvironmentOptions
 
-# Where files cross: a folder of the workspace, through coved's file API, then moved by a
-# command to where Harbor wants them.
+# Where files cross: a folder of the workspace (see _send and _fetch).
 STAGING = ".cove-transfer"
 # coved's longest wait for one command (protocol/src/shell.rs MAX_TIMEOUT_SECS).
 MAX_WAIT_SEC = 3600
@@ -62,6 +62,11 @@ class CoveEnvironmentOptions(EnvironmentOptions):
         description="An image whose entrypoint runs coved on 0.0.0.0:7700 (needed with kubernetes: one the cluster can pull); by default built from the task's.",
     )
     db: str | None = Field(default=None, description="cove's database for these sandboxes (default: cove's own).")
+    engine_capabilities: bool = Field(
+        default=True,
+        description="Docker: keep the engine's default capabilities, as Harbor's Docker environment does "
+        "(root may apt-get install, chown, su); false keeps Cove's hardening (every capability dropped).",
+    )
 
 
 class CoveEnvironment(BaseEnvironment):
@@ -81,6 +86,11 @@ class CoveEnvironment(BaseEnvironment):
         require_agent_environment_definition(
             self.environment_dir, docker_image=self.task_env_config.docker_image
         )
+        if (self.environment_dir / "docker-compose.yaml").exists():
+            raise ValueError(
+                "this task brings a docker-compose.yaml (services beside its container): a Cove "
+                "sandbox is one container; run it in Harbor's Docker environment"
+            )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -89,6 +99,8 @@ class CoveEnvironment(BaseEnvironment):
         self._http: httpx.AsyncClient | None = None
         self._workspace = "/"
         self._token = ""
+        self._image_user = ""
+        self._connect_log: tempfile._TemporaryFileWrapper | None = None
         self._sessions = itertools.count(1)
 
     @property
@@ -152,6 +164,8 @@ class CoveEnvironment(BaseEnvironment):
             create.append("--kubernetes")
             if options.namespace:
                 create += ["--namespace", options.namespace]
+        elif options.engine_capabilities:
+            create.append("--engine-capabilities")
         await self._run(*create)
         await self._connect()
         await self.ensure_dirs(self._mount_targets(writable_only=True))
@@ -159,16 +173,18 @@ class CoveEnvironment(BaseEnvironment):
 
     async def _connect(self) -> None:
         """``cove sandbox connect``: coved's address and token, held open until stop."""
+        # Its notes go to a file: a pipe nobody reads would stall it once full.
+        self._connect_log = tempfile.NamedTemporaryFile(prefix="cove-connect-", suffix=".log")
         self._connection = await asyncio.create_subprocess_exec(
             self._cove(), "--json", "sandbox", "connect", self._name,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=self._connect_log,
             env=self._cove_env(),
         )
         line = await asyncio.wait_for(self._connection.stdout.readline(), 120)
         if not line:
-            err = (await self._connection.stderr.read()).decode(errors="replace").strip()
+            err = Path(self._connect_log.name).read_text(errors="replace").strip()
             raise CoveEnvironmentError(f"cannot reach sandbox {self._name}: {err[-600:]}")
         connected = json.loads(line)
         self._token = connected["token"]
@@ -192,15 +208,18 @@ class CoveEnvironment(BaseEnvironment):
             base = f"hb-cove__{self.environment_name.lower()}"
             fresh = ["--no-cache"] if force_build else []
             await self._docker("build", "-q", *fresh, "-t", base, str(self.environment_dir))
-        workdir = config.workdir or (
-            await self._docker("image", "inspect", "-f", "{{.Config.WorkingDir}}", base)
-        ).strip() or "/"
-        tag = f"{base}-cove"
+        seen = (await self._docker("image", "inspect", "-f", "{{.Config.WorkingDir}}|{{.Config.User}}", base)).strip()
+        image_workdir, _, self._image_user = seen.partition("|")
+        workdir = config.workdir or image_workdir or "/"
+        # A name of its own for any base (a digest reference included).
+        tag = f"hb-cove__{hashlib.sha256(base.encode()).hexdigest()[:16]}:{self.environment_name.lower()[:60]}"
         with tempfile.TemporaryDirectory() as context:
             shutil.copy(self._coved(), Path(context) / "coved")
             entrypoint = json.dumps([COVED_IN_IMAGE, "--listen", "0.0.0.0:7700", "--workspace", workdir])
             (Path(context) / "Dockerfile").write_text(
-                f"FROM {base}\nCOPY coved {COVED_IN_IMAGE}\nENTRYPOINT {entrypoint}\nCMD []\n"
+                # coved as root: it runs each command as the task's user (the image's, unless
+                # Harbor names another), and as root when Harbor asks.
+                f"FROM {base}\nUSER root\nCOPY coved {COVED_IN_IMAGE}\nENTRYPOINT {entrypoint}\nCMD []\n"
             )
             await self._docker("build", "-q", "-t", tag, context)
         return tag
@@ -231,6 +250,9 @@ class CoveEnvironment(BaseEnvironment):
             except TimeoutError:
                 self._connection.kill()
             self._connection = None
+        if self._connect_log is not None:
+            self._connect_log.close()
+            self._connect_log = None
         if self._name is not None:
             verb = ["rm"] if delete else ["stop"]
             await self._run(self._cove(), "--json", "sandbox", *verb, self._name)
@@ -259,15 +281,40 @@ class CoveEnvironment(BaseEnvironment):
     ) -> ExecResult:
         """One command in a session of its own (nothing carries over), under bash."""
         user = self._resolve_user(user)
-        env = self._merge_env(env)
+        if user is None and self._image_user:
+            user = self._image_user
+        env = self._merge_env(env) or {}
         cwd = cwd or self.task_env_config.workdir
-        text = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items()) + command
+        bad = [k for k in env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)]
+        if bad:
+            raise ValueError(f"not names of environment variables: {bad}")
+        # Values (API keys among them) go through a file read once and removed, never on a
+        # command line every process of the sandbox could read.
+        preamble, env_file = "", None
+        if env:
+            env_file = f"/tmp/.cove-env-{secrets.token_hex(8)}"
+            lines = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+            await self._send(lines.encode(), f'install -m 600 "$f" {env_file}')
+            preamble = f". {env_file}; rm -f {env_file}; "
+        return await self._run_in_session(preamble + command, cwd, timeout_sec, user, env_file)
+
+    async def _run_in_session(
+        self,
+        text: str,
+        cwd: str | None,
+        timeout_sec: int | None,
+        user: str | int | None,
+        env_file: str | None = None,
+    ) -> ExecResult:
+        """``text`` under bash, as ``user``, in a session of its own that goes when it ends."""
         wrapped = f"bash -c {shlex.quote(text)}"
-        if user is not None and str(user) not in ("root", "0"):
-            who = shlex.quote(str(user))
-            if isinstance(user, int) or str(user).isdigit():
-                who = f'"$(getent passwd {int(user)} | cut -d: -f1)"'
-            wrapped = f"su -s /bin/bash -c {shlex.quote(text)} -- {who}"
+        name = str(user).split(":", 1)[0] if user is not None else None
+        if name is not None and name not in ("root", "0"):
+            who = shlex.quote(name)
+            if name.isdigit():
+                who = f'"$(getent passwd {int(name)} | cut -d: -f1)"'
+            own = f"chown {who} {env_file}; " if env_file else ""
+            wrapped = f"{own}su -s /bin/bash -c {shlex.quote(text)} -- {who}"
         wait = min(int(timeout_sec or MAX_WAIT_SEC), MAX_WAIT_SEC)
         session = f"harbor-{next(self._sessions)}"
         request = {"command": wrapped, "session": session, "blocking": True, "timeout_secs": wait}
@@ -286,63 +333,77 @@ class CoveEnvironment(BaseEnvironment):
             raise RuntimeError(f"Command timed out after {wait} seconds")
         return ExecResult(stdout=body.get("output"), stderr=None, return_code=body.get("exit_code") or 0)
 
-    def _staged(self, suffix: str) -> tuple[str, str]:
-        """A staging file's path for the file API, and its absolute path for commands."""
-        name = f"{STAGING}/{secrets.token_hex(8)}{suffix}"
-        return name, str(PurePosixPath(self._workspace) / name)
+    # Files cross through coved's file API, which reaches only the workspace: each goes
+    # through a folder of root's there (0700, a fresh name each time), and is moved at once,
+    # with its SHA-256 checked, to a private folder outside it. An agent that still runs
+    # cannot swap what crosses: the check would fail.
 
-    async def _root(self, command: str) -> None:
-        result = await self.exec(command, user="root")
+    def _staging(self) -> tuple[str, str]:
+        """A fresh staging file: its path for the file API, and its absolute path."""
+        folder = f"{STAGING}-{secrets.token_hex(8)}"
+        relative = f"{folder}/payload"
+        return relative, str(PurePosixPath(self._workspace) / relative)
+
+    async def _root(self, command: str) -> str:
+        result = await self._run_in_session(f"set -e; {command}", None, None, "root")
         if result.return_code != 0:
-            raise CoveEnvironmentError(f"`{command}` failed: {(result.stdout or '').strip()[-600:]}")
+            raise CoveEnvironmentError(f"a transfer failed: {(result.stdout or '').strip()[-600:]}")
+        return result.stdout or ""
 
-    async def _put(self, data: bytes, suffix: str) -> str:
-        relative, absolute = self._staged(suffix)
+    async def _send(self, data: bytes, use: str) -> None:
+        """Puts ``data`` into the sandbox and runs ``use`` (a command that reads ``"$f"``)."""
+        relative, absolute = self._staging()
         answer = await self._client().put("/v1/files/content", params={"path": relative}, content=data)
         if answer.status_code != 200:
             raise CoveEnvironmentError(f"upload refused: {answer.text[-400:]}")
-        return absolute
+        digest = hashlib.sha256(data).hexdigest()
+        staged = shlex.quote(absolute)
+        await self._root(
+            f't=$(mktemp -d); f="$t/payload"; mv {staged} "$f"; rmdir "$(dirname {staged})"; '
+            f'echo "{digest}  $f" | sha256sum -c --quiet; {use}; rm -rf "$t"'
+        )
 
-    async def _get(self, absolute: str) -> bytes:
-        relative = str(PurePosixPath(absolute).relative_to(self._workspace))
-        answer = await self._client().get("/v1/files/content", params={"path": relative})
+    async def _fetch(self, make: str) -> bytes:
+        """Runs ``make`` (a command that writes ``"$f"``) and brings the file back."""
+        relative, absolute = self._staging()
+        staged = shlex.quote(absolute)
+        said = await self._root(
+            f't=$(mktemp -d); f="$t/payload"; {make}; sha256sum "$f"; '
+            f'mkdir -m 700 "$(dirname {staged})"; mv "$f" {staged}; rmdir "$t"'
+        )
+        digests = re.findall(r"\b([0-9a-f]{64})\b", said)
+        try:
+            answer = await self._client().get("/v1/files/content", params={"path": relative})
+        finally:
+            await self._root(f'rm -rf "$(dirname {staged})"')
         if answer.status_code != 200:
             raise CoveEnvironmentError(f"download refused: {answer.text[-400:]}")
+        if not digests or hashlib.sha256(answer.content).hexdigest() != digests[-1]:
+            raise CoveEnvironmentError("a file changed while it crossed: refused")
         return answer.content
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        staged = await self._put(Path(source_path).read_bytes(), "")
         target = shlex.quote(target_path)
-        await self._root(f"mkdir -p \"$(dirname {target})\" && mv {shlex.quote(staged)} {target}")
+        use = f'mkdir -p "$(dirname {target})"; mv "$f" {target}'
+        await self._send(Path(source_path).read_bytes(), use)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             for child in sorted(Path(source_dir).iterdir()):
                 tar.add(str(child), arcname=child.name)
-        staged = shlex.quote(await self._put(buffer.getvalue(), ".tar"))
         target = shlex.quote(target_dir)
-        await self._root(f"mkdir -p {target} && tar xf {staged} -C {target}; status=$?; rm -f {staged}; exit $status")
+        use = f'mkdir -p {target}; tar xf "$f" --no-same-owner -C {target}'
+        await self._send(buffer.getvalue(), use)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        _, staged = self._staged("")
-        await self._root(f"mkdir -p {shlex.quote(str(PurePosixPath(staged).parent))} && cp {shlex.quote(source_path)} {shlex.quote(staged)} && chmod 644 {shlex.quote(staged)}")
-        try:
-            data = await self._get(staged)
-        finally:
-            await self._root(f"rm -f {shlex.quote(staged)}")
+        data = await self._fetch(f'cp {shlex.quote(source_path)} "$f"')
         target = Path(target_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        _, staged = self._staged(".tar")
-        q = shlex.quote(staged)
-        await self._root(f"mkdir -p \"$(dirname {q})\" && tar cf {q} -C {shlex.quote(source_dir)} . && chmod 644 {q}")
-        try:
-            data = await self._get(staged)
-        finally:
-            await self._root(f"rm -f {q}")
+        data = await self._fetch(f'tar cf "$f" -C {shlex.quote(source_dir)} .')
         Path(target_dir).mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(target_dir, filter="data")

@@ -51,6 +51,9 @@ class Relay:
     coved: str
     port: int
     spill_dir: str = "/tmp"
+    # coved's token: given to `coved call` in its environment, never on its command line
+    # (which every process in the container may read).
+    token: str = ""
     requests: int = 0
     failures: int = 0
     _server: asyncio.base_events.Server | None = field(default=None, repr=False)
@@ -90,9 +93,12 @@ class Relay:
                 method, target, headers, body = request
                 try:
                     answer = await self.call(method, target, headers, body)
-                except RelayError as e:
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - any failure is the request's answer
                     self.failures += 1
-                    answer = relay_failure(str(e))
+                    logger.debug("relay request failed", exc_info=True)
+                    answer = relay_failure(str(e) or type(e).__name__)
                 writer.write(respond(conn, answer))
                 await writer.drain()
                 if conn.our_state is h11.MUST_CLOSE:
@@ -130,11 +136,18 @@ class Relay:
     ) -> Answer:
         """One request to coved: one ``coved call`` in the environment."""
         self.requests += 1
+        token = self.token
+        kept = []
+        for name, value in headers:
+            if name.lower() == "authorization":
+                token = value.removeprefix("Bearer ").strip() or token
+            else:
+                kept.append((name, value))
         envelope = json.dumps(
             {
                 "method": method,
                 "path": target,
-                "headers": headers,
+                "headers": kept,
                 "body": base64.b64encode(body).decode(),
             }
         ).encode()
@@ -149,7 +162,7 @@ class Relay:
                 await self.environment.upload_file(local.name, remote)
             command += ["--request-file", remote]
         # The daemon's own deadlines bound every request; the exec waits for them.
-        result = await self.environment.exec(shlex.join(command), user="root")
+        result = await self.environment.exec(shlex.join(command), env={"COVE_TOKEN": token} if token else None)
         answer = parse_answer(result.stdout or "", result.return_code)
         if "body_file" in answer:
             body = await self._fetch_spilled(answer["body_file"])
@@ -161,7 +174,7 @@ class Relay:
         with tempfile.TemporaryDirectory() as folder:
             local = Path(folder) / "body"
             await self.environment.download_file(remote, local)
-            await self.environment.exec(shlex.join(["rm", "-f", remote]), user="root")
+            await self.environment.exec(shlex.join(["rm", "-f", remote]))
             return local.read_bytes()
 
 

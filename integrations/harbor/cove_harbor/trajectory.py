@@ -123,6 +123,9 @@ class _Builder:
         elif kind == "assistant_response_start":
             self.flush()
             self.agent(when)
+        elif kind == "llm_retry" and self.current is not None:
+            # The attempt's partial text was discarded; the retry streams the answer anew.
+            self.current["text"] = ""
         elif kind == "assistant_text":
             self.agent(when)["text"] += event.get("text", "")
         elif kind == "tool_started":

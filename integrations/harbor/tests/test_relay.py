@@ -36,6 +36,7 @@ class LocalEnvironment:
     async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None):
         process = await asyncio.create_subprocess_exec(
             "bash", "-c", command,
+            env={**os.environ, **(env or {})},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

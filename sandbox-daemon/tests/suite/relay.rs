@@ -32,6 +32,7 @@ fn call(args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_coved"))
         .arg("call")
         .args(args)
+        .env_remove("COVE_TOKEN")
         .output()
         .unwrap()
 }
@@ -120,6 +121,26 @@ async fn a_request_from_a_file_is_relayed_and_a_large_answer_is_spilled_to_a_pri
         serde_json::from_slice(&BASE64.decode(answered["body"].as_str().unwrap()).unwrap())
             .unwrap();
     assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+}
+
+#[tokio::test]
+async fn the_token_may_come_in_the_environment_instead_of_the_command_line() {
+    let d = daemon().await;
+    let bare = json!({"method": "GET", "path": "/v1/info", "headers": [], "body": ""});
+    let request = BASE64.encode(serde_json::to_vec(&bare).unwrap());
+    let port = port(&d);
+    let with_env = std::process::Command::new(env!("CARGO_BIN_EXE_coved"))
+        .args(["call", "--port", &port, "--request", &request])
+        .env("COVE_TOKEN", &d.token)
+        .output()
+        .unwrap();
+    assert_eq!(answer(&with_env)["status"], 200, "{with_env:?}");
+    let without = std::process::Command::new(env!("CARGO_BIN_EXE_coved"))
+        .args(["call", "--port", &port, "--request", &request])
+        .env_remove("COVE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(answer(&without)["status"], 401);
 }
 
 #[tokio::test]

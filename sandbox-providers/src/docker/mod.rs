@@ -114,6 +114,10 @@ pub struct ContainerSpec {
     pub installation: Option<String>,
     /// Size of /dev/shm (Chromium needs more than Docker's 64 MB).
     pub shm_bytes: i64,
+    /// Keep the engine's default capabilities instead of dropping them all: root in the
+    /// container may then change owners, switch users and install packages, as a plain
+    /// container allows (for benchmark tasks that expect one).
+    pub engine_capabilities: bool,
 }
 
 impl Default for ContainerSpec {
@@ -126,6 +130,7 @@ impl Default for ContainerSpec {
             disk_bytes: None,
             installation: None,
             shm_bytes: 512 * 1024 * 1024,
+            engine_capabilities: false,
         }
     }
 }
@@ -451,7 +456,7 @@ impl Docker {
                 .disk_bytes
                 .map(|b| HashMap::from([("size".to_string(), b.to_string())])),
             // coved runs as an unprivileged user and needs no capability.
-            cap_drop: Some(vec!["ALL".into()]),
+            cap_drop: (!spec.engine_capabilities).then(|| vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges:true".into()]),
             // A network of its own: sandboxes do not reach each other.
             network_mode: Some(network_name(name)),
