@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use cove_protocol::events::{EventKind, RunEvent};
 use rustix::process::{Pid, Signal, kill_process};
-use serde_json::Value;
 use tokio::process::Command;
 
 use super::EvalError;
@@ -156,43 +156,47 @@ async fn cove(
     }
 }
 
-/// The JSON events of `path`; a line cut short is skipped.
-pub(super) fn read_events(path: &Path) -> Vec<Value> {
+/// The run events of `path` (as `cove run --json` prints them); a line cut short, or
+/// another result, is skipped.
+fn read_events(path: &Path) -> Vec<RunEvent> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e.get("type").is_some())
+        .filter_map(|l| serde_json::from_str::<RunEvent>(l).ok())
         .collect()
 }
 
-fn thread_of(events: &[Value]) -> Option<String> {
-    events
-        .iter()
-        .find_map(|e| e["thread_id"].as_str().map(str::to_owned))
+fn thread_of(events: &[RunEvent]) -> Option<String> {
+    events.first().map(|e| e.thread_id.clone())
 }
 
-fn usage(events: &[Value]) -> Usage {
+fn usage(events: &[RunEvent]) -> Usage {
     let mut sum = Usage::default();
-    for end in events.iter().filter(|e| e["type"] == "thread_run_end") {
-        let u = &end["usage"];
-        sum.input_tokens += u["input_tokens"].as_u64().unwrap_or(0);
-        sum.cached_tokens += u["cached_tokens"].as_u64().unwrap_or(0);
-        sum.output_tokens += u["output_tokens"].as_u64().unwrap_or(0);
-        if let Some(cost) = end["cost"].as_f64() {
-            sum.cost_usd = Some(sum.cost_usd.unwrap_or(0.0) + cost);
+    for event in events {
+        if let EventKind::ThreadRunEnd { usage, cost, .. } = &event.kind {
+            sum.input_tokens += usage.input_tokens;
+            sum.cached_tokens += usage.cached_tokens;
+            sum.output_tokens += usage.output_tokens;
+            if let Some(cost) = cost {
+                sum.cost_usd = Some(sum.cost_usd.unwrap_or(0.0) + cost);
+            }
         }
     }
     sum
 }
 
 /// cove's last fatal error event, else its last line on stderr.
-fn last_error(events: &[Value], log: &Path) -> Option<String> {
+fn last_error(events: &[RunEvent], log: &Path) -> Option<String> {
     events
         .iter()
         .rev()
-        .find(|e| e["type"] == "error" && e["fatal"] == true)
-        .and_then(|e| e["message"].as_str().map(str::to_owned))
+        .find_map(|e| match &e.kind {
+            EventKind::Error {
+                message,
+                fatal: true,
+            } => Some(message.clone()),
+            _ => None,
+        })
         .or_else(|| {
             std::fs::read_to_string(log)
                 .ok()?
@@ -210,12 +214,22 @@ mod tests {
 
     #[test]
     fn usage_sums_every_run_and_the_error_is_the_fatal_one() {
-        let events = vec![
-            json!({"type": "thread_run_end", "usage": {"input_tokens": 10, "cached_tokens": 4, "output_tokens": 2}, "cost": 0.5}),
+        let events: Vec<RunEvent> = [
+            json!({"type": "thread_run_end", "status": "failed", "usage": {"calls": 1, "input_tokens": 10, "cached_tokens": 4, "cache_write_tokens": 0, "output_tokens": 2}, "cost": 0.5}),
             json!({"type": "error", "message": "retrying", "fatal": false}),
             json!({"type": "error", "message": "cannot reach openai", "fatal": true}),
-            json!({"type": "thread_run_end", "usage": {"input_tokens": 5, "cached_tokens": 0, "output_tokens": 1}}),
-        ];
+            json!({"type": "thread_run_end", "status": "completed", "usage": {"calls": 1, "input_tokens": 5, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 1}}),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(seq, mut e)| {
+            e["seq"] = json!(seq);
+            e["thread_id"] = json!("t1");
+            e["run_id"] = json!("r1");
+            e["timestamp_ms"] = json!(1);
+            serde_json::from_value(e).unwrap()
+        })
+        .collect();
         let u = usage(&events);
         assert_eq!(
             (u.input_tokens, u.cached_tokens, u.output_tokens),

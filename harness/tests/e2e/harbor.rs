@@ -51,6 +51,13 @@ fn static_coved() -> PathBuf {
     path
 }
 
+/// Where Harbor writes a job's trials, and the home it runs with (made), in `scratch`.
+fn jobs_and_home(scratch: &Path) -> (PathBuf, PathBuf) {
+    let home = scratch.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    (scratch.join("jobs"), home)
+}
+
 /// The tasks named, from the examples and the tests' own, in one folder as Harbor takes them.
 fn task_folder(into: &Path, names: &[&str]) -> PathBuf {
     let tasks = into.join("tasks");
@@ -232,9 +239,7 @@ async fn harbor_scores_coves_work_in_each_tasks_container_and_stops_a_hung_one()
             "stuck-build",
         ],
     );
-    let jobs = scratch.path().join("jobs");
-    let home = scratch.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    let (jobs, home) = jobs_and_home(scratch.path());
 
     let said = run_harbor(&cove, &tasks, &jobs, &home, &cove.llm.openai_base_url()).await;
 
@@ -407,9 +412,7 @@ async fn a_trial_that_cannot_work_ends_with_the_reason() {
     let cove = Cove::new(Wire::OpenAi).await;
     let scratch = tempfile::tempdir().unwrap();
     let tasks = task_folder(scratch.path(), &["no-bash", "fix-config"]);
-    let jobs = scratch.path().join("jobs");
-    let home = scratch.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    let (jobs, home) = jobs_and_home(scratch.path());
     let closed = cove_harness::closed_port::ClosedPort::new().unwrap();
     let said = run_harbor(
         &cove,
@@ -579,9 +582,7 @@ async fn harbors_oracle_solves_the_tasks_in_coves_sandboxes() {
             "needs-root",
         ],
     );
-    let jobs = scratch.path().join("jobs");
-    let home = scratch.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    let (jobs, home) = jobs_and_home(scratch.path());
     let args = ["-e", "cove_harbor:CoveEnvironment", "-a", "oracle"];
     let said = run_harbor_with(
         &cove,
