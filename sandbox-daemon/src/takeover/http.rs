@@ -193,19 +193,19 @@ pub async fn socket(
         )
             .into_response();
     };
-    if live.viewer_count() >= MAX_VIEWERS {
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let Some(seat) = live.try_join(MAX_VIEWERS) else {
         return (
             StatusCode::TOO_MANY_REQUESTS,
             "too many pages are open on this takeover; close one and reload",
         )
             .into_response();
-    }
-    let upgrade = match upgrade {
-        Ok(upgrade) => upgrade,
-        Err(rejection) => return rejection.into_response(),
     };
     upgrade
         .protocols([PROTOCOL])
         .max_message_size(MAX_MESSAGE_BYTES)
-        .on_upgrade(move |socket| viewer::serve(socket, app, live))
+        .on_upgrade(move |socket| viewer::serve(socket, app, seat))
 }

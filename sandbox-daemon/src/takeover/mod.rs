@@ -96,6 +96,19 @@ pub struct Live {
 /// Longest an agent action waits for an ended takeover to let go of the tabs.
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
+/// A viewer's place in a takeover, given back when dropped (its socket closed, or its
+/// upgrade never completed).
+pub struct Seat {
+    live: Arc<Live>,
+    id: u64,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.live.leave(self.id);
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -105,13 +118,27 @@ impl Live {
         SystemTime::now() >= self.expires_at
     }
 
-    /// Adds a viewer; the first one in line controls.
-    fn join(&self) -> u64 {
+    /// Adds a viewer unless `max` watch already; the first one in line controls. The seat
+    /// is taken when the request is let in, not when its socket opens: otherwise pages
+    /// that ask at once all pass the count before any of them is in it.
+    fn try_join(self: &Arc<Self>, max: u32) -> Option<Seat> {
         let id = self.next_viewer.fetch_add(1, Ordering::Relaxed);
-        self.change_viewers(|viewers| viewers.push(id));
+        let mut admitted = false;
+        self.change_viewers(|viewers| {
+            if viewers.len() < max as usize {
+                viewers.push(id);
+                admitted = true;
+            }
+        });
+        if !admitted {
+            return None;
+        }
         // The tab list is only kept fresh while someone watches.
         self.refresh.notify_one();
-        id
+        Some(Seat {
+            live: Arc::clone(self),
+            id,
+        })
     }
 
     /// Removes a viewer; control passes to the next in line.

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::input::{ViewerMessage, to_input};
-use super::{Frame, Live, View};
+use super::{Frame, Live, Seat, View};
 use crate::AppState;
 use crate::browser::takeover_tab::{self, TabInput};
 use crate::browser::{Action, reach};
@@ -57,11 +57,11 @@ fn frame_message(frame: &Frame) -> Message {
 }
 
 /// Serves one viewer until it leaves or the takeover ends.
-pub async fn serve(socket: WebSocket, app: AppState, live: Arc<Live>) {
-    let me = live.join();
+pub async fn serve(socket: WebSocket, app: AppState, seat: Seat) {
+    let (live, me) = (Arc::clone(&seat.live), seat.id);
     tracing::info!(takeover = %live.id, viewer = me, "takeover viewer connected");
     let result = run(socket, &app, &live, me).await;
-    live.leave(me);
+    drop(seat);
     if let Err(e) = result {
         tracing::debug!(viewer = me, error = %e, "takeover viewer left");
     } else {
