@@ -10,6 +10,7 @@
 
 use std::io::{self, PipeReader, PipeWriter};
 use std::mem::ManuallyDrop;
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -124,6 +125,11 @@ async fn accept_one(listener: TcpListener, path: &str, deadline: Instant) -> Opt
             .ok()?;
         // CDP is many small messages; Nagle's algorithm would hold each one back.
         let _ = stream.set_nodelay(true);
+        if let Ok(bridge) = listener.local_addr()
+            && !no_delay_on_client_end(peer, bridge)
+        {
+            tracing::debug!(%peer, "cannot find the DevTools client's end of the bridge");
+        }
         // The signature is tungstenite's callback; its error type is not ours to shrink.
         #[allow(clippy::result_large_err)]
         let check = |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
@@ -144,6 +150,41 @@ async fn accept_one(listener: TcpListener, path: &str, deadline: Instant) -> Opt
             Err(_) => tracing::warn!(%peer, "a connection to the browser's pipe sent no handshake"),
         }
     }
+}
+
+/// Turns Nagle's algorithm off on the client's end of the bridge: chromiumoxide opens it, in
+/// this process, without TCP_NODELAY, so a command sent while an earlier one is unanswered
+/// waited for the bridge's delayed acknowledgement, about 40 ms (a state's text read waited
+/// on its screenshot). Found among this process's descriptors by its two addresses.
+#[allow(unsafe_code)]
+fn no_delay_on_client_end(client: SocketAddr, bridge: SocketAddr) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return false;
+    };
+    for entry in entries.flatten() {
+        let Some(raw) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: the descriptor is only borrowed for the three calls below. Were it closed
+        // and reused meanwhile, they would reach whatever now holds it, and only a socket
+        // whose own and peer addresses are this connection's is changed.
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let ours = rustix::net::getsockname(fd)
+            .ok()
+            .and_then(|a| SocketAddr::try_from(a).ok());
+        let theirs = rustix::net::getpeername(fd)
+            .ok()
+            .flatten()
+            .and_then(|a| SocketAddr::try_from(a).ok());
+        if ours == Some(client) && theirs == Some(bridge) {
+            return rustix::net::sockopt::set_tcp_nodelay(fd, true).is_ok();
+        }
+    }
+    false
 }
 
 /// Copies messages both ways until either side ends.
@@ -224,6 +265,20 @@ impl MessageSplitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_client_end_of_a_loopback_connection_is_found_and_set_to_no_delay() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bridge = listener.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(bridge).unwrap();
+        let (_server, peer) = listener.accept().unwrap();
+        assert!(!client.nodelay().unwrap(), "sockets start with Nagle on");
+        assert!(no_delay_on_client_end(peer, bridge));
+        assert!(client.nodelay().unwrap());
+        // Addresses no socket here has: nothing is found.
+        let elsewhere: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert!(!no_delay_on_client_end(elsewhere, bridge));
+    }
 
     #[test]
     fn messages_are_cut_at_nul_wherever_the_reads_end() {
