@@ -44,6 +44,10 @@ const PAGES: &[(&str, &str)] = &[
     ("iframe.html", include_str!("../fixtures/site/iframe.html")),
     ("keys.html", include_str!("../fixtures/site/keys.html")),
     ("long.html", include_str!("../fixtures/site/long.html")),
+    (
+        "far-listeners.html",
+        include_str!("../fixtures/site/far-listeners.html"),
+    ),
     ("modal.html", include_str!("../fixtures/site/modal.html")),
     ("nav-a.html", include_str!("../fixtures/site/nav-a.html")),
     ("nav-b.html", include_str!("../fixtures/site/nav-b.html")),

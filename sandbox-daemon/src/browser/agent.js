@@ -7,7 +7,7 @@
 // element objects under the snapshot's id so actions reach the very element the model saw,
 // or learn that it is gone.
 (() => {
-  const VERSION = 9;
+  const VERSION = 10;
   const G = globalThis;
   if (G.__coveAgent && G.__coveAgent.version === VERSION) return G.__coveAgent;
 
@@ -92,6 +92,21 @@
       }
       // Right when the quiet period would end, or soon for loading and animations.
       setTimeout(check, quietLeft > 0 ? Math.ceil(quietLeft) : 10);
+    };
+    check();
+  });
+
+  // Resolves with when the page changed (on agent.now's clock) once it changes after
+  // `since`, or with null after `maxMs`: a picture taken before then still shows the page.
+  agent.nextChange = (since, maxMs) => new Promise((resolve) => {
+    const started = performance.now();
+    const check = () => {
+      const now = performance.now();
+      if (animating()) agent.lastAnimation = now;
+      const changed = performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation);
+      if (changed > since) resolve(changed);
+      else if (now - started >= maxMs) resolve(null);
+      else setTimeout(check, 10);
     };
     check();
   });

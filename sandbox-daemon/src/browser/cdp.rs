@@ -135,7 +135,7 @@ pub async fn install_agent_on_new_documents(
 
 /// The agent's `VERSION`: a call reaches an agent already installed in the document only
 /// when it is this one.
-const AGENT_VERSION: u32 = 9;
+const AGENT_VERSION: u32 = 10;
 /// What a short call answers when the document has no agent (of this version) yet.
 const NOT_INSTALLED: &str = "\u{0}cove:not-installed";
 
@@ -310,9 +310,11 @@ pub async fn ready_state(page: &Page, limit: Duration) -> Option<String> {
 const MAX_PROBED: usize = 50_000;
 
 /// The positions of the page's elements with a click-like listener, as its own world sees
-/// them (see `probe.js`); none when the probe fails, which costs only those click targets.
-pub async fn listener_positions(page: &Page, limit: Duration) -> Vec<u64> {
-    match evaluate::<Vec<u64>>(page, PROBE_JS.clone(), World::Page, limit).await {
+/// them (see `probe.js`), in the whole page (`full`) or where the snapshot reads it; none
+/// when the probe fails, which costs only those click targets.
+pub async fn listener_positions(page: &Page, full: bool, limit: Duration) -> Vec<u64> {
+    let probe = format!("({})({full})", PROBE_JS.trim_end());
+    match evaluate::<Vec<u64>>(page, probe, World::Page, limit).await {
         Ok(mut positions) => {
             positions.truncate(MAX_PROBED);
             positions

@@ -1,6 +1,7 @@
 //! One running browser: its tabs, the actions on the active tab, and the state after them.
 
 mod actions;
+mod pictures;
 mod state;
 
 use std::collections::HashSet;

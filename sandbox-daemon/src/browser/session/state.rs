@@ -1,5 +1,6 @@
 //! The state of the active tab as the agent reads it: the page settled, its text and
-//! elements read, its screenshot taken while it settles, the other tabs listed.
+//! elements read, its screenshot taken while it settles (see `pictures`), the other tabs
+//! listed.
 
 use super::*;
 
@@ -68,34 +69,19 @@ impl Session {
         let sid = BrowserManager::next_snapshot_id(counter);
         let mut phases = Phases::start();
         let (snapshot, screenshot) = if query.screenshot {
-            // The picture is taken while the page settles and its text is read: a still page
-            // (most, once loaded) needs no second one. It is taken again, after the text,
-            // when the page changed after it began.
-            let began = self.page_clock(&page).await;
+            let (read_tx, read_rx) = tokio::sync::watch::channel(false);
             let text = async {
-                let changed = self.settle(&page).await;
-                if unchanged_since(began, changed) {
-                    (self.read_snapshot(&page, sid, &query).await, None)
-                } else {
-                    // It changed while the picture was taken: another, beside the text.
-                    let again = self.page_clock(&page).await;
-                    let (snapshot, shot) = tokio::join!(
-                        self.read_snapshot(&page, sid, &query),
-                        self.screenshot(&page)
-                    );
-                    (snapshot, Some((shot, again)))
-                }
+                self.settle(&page).await;
+                let snapshot = self.read_snapshot(&page, sid, &query).await;
+                let _ = read_tx.send(true);
+                snapshot
             };
-            let ((snapshot, retaken), early) = tokio::join!(text, self.screenshot(&page));
+            let (snapshot, picture) = tokio::join!(text, self.pictures_while_read(&page, read_rx));
             phases.mark("settle, text and screenshot");
             let snapshot = snapshot?;
-            let (shot, began) = match retaken {
-                Some((shot, again)) => (shot, again),
-                None => (early, began),
-            };
-            // Changed again before the text was read: the picture follows the text.
-            let shot = match shot {
-                Ok(shot) if unchanged_since(began, snapshot.changed_at) => shot,
+            // Changed after the last picture began: the picture follows the text.
+            let shot = match picture {
+                Some((began, Ok(shot))) if unchanged_since(began, snapshot.changed_at) => shot,
                 _ => self.screenshot(&page).await?,
             };
             (snapshot, Some(shot))
@@ -137,11 +123,6 @@ impl Session {
             notice: None,
             dialog: None,
         })
-    }
-
-    /// The page's own clock (ms), when it answers.
-    async fn page_clock(&self, page: &Page) -> Option<f64> {
-        cdp::agent::<f64>(page, "now", &[], self.limit()).await.ok()
     }
 
     /// Waits (a bounded time) for the active page to be still, so no state is taken
@@ -208,7 +189,7 @@ impl Session {
         let limit = self.limit();
         let mut attempts = 0;
         loop {
-            let listeners = cdp::listener_positions(page, limit).await;
+            let listeners = cdp::listener_positions(page, query.full, limit).await;
             let args = json!({
                 "snapshotId": sid,
                 "maxChars": self.settings.elements_cap,
@@ -231,7 +212,7 @@ impl Session {
 
     /// The viewport as the state's screenshot.
     /// [`Self::screenshot_untraced`] in a span of the state's screenshot phase.
-    async fn screenshot(&self, page: &Page) -> Result<Screenshot, BrowserError> {
+    pub(super) async fn screenshot(&self, page: &Page) -> Result<Screenshot, BrowserError> {
         let span = cove_telemetry::in_trace(
             || tracing::info_span!(target: cove_telemetry::TARGET, "browser screenshot"),
         );

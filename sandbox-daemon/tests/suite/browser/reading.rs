@@ -357,3 +357,46 @@ async fn controls_carry_their_names_and_state_and_text_is_never_swallowed() {
             .is_some()
     );
 }
+
+/// The listener probe passes over what the state only counts (far beyond the viewport), and
+/// the state still finds a listener-only control once it is in view, or when the whole page
+/// is read.
+#[tokio::test]
+async fn a_control_known_by_its_listener_is_found_wherever_the_state_reads() {
+    let (d, site) = setup().await;
+    let c = &d.client;
+    let state = open(c, &site, "far-listeners.html").await;
+    assert!(
+        find_index(&state, "Near listener").is_some(),
+        "{}",
+        state.elements
+    );
+    assert!(
+        !state.elements.contains("Far listener"),
+        "{}",
+        state.elements
+    );
+    let full = c
+        .browser_state(StateQuery { full: true, ..LEAN })
+        .await
+        .unwrap();
+    assert!(
+        find_index(&full, "Far listener").is_some(),
+        "{}",
+        full.elements
+    );
+    let scrolled = act(
+        c,
+        &ScrollToText {
+            text: "Far listener".into(),
+        },
+    )
+    .await;
+    assert!(
+        find_index(&scrolled, "Near listener").is_none(),
+        "{}",
+        scrolled.elements
+    );
+    click(c, &scrolled, "Far listener").await;
+    assert_eq!(report(&site, "far").await, json!(true));
+}
