@@ -276,6 +276,9 @@ impl Session {
                 has_touch: false,
             }),
             request_timeout: settings.timeout,
+            // chromiumoxide's default has the browser accept any certificate; a page whose
+            // certificate does not hold is refused, as in any browser.
+            ignore_https_errors: false,
             ..HandlerConfig::default()
         };
         let (browser, mut handler) = tokio::time::timeout(

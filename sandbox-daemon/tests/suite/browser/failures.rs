@@ -51,6 +51,88 @@ async fn bad_navigation_is_an_error_not_a_page() {
     assert_eq!(missing.title, "Not found");
 }
 
+/// A local HTTPS server whose certificate no one vouches for (openssl, Python's http.server).
+struct SelfSignedSite {
+    server: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl SelfSignedSite {
+    fn start() -> SelfSignedSite {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-keyout",
+                "key.pem",
+                "-out",
+                "cert.pem",
+                "-subj",
+                "/CN=127.0.0.1",
+            ])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            .current_dir(dir.path())
+            .output()
+            .expect("openssl (installed by .ci/run)");
+        assert!(made.status.success(), "{made:?}");
+        std::fs::write(dir.path().join("index.html"), "<title>Secret</title>").unwrap();
+        let serve = "import http.server, ssl\n\
+            s = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n\
+            c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+            c.load_cert_chain('cert.pem', 'key.pem')\n\
+            s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+            print(s.server_address[1], flush=True)\n\
+            s.serve_forever()\n";
+        let mut server = std::process::Command::new("python3")
+            .args(["-c", serve])
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let port = line.trim().parse().expect("the server's port");
+        SelfSignedSite {
+            server,
+            port,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for SelfSignedSite {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_page_whose_certificate_does_not_hold_is_refused() {
+    let (d, _site) = setup().await;
+    let c = &d.client;
+    let https = SelfSignedSite::start();
+    let bad = refused(
+        c,
+        &NavigateTo {
+            url: format!("https://127.0.0.1:{}/", https.port),
+        },
+    )
+    .await;
+    assert_eq!(bad.code(), Some(&ErrorCode::NavigationFailed), "{bad}");
+    assert!(bad.to_string().contains("ERR_CERT"), "{bad}");
+    let state = c.browser_state(LEAN).await.unwrap();
+    assert!(!state.title.contains("Secret"), "{state:?}");
+}
+
 #[tokio::test]
 async fn a_hung_page_times_out_in_seconds_and_the_browser_recovers() {
     require_chromium();
