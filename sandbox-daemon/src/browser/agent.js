@@ -47,6 +47,8 @@
   // On a clock shared by every document of the tab (a new one restarts performance.now()),
   // so a time read before a navigation compares with one read after it.
   agent.now = () => performance.timeOrigin + performance.now();
+  // When the page last changed (content or a finite animation), on agent.now's clock.
+  const changedAt = () => performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation);
 
   agent.armInput = () => {
     agent.navigateSeen = false;
@@ -87,7 +89,7 @@
       const still = quietLeft <= 0 && document.readyState === 'complete' && !moving;
       if (still || now - started >= opts.maxMs) {
         // When it last changed: a picture taken since shows this page.
-        resolve({ waited_ms: Math.round(now - started), settled: still, changed_at: performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation) });
+        resolve({ waited_ms: Math.round(now - started), settled: still, changed_at: changedAt() });
         return;
       }
       // Right when the quiet period would end, or soon for loading and animations.
@@ -103,7 +105,7 @@
     const check = () => {
       const now = performance.now();
       if (animating()) agent.lastAnimation = now;
-      const changed = performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation);
+      const changed = changedAt();
       if (changed > since) resolve(changed);
       else if (now - started >= maxMs) resolve(null);
       else setTimeout(check, 10);
@@ -845,7 +847,7 @@
       viewport: { width: vw, height: vh },
       content: opts.content ? clip(document.body ? document.body.innerText : '', opts.contentChars) : null,
       // When the page last changed, as its text was read: a picture taken since shows it.
-      changed_at: performance.timeOrigin + Math.max(agent.lastChange, agent.lastAnimation),
+      changed_at: changedAt(),
     };
   };
 
