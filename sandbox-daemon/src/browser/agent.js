@@ -74,6 +74,13 @@
     });
   }
 
+  // The end of the document's load event (0 before it ends): a page's load handlers often
+  // start its last steps on short timers, so a page is still only `quietMs` after it too.
+  const loadEnded = () => {
+    const nav = performance.getEntriesByType ? performance.getEntriesByType('navigation')[0] : null;
+    return nav && nav.loadEventEnd > 0 ? nav.loadEventEnd : 0;
+  };
+
   // Resolves once the page has been still for `quietMs` (no content change, no finite
   // animation, loaded), or after `maxMs` whatever it is doing. `fresh`: still for `quietMs`
   // from now, whatever came before (an answer just came: the page acts on it, perhaps by
@@ -83,7 +90,7 @@
     const floor = opts.fresh ? started : 0;
     const check = () => {
       const now = performance.now();
-      const quietLeft = opts.quietMs - (now - Math.max(agent.lastChange, floor));
+      const quietLeft = opts.quietMs - (now - Math.max(agent.lastChange, floor, loadEnded()));
       const moving = animating();
       if (moving) agent.lastAnimation = now;
       const still = quietLeft <= 0 && document.readyState === 'complete' && !moving;
