@@ -7,7 +7,7 @@
 // element objects under the snapshot's id so actions reach the very element the model saw,
 // or learn that it is gone.
 (() => {
-  const VERSION = 10;
+  const VERSION = 11;
   const G = globalThis;
   if (G.__coveAgent && G.__coveAgent.version === VERSION) return G.__coveAgent;
 
@@ -26,13 +26,19 @@
     return s.length > n ? s.slice(0, n - 1) + '…' : s;
   };
 
-  const agent = { version: VERSION, snapshots: new Map(), order: [], lastChange: performance.now(), lastAnimation: 0 };
+  const agent = {
+    version: VERSION, snapshots: new Map(), order: [], lastChange: performance.now(), lastAnimation: 0,
+    // Called on each change while a `nextChange` waits for one.
+    changeWaiters: new Set(),
+  };
 
   // When the page's content last changed (nodes or text, in any frame the agent sees):
   // a state is read once it has been still for a moment.
   try {
-    new MutationObserver(() => { agent.lastChange = performance.now(); })
-      .observe(document, { childList: true, characterData: true, subtree: true });
+    new MutationObserver(() => {
+      agent.lastChange = performance.now();
+      for (const waiter of agent.changeWaiters) waiter();
+    }).observe(document, { childList: true, characterData: true, subtree: true });
   } catch (_) { /* no document yet: nothing to wait for */ }
 
   // Whether the page started a navigation of this document since the last input was armed:
@@ -107,16 +113,28 @@
 
   // Resolves with when the page changed (on agent.now's clock) once it changes after
   // `since`, or with null after `maxMs`: a picture taken before then still shows the page.
+  // A change of content wakes it at once; finite animations are looked for every 10 ms.
+  // A snapshot ends every wait: the picture it was for is no longer wanted.
   agent.nextChange = (since, maxMs) => new Promise((resolve) => {
     const started = performance.now();
-    const check = () => {
+    let timer = 0;
+    const finish = (value) => {
+      agent.changeWaiters.delete(check);
+      clearTimeout(timer);
+      resolve(value);
+    };
+    const check = (ended) => {
       const now = performance.now();
       if (animating()) agent.lastAnimation = now;
       const changed = changedAt();
-      if (changed > since) resolve(changed);
-      else if (now - started >= maxMs) resolve(null);
-      else setTimeout(check, 10);
+      if (changed > since) finish(changed);
+      else if (ended === true || now - started >= maxMs) finish(null);
+      else {
+        clearTimeout(timer);
+        timer = setTimeout(check, 10);
+      }
     };
+    agent.changeWaiters.add(check);
     check();
   });
 
@@ -843,7 +861,7 @@
     while (agent.order.length > KEEP_SNAPSHOTS) agent.snapshots.delete(agent.order.shift());
 
     const se = document.scrollingElement || document.documentElement;
-    return {
+    const read = {
       url: location.href,
       title: document.title,
       elements: out.join('\n'),
@@ -856,6 +874,8 @@
       // When the page last changed, as its text was read: a picture taken since shows it.
       changed_at: changedAt(),
     };
+    for (const waiter of agent.changeWaiters) waiter(true);
+    return read;
   };
 
   function lookup(sid, index) {
