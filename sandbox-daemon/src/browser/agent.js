@@ -7,7 +7,7 @@
 // element objects under the snapshot's id so actions reach the very element the model saw,
 // or learn that it is gone.
 (() => {
-  const VERSION = 11;
+  const VERSION = 12;
   const G = globalThis;
   if (G.__coveAgent && G.__coveAgent.version === VERSION) return G.__coveAgent;
 
@@ -113,9 +113,11 @@
 
   // Resolves with when the page changed (on agent.now's clock) once it changes after
   // `since`, or with null after `maxMs`: a picture taken before then still shows the page.
-  // A change of content wakes it at once; finite animations are looked for every 10 ms.
-  // A snapshot ends every wait: the picture it was for is no longer wanted.
-  agent.nextChange = (since, maxMs) => new Promise((resolve) => {
+  // A change of content wakes it at once; finite animations are looked for every 10 ms
+  // unless `look` is false (looking makes the page work out its styles, which a picture
+  // being drawn needs the page for). A snapshot ends every wait: the picture it was for is
+  // no longer wanted.
+  agent.nextChange = (since, maxMs, look) => new Promise((resolve) => {
     const started = performance.now();
     let timer = 0;
     const finish = (value) => {
@@ -125,13 +127,13 @@
     };
     const check = (ended) => {
       const now = performance.now();
-      if (animating()) agent.lastAnimation = now;
+      if (look && animating()) agent.lastAnimation = now;
       const changed = changedAt();
       if (changed > since) finish(changed);
       else if (ended === true || now - started >= maxMs) finish(null);
       else {
         clearTimeout(timer);
-        timer = setTimeout(check, 10);
+        timer = setTimeout(check, look ? 10 : maxMs - (now - started));
       }
     };
     agent.changeWaiters.add(check);

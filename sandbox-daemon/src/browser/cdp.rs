@@ -135,7 +135,7 @@ pub async fn install_agent_on_new_documents(
 
 /// The agent's `VERSION`: a call reaches an agent already installed in the document only
 /// when it is this one.
-const AGENT_VERSION: u32 = 11;
+const AGENT_VERSION: u32 = 12;
 /// What a short call answers when the document has no agent (of this version) yet.
 const NOT_INSTALLED: &str = "\u{0}cove:not-installed";
 

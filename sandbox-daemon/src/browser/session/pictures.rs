@@ -18,7 +18,9 @@ pub(super) type Picture = (Option<f64>, Result<Screenshot, BrowserError>);
 
 impl Session {
     /// Pictures of the page until `read` says its text has been read: one at once, then
-    /// another whenever the page changes after the last began. The last taken.
+    /// another whenever the page changes after the last began, at once even while that one
+    /// is still being captured (it would show the page from before the change). The last
+    /// taken.
     pub(super) async fn pictures_while_read(
         &self,
         page: &Page,
@@ -26,19 +28,38 @@ impl Session {
     ) -> Option<Picture> {
         let mut last = None;
         for _ in 0..MAX_PICTURES {
-            let began = self.page_clock(page).await;
-            let shot = self.screenshot(page).await;
+            let Some(began) = self.page_clock(page).await else {
+                last = Some((None, self.screenshot(page).await));
+                break;
+            };
+            // While the capture is on its way, only a change of content is waited for:
+            // looking for animations would take the page from the picture's frame.
+            let content_changed = self.next_change(page, began, false);
+            let shot = self.screenshot(page);
+            tokio::pin!(content_changed, shot);
+            let mut answered = None;
+            let shot = tokio::select! {
+                biased;
+                said = &mut content_changed => {
+                    if matches!(said, Ok(Some(_))) {
+                        continue;
+                    }
+                    answered = Some(false);
+                    shot.await
+                }
+                shot = &mut shot => shot,
+            };
             let failed = shot.is_err();
-            last = Some((began, shot));
-            let Some(began) = began else { break };
+            last = Some((Some(began), shot));
             if failed || *read.borrow() {
                 break;
             }
-            let args = [json!(began), json!(STILL_WAIT.as_millis() as u64)];
-            let changed = cdp::agent::<Option<f64>>(page, "nextChange", &args, self.limit());
-            let changed = tokio::select! {
-                changed = changed => matches!(changed, Ok(Some(_))),
-                _ = read.wait_for(|read| *read) => false,
+            let changed = match answered {
+                Some(changed) => changed,
+                None => tokio::select! {
+                    said = self.next_change(page, began, true) => matches!(said, Ok(Some(_))),
+                    _ = read.wait_for(|read| *read) => false,
+                },
             };
             // Changed after this one began, before the text was read: the next shows the
             // page since.
@@ -47,6 +68,22 @@ impl Session {
             }
         }
         last
+    }
+
+    /// When the page changed after `since` (its clock), once it does; None when it has not
+    /// within [`STILL_WAIT`] or its text was read meanwhile. `look`: finite animations count.
+    async fn next_change(
+        &self,
+        page: &Page,
+        since: f64,
+        look: bool,
+    ) -> Result<Option<f64>, BrowserError> {
+        let args = [
+            json!(since),
+            json!(STILL_WAIT.as_millis() as u64),
+            json!(look),
+        ];
+        cdp::agent(page, "nextChange", &args, self.limit()).await
     }
 
     /// The page's own clock (ms), when it answers.
