@@ -75,6 +75,9 @@ async fn the_static_coved_runs_where_there_is_no_c_library() {
             "--mount",
             "--pid",
             "--fork",
+            // The forked child is the namespace's first process, coved in the end: it dies
+            // with unshare (killed below), and every process of the namespace with it.
+            "--kill-child",
             "sh",
             "-c",
             &script,
