@@ -37,30 +37,27 @@ impl Session {
             let content_changed = self.next_change(page, began, false);
             let shot = self.screenshot(page);
             tokio::pin!(content_changed, shot);
-            let mut answered = None;
-            let shot = tokio::select! {
+            // Whether the wait for a change is still on after the capture came back.
+            let (shot, waiting) = tokio::select! {
                 biased;
                 said = &mut content_changed => {
                     if matches!(said, Ok(Some(_))) {
                         continue;
                     }
-                    answered = Some(false);
-                    shot.await
+                    (shot.await, false)
                 }
-                shot = &mut shot => shot,
+                shot = &mut shot => (shot, true),
             };
             let failed = shot.is_err();
             last = Some((Some(began), shot));
             if failed || *read.borrow() {
                 break;
             }
-            let changed = match answered {
-                Some(changed) => changed,
-                None => tokio::select! {
+            let changed = waiting
+                && tokio::select! {
                     said = self.next_change(page, began, true) => matches!(said, Ok(Some(_))),
                     _ = read.wait_for(|read| *read) => false,
-                },
-            };
+                };
             // Changed after this one began, before the text was read: the next shows the
             // page since.
             if !changed || *read.borrow() {
